@@ -1,0 +1,3 @@
+"""ctk: an admin toolkit for GPU container nodes."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""The typer layer: parse flags, call the core, render. Kept light to import."""

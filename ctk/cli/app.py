@@ -1,0 +1,76 @@
+"""Entry point of the `ctk` command: the one place where errors become messages and exit codes.
+
+`ctk --version` is answered before typer is imported, so that the most common probe of the tool
+costs little more than starting Python.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+from ctk import __version__
+from ctk.errors import CtkError
+
+EXIT_INTERNAL = 3
+
+
+def _print_error(exc: CtkError) -> None:
+    sys.stderr.write(f"error: {exc.message}\n")
+    if exc.hint:
+        sys.stderr.write(f"hint: {exc.hint}\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ctk with ``argv`` (default: the process arguments) and return its exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args in (["--version"], ["-V"]):
+        sys.stdout.write(f"ctk {__version__}\n")
+        return 0
+    debug = "--debug" in args or os.environ.get("CTK_DEBUG", "") not in ("", "0")
+    args = [a for a in args if a != "--debug"]
+    try:
+        return _run(args)
+    except CtkError as exc:
+        if debug:
+            raise
+        _print_error(exc)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("error: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 1
+    except Exception as exc:  # a bug: one line, the traceback only with --debug
+        if debug:
+            raise
+        sys.stderr.write(
+            f"error: internal error ({type(exc).__name__}: {exc}); "
+            "run again with --debug to see the traceback and report it\n"
+        )
+        return EXIT_INTERNAL
+
+
+def _run(args: list[str]) -> int:
+    import click
+
+    from ctk.cli.commands import build_app
+
+    command = build_app()
+    try:
+        result = command.main(args=args, prog_name="ctk", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        exc.show()
+        return 2
+    except click.ClickException as exc:
+        exc.show()
+        return 2 if isinstance(exc, click.UsageError) else 1
+    except click.exceptions.Abort:
+        sys.stderr.write("error: aborted\n")
+        return 1
+    return result if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,11 @@
+"""`ctk cdi`: CDI specs. Checking (validate, list) and generating live in their own modules."""
+
+from __future__ import annotations
+
+import typer
+
+from ctk.cli import cdi_check, cdi_generate
+
+app = typer.Typer(no_args_is_help=True, help="Generate, validate and list CDI specs.")
+cdi_check.register(app)
+cdi_generate.register(app)

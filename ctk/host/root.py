@@ -1,0 +1,87 @@
+"""Paths under a root directory (`--root`, `--driver-root`, a container's rootfs).
+
+Every host path goes through `HostRoot.path()`: the path is joined under the root and each
+symlink is resolved as if the root were `/` (an absolute target restarts at the root), so no path
+ever leads out of the root. A `..` that would climb above the root is refused. Standard library
+only: the hook program uses this module too.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ctk.errors import CtkError
+
+MAX_SYMLINKS = 40
+
+
+class PathEscapeError(CtkError):
+    """A path (or a symlink on it) would lead out of its root."""
+
+
+def resolve_in_root(root: str | os.PathLike[str], path: str | PurePosixPath) -> Path:
+    """Return the host path of ``path`` inside ``root``, with symlinks resolved inside the root.
+
+    Components that do not exist are appended as they are, so the result can name a file to
+    create. Raises `PathEscapeError` when a `..` (in the path or in a link) climbs above the
+    root, or when links loop.
+    """
+    base = Path(os.path.abspath(root))
+    pending = [part for part in str(path).split("/") if part not in ("", ".")]
+    pending.reverse()
+    resolved: list[str] = []
+    links = 0
+    while pending:
+        part = pending.pop()
+        if part == "..":
+            if not resolved:
+                raise PathEscapeError(
+                    f"{path}: leads out of {base}",
+                    hint="a '..' or symlink points above the root; refusing to follow it",
+                )
+            resolved.pop()
+            continue
+        candidate = base.joinpath(*resolved, part)
+        try:
+            target = os.readlink(candidate)
+        except OSError as exc:
+            if exc.errno not in (errno.EINVAL, errno.ENOENT, errno.ENOTDIR):
+                raise CtkError(f"{candidate}: cannot read: {exc.strerror}") from exc
+            resolved.append(part)
+            continue
+        links += 1
+        if links > MAX_SYMLINKS:
+            raise PathEscapeError(f"{path}: too many levels of symbolic links under {base}")
+        if target.startswith("/"):
+            resolved.clear()
+        new_parts = [p for p in target.split("/") if p not in ("", ".")]
+        pending.extend(reversed(new_parts))
+    return base.joinpath(*resolved)
+
+
+@dataclass(frozen=True, slots=True)
+class HostRoot:
+    """A directory that stands for `/` of the host being looked at (default: `/` itself)."""
+
+    root: Path = Path("/")
+
+    def path(self, path: str | PurePosixPath) -> Path:
+        """Return where ``path`` (absolute, as seen from inside the root) lives on this machine."""
+        if str(self.root) == "/":
+            return Path(os.path.realpath("/" + str(path).lstrip("/")))
+        return resolve_in_root(self.root, path)
+
+    def exists(self, path: str | PurePosixPath) -> bool:
+        """Whether ``path`` exists inside the root (escapes count as missing)."""
+        try:
+            return self.path(path).exists()
+        except PathEscapeError:
+            return False
+
+    def relative(self, host_path: Path) -> PurePosixPath:
+        """Return ``host_path`` as seen from inside the root."""
+        rel = os.path.relpath(host_path, self.root)
+        return PurePosixPath("/") / rel if rel != "." else PurePosixPath("/")

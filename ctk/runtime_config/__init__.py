@@ -1,0 +1,1 @@
+"""ctk.runtime_config."""
