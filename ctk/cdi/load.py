@@ -22,11 +22,31 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ctk.cdi.problems import Path, Problem, Severity
 from ctk.cdi.schema import Shape, compiled
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _TAG = "tag:yaml.org,2002:"
 STR, INT, BOOL, NULL, FLOAT = (_TAG + t for t in ("str", "int", "bool", "null", "float"))
-MERGE = _TAG + "merge"
+MERGE, SEQ, MAP = _TAG + "merge", _TAG + "seq", _TAG + "map"
+_PLAIN_TAGS: dict[str, str] = {}
+_PLAIN_TAGS_MAX = 8192
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]
+    """The safe loader, with the tags of plain scalars memoised (specs repeat them a lot)."""
+
+    def resolve(self, kind: type[Node], value: str, implicit: tuple[bool, bool]) -> str:
+        if kind is ScalarNode:
+            if not implicit[0]:
+                return STR
+            tag = _PLAIN_TAGS.get(value)
+            if tag is None:
+                tag = str(super().resolve(kind, value, implicit))
+                if len(_PLAIN_TAGS) < _PLAIN_TAGS_MAX:
+                    _PLAIN_TAGS[value] = tag
+            return tag
+        return SEQ if kind is SequenceNode else MAP
+
+
 _CONSTRUCTOR = SafeConstructor()
 _INVALID = object()
 
