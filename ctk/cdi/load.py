@@ -385,11 +385,8 @@ def locate(root: Node | None, path: Path) -> tuple[int | None, int | None]:
 def decode(root: Node) -> tuple[dict[str, object] | None, list[Problem]]:
     """Build the spec's values from ``root``, checking them against the packaged schema."""
     decoder = _Decoder()
-    try:
-        value = decoder.value(root, compiled())
-    except RecursionError:
-        line, column = _mark(root)
-        return None, [Problem("parse.depth", "the document is nested too deeply", (), line, column)]
+    # Only nodes the schema describes are walked, so recursion stays as shallow as the schema.
+    value = decoder.value(root, compiled())
     problems = []
     if decoder.found:
         paths = _paths(root)
@@ -408,13 +405,17 @@ def load_text(text: str, *, strict_json: bool = False) -> Loaded:
     if strict_json:
         try:
             json.loads(text)
-        except ValueError as exc:
+        except RecursionError:
+            pass  # deeper than Python's json can follow; libyaml read it, so nothing to add
+        except json.JSONDecodeError as exc:
             problems.append(
                 Problem(
                     "parse.not-json",
-                    f"not strict JSON ({exc}); read as YAML",
+                    f"not strict JSON ({exc.msg}); read as YAML, as CDI runtimes do",
                     (),
-                    severity=Severity.WARNING,
+                    exc.lineno,
+                    exc.colno,
+                    Severity.WARNING,
                 )
             )
     value, found = decode(root)

@@ -23,7 +23,6 @@ RULES: Final[Mapping[str, str]] = {
     "parse.empty": "the file holds no spec",
     "parse.multi-document": "(warning) later YAML documents are ignored, as CDI runtimes do",
     "parse.not-json": "(warning) a .json file that is not strict JSON",
-    "parse.depth": "the document is nested too deeply",
     "parse.duplicate-key": "a key appears twice in one mapping",
     "parse.case-duplicate": "two keys of one object differ only in case",
     "parse.key-case": "(warning) a field spelled with other letter case than the specification",
