@@ -296,6 +296,9 @@ def _syntax_problem(exc: yaml.YAMLError, text: str) -> Problem:
         position: int = exc.position  # type: ignore[attr-defined]
         line = text.count("\n", 0, position) + 1
         column = position - (text.rfind("\n", 0, position) + 1) + 1
+    last_line = text.count("\n") + 1
+    if line is not None and line > last_line:  # libyaml reports end of input one line further
+        line, column = last_line, len(text) - (text.rfind("\n") + 1) + 1
     problem = getattr(exc, "problem", None)
     reason = str(problem) if problem else str(exc).splitlines()[0]
     context = getattr(exc, "context", None)
