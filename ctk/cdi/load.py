@@ -27,7 +27,17 @@ _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _TAG = "tag:yaml.org,2002:"
 STR, INT, BOOL, NULL, FLOAT = (_TAG + t for t in ("str", "int", "bool", "null", "float"))
 MERGE, SEQ, MAP = _TAG + "merge", _TAG + "seq", _TAG + "map"
-_PLAIN_TAGS: dict[str, str] = {}
+# YAML 1.1 booleans. PyYAML leaves out y/Y/n/N, but the reference library's parser (go-yaml)
+# reads them as booleans too, so an unquoted `n` as a device name is as wrong as `no`.
+_BOOLEANS = {
+    **dict.fromkeys(
+        ("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), True
+    ),
+    **dict.fromkeys(
+        ("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"), False
+    ),
+}
+_PLAIN_TAGS: dict[str, str] = dict.fromkeys(_BOOLEANS, BOOL)
 _PLAIN_TAGS_MAX = 8192
 
 
@@ -142,9 +152,9 @@ class _Decoder:
                 )
                 return _INVALID
         else:
-            if tag != BOOL:
+            if tag != BOOL or node.value not in _BOOLEANS:
                 return self._wrong_type(node, "a boolean")
-            value = _CONSTRUCTOR.construct_yaml_bool(node)
+            value = _BOOLEANS[node.value]
         if shape.enum is not None and value not in shape.enum:
             allowed = ", ".join(repr(v) for v in shape.enum if v != "")
             self.report(node, "schema.enum", f"{value!r} is not one of {allowed}")
