@@ -43,6 +43,7 @@ RULES: Final[Mapping[str, str]] = {
     "version.v-prefix": "(warning) cdiVersion has a leading 'v'",
     "kind.invalid": "kind is not vendor/class with valid names",
     "kind.long-vendor": "(warning) the vendor is longer than a DNS name (253)",
+    "kind.long-class": "(warning) the class is longer than 63 characters",
     "device.name": "a device name with characters or a shape the specification forbids",
     "device.duplicate": "two devices with the same name",
     "device.empty-edits": "a device without container edits",
@@ -164,11 +165,18 @@ def _check_kind(spec: Mapping[str, object]) -> Iterator[_Issue]:
     if problem is not None:
         yield _Issue("kind.invalid", problem, ("kind",))
         return
-    vendor = kind.split("/", 1)[0]
+    vendor, class_ = kind.split("/", 1)
     if len(vendor) > 253:
         yield _Issue(
             "kind.long-vendor",
             f"the vendor is {len(vendor)} characters long; a DNS name has at most 253",
+            ("kind",),
+            Severity.WARNING,
+        )
+    if len(class_) > 63:
+        yield _Issue(
+            "kind.long-class",
+            f"the class is {len(class_)} characters long; the specification allows 63",
             ("kind",),
             Severity.WARNING,
         )

@@ -48,7 +48,11 @@ def validate(
     spec_dir: SpecDirs = None,
     as_json: AsJson = False,
 ) -> None:
-    """Check CDI spec files against the CDI specification; exit 1 when any is invalid."""
+    """Check CDI spec files against the CDI specification; exit 1 when any is invalid.
+
+    FILES are spec files ('-' reads standard input); without them, every spec in the spec
+    directories is checked, including conflicts between them.
+    """
     from ctk.host import cdi_specs
     from ctk.host.root import HostRoot
 

@@ -280,6 +280,20 @@ TEXT_CASES = [
         id="kind.invalid",
     ),
     pytest.param(
+        spec(DEV, k="example.com/" + "c" * 64),
+        [
+            Problem(
+                "kind.long-class",
+                "the class is 64 characters long; the specification allows 63",
+                ("kind",),
+                2,
+                7,
+                W,
+            )
+        ],
+        id="kind.long-class",
+    ),
+    pytest.param(
         spec(DEV, k="a" * 254 + "/gpu"),
         [
             Problem(
