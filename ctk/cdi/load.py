@@ -140,7 +140,11 @@ class _Decoder:
         elif shape.type == "integer":
             if tag != INT:
                 return self._wrong_type(node, "an integer")
-            value = _CONSTRUCTOR.construct_yaml_int(node)
+            try:
+                value = _CONSTRUCTOR.construct_yaml_int(node)
+            except (ValueError, IndexError):  # an explicit `!!int` on something else
+                self.report(node, "parse.type", f"{node.value!r} is not a YAML integer")
+                return _INVALID
             assert isinstance(value, int)
             if (shape.minimum is not None and value < shape.minimum) or (
                 shape.maximum is not None and value > shape.maximum

@@ -43,6 +43,24 @@ def test_decoding(name: str, edits: str, device: object, problems: list[tuple[st
     assert _decoded(name, edits) == (device, problems)
 
 
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        pytest.param("!!int abc", "'abc' is not a YAML integer", id="letters"),
+        pytest.param('!!int ""', "'' is not a YAML integer", id="empty"),
+        pytest.param("!!int 0x", "'0x' is not a YAML integer", id="bare-hex-prefix"),
+        pytest.param("!!int 0b2", "'0b2' is not a YAML integer", id="bad-binary"),
+        pytest.param("!!float 1", "expected an integer, found the number 1", id="explicit-float"),
+    ],
+)
+def test_explicit_tags_that_lie(value: str, problem: str) -> None:
+    edits = f"    deviceNodes:\n    - {{path: /d, major: {value}}}\n"
+    assert _decoded("gpu0", edits) == (
+        {"name": "gpu0", "containerEdits": {"deviceNodes": [{"path": "/d"}]}},
+        [("parse.type", problem)],
+    )
+
+
 def test_json_is_read_as_yaml_with_positions() -> None:
     loaded = load_text('{"cdiVersion": "0.3.0",\n "kind": 5}', strict_json=True)
     assert loaded.value == {"cdiVersion": "0.3.0"}
