@@ -12,7 +12,6 @@ JSON is read the same way, as the reference library does (JSON is YAML).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import yaml
@@ -179,23 +178,41 @@ class _Decoder:
             self.report(node, "schema.min-items", f"needs at least {shape.min_items} item(s)")
         return out
 
-    def _pairs(self, node: MappingNode) -> Iterator[tuple[Node, Node]]:
-        """Key/value pairs with YAML merge keys (``<<: *anchor``) expanded, explicit keys last."""
+    def _pairs(
+        self, node: MappingNode, active: frozenset[int] = frozenset()
+    ) -> list[tuple[Node, Node]]:
+        """Key/value pairs with YAML merge keys (``<<: *anchor``) expanded.
+
+        As in YAML, explicit keys win over merged ones and earlier merged mappings over later.
+        """
+        pairs: list[tuple[Node, Node]] = node.value
+        if not any(key.tag == MERGE for key, _ in pairs):
+            return pairs
+        active = active | {id(node)}
         merged: list[tuple[Node, Node]] = []
         own: list[tuple[Node, Node]] = []
-        for key_node, value_node in node.value:
+        for key_node, value_node in pairs:
             if key_node.tag != MERGE:
                 own.append((key_node, value_node))
                 continue
             sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
             for source in sources:
-                if isinstance(source, MappingNode):
-                    merged.extend(self._pairs(source))
-                else:
+                if not isinstance(source, MappingNode):
                     self.report(source, "parse.merge", "a merge key (<<) needs a mapping")
-        own_keys = {k.value for k, _ in own if isinstance(k, ScalarNode)}
-        yield from ((k, v) for k, v in merged if k.value not in own_keys)
-        yield from own
+                elif id(source) in active:
+                    self.report(source, "parse.merge", "a merge key (<<) includes its own mapping")
+                else:
+                    merged.extend(self._pairs(source, active))
+        taken = {k.value for k, _ in own if isinstance(k, ScalarNode)}
+        kept: list[tuple[Node, Node]] = []
+        for key_node, value_node in merged:
+            key = key_node.value if isinstance(key_node, ScalarNode) else None
+            if key in taken:
+                continue
+            if key is not None:
+                taken.add(key)
+            kept.append((key_node, value_node))
+        return kept + own
 
     def _key(self, key_node: Node) -> str | None:
         if isinstance(key_node, ScalarNode) and key_node.tag == STR:

@@ -35,6 +35,8 @@ def _decoded(name: str, edits: str) -> tuple[object, list[tuple[str, str]]]:
         pytest.param("gpu0", "    deviceNodes:\n    - {path: /d, major: 1.0}\n", {"name": "gpu0", "containerEdits": {"deviceNodes": [{"path": "/d"}]}}, [("parse.type", "expected an integer, found the number 1.0")], id="float-for-integer"),
         pytest.param("gpu0", "    env: ~\n", {"name": "gpu0", "containerEdits": {}}, [("parse.null", "expected a list, found null; omit the field")], id="null-list"),
         pytest.param("gpu0", "    env: [A=1]\n    <<: {mounts: [{hostPath: /a, containerPath: /a}], env: [B=2]}\n", {"name": "gpu0", "containerEdits": {"mounts": [{"hostPath": "/a", "containerPath": "/a"}], "env": ["A=1"]}}, [], id="merge-key-explicit-wins"),
+        pytest.param("gpu0", "    <<: [{env: [A=1]}, {env: [B=1], hooks: []}]\n", {"name": "gpu0", "containerEdits": {"env": ["A=1"], "hooks": []}}, [], id="merge-earlier-mapping-wins"),
+        pytest.param("gpu0", "    &e\n    env: [A=1]\n    <<: *e\n", {"name": "gpu0", "containerEdits": {"env": ["A=1"]}}, [("parse.merge", "a merge key (<<) includes its own mapping")], id="merge-itself"),
         pytest.param("gpu0", "    env: [A=1]\n    env: [B=1]\n", {"name": "gpu0", "containerEdits": {"env": ["A=1"]}}, [("parse.duplicate-key", "duplicate key 'env' (first on line 6)")], id="duplicate-key"),
         pytest.param("gpu0", "    env: [A=1]\n    ENV: [B=1]\n", {"name": "gpu0", "containerEdits": {"env": ["A=1"]}}, [("parse.case-duplicate", "key 'ENV' differs only in case from 'env'")], id="case-duplicate"),
     ],
