@@ -324,9 +324,7 @@ def _syntax_problem(exc: yaml.YAMLError, text: str) -> Problem:
     if mark is not None:
         line, column = mark.line + 1, mark.column + 1
     elif isinstance(getattr(exc, "position", None), int):
-        position: int = exc.position  # type: ignore[attr-defined]
-        line = text.count("\n", 0, position) + 1
-        column = position - (text.rfind("\n", 0, position) + 1) + 1
+        line, column = _position(text, exc.position)  # type: ignore[attr-defined]
     last_line = text.count("\n") + 1
     if line is not None and line > last_line:  # libyaml reports end of input one line further
         line, column = last_line, len(text) - (text.rfind("\n") + 1) + 1
@@ -340,7 +338,12 @@ def _syntax_problem(exc: yaml.YAMLError, text: str) -> Problem:
 
 def compose(text: str) -> tuple[Node | None, list[Problem]]:
     """Compose the first document of ``text``; later documents only give a warning."""
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)
+    except UnicodeEncodeError as exc:  # a lone surrogate in text that did not come from a file
+        line, column = _position(text, exc.start)
+        problem = f"not valid Unicode text (character {exc.start}: {exc.reason})"
+        return None, [Problem("parse.encoding", problem, (), line, column)]
     problems: list[Problem] = []
     try:
         if not loader.check_node():
@@ -368,6 +371,11 @@ def compose(text: str) -> tuple[Node | None, list[Problem]]:
         return None, [_syntax_problem(exc, text)]
     finally:
         loader.dispose()
+
+
+def _position(text: str, index: int) -> tuple[int, int]:
+    """1-based line and column of character ``index``."""
+    return text.count("\n", 0, index) + 1, index - (text.rfind("\n", 0, index) + 1) + 1
 
 
 def _paths(root: Node) -> dict[int, Path]:

@@ -7,6 +7,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctk.cdi.problems import Problem
 from ctk.cdi.validate import RULES, validate_bytes, validate_text
 
 CASES = Path(__file__).parent.parent / "fixtures" / "conformance" / "cdi-cases"
@@ -98,3 +99,24 @@ def test_any_plain_tagged_scalar_gives_a_report(fields: list[tuple[str, str]]) -
     text = _TEMPLATE.format(*(f"{tag}{value}" for tag, value in fields))
     report = validate_text(text, "spec.yaml")
     assert {p.rule for p in report.problems} <= set(RULES)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(codec=None, categories=None), max_size=40))
+def test_any_python_text_gives_a_report(text: str) -> None:
+    """Even text no file can hold (lone surrogates) is a problem, not an exception."""
+    report = validate_text("cdiVersion: " + text, "spec.yaml")
+    assert {p.rule for p in report.problems} <= set(RULES)
+
+
+def test_lone_surrogate() -> None:
+    report = validate_text("kind: a\ud800", "spec.yaml")
+    assert report.problems == (
+        Problem(
+            "parse.encoding",
+            "not valid Unicode text (character 7: surrogates not allowed)",
+            (),
+            1,
+            8,
+        ),
+    )
