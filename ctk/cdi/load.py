@@ -449,6 +449,8 @@ def decode(root: Node) -> tuple[dict[str, object] | None, list[Problem]]:
 def load_text(text: str, *, strict_json: bool = False) -> Loaded:
     """Compose and decode ``text``; ``strict_json`` also warns when it is not strict JSON."""
     root, problems = compose(text)
+    if isinstance(root, ScalarNode) and root.tag == NULL:  # only `---`, `~` or comments
+        root, problems = None, [Problem("parse.empty", "the file holds no spec (empty document)")]
     if root is None:
         return Loaded(None, None, tuple(problems))
     if strict_json:

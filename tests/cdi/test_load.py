@@ -76,3 +76,10 @@ def test_json_is_read_as_yaml_with_positions() -> None:
         ),
         Problem("schema.required", "missing required field 'devices'", (), 1, 1),
     )
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n", "---\n", "~\n", "null", "---\n...\n"])
+def test_empty_documents(text: str) -> None:
+    loaded = load_text(text)
+    assert (loaded.root, loaded.value) == (None, None)
+    assert loaded.problems == (Problem("parse.empty", "the file holds no spec (empty document)"),)
