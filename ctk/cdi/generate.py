@@ -98,9 +98,11 @@ def build_spec(
 ) -> Spec:
     """The whole spec for the node: per-device edits, `all`, and the common edits."""
     graphics = options.mode is Mode.NVML
+    # management mode's one device carries every node itself, the control nodes included
+    control = driver.control_nodes if graphics else ()
     common = (
         discover.library_env(driver)
-        + discover.nodes(driver.control_nodes)
+        + discover.nodes(control)
         + discover.driver_hooks(
             driver,
             options.hooks,
