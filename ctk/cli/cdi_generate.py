@@ -148,6 +148,24 @@ def _summary(spec: Spec) -> str:
 
 OUTPUT = typer.Option(None, "--output", "-o", help="Write here (.yaml or .json) [default: stdout].")
 REFRESH_OUTPUT = typer.Option(DEFAULT_OUTPUT, "--output", "-o", help="The spec to refresh.")
+
+
+def _changes(before: str, spec: Spec) -> str:
+    """Which device names came and went, for the refresh message."""
+    import yaml
+
+    try:
+        old = yaml.safe_load(before)
+        names = {str(d["name"]) for d in old["devices"]}
+    except (yaml.YAMLError, TypeError, KeyError):
+        return "; the old file was not a readable spec"
+    new = {d.name for d in spec.devices}
+    added, removed = sorted(new - names), sorted(names - new)
+    parts = [f"added {', '.join(added)}"] if added else []
+    parts += [f"removed {', '.join(removed)}"] if removed else []
+    return "; " + ("; ".join(parts) if parts else "device edits changed")
+
+
 DRIVER_ROOT = typer.Option(Path("/"), "--driver-root", help="Where the driver files are.")
 DEV_ROOT = typer.Option(
     None, "--dev-root", help="Where /dev, /proc and /sys are [default: the driver root]."
@@ -257,5 +275,7 @@ def register(app: typer.Typer) -> None:
             sys.stderr.write(f"{output} is up to date ({_summary(spec)}); nothing written\n")
             return
         _write(output, text)
-        change = "created" if before is None else "updated"
-        sys.stderr.write(f"{change} {output} ({_summary(spec)})\n")
+        if before is None:
+            sys.stderr.write(f"created {output} ({_summary(spec)})\n")
+            return
+        sys.stderr.write(f"updated {output} ({_summary(spec)}{_changes(before, spec)})\n")
