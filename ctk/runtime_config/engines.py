@@ -57,3 +57,13 @@ CONTAINERD_CRI_PLUGIN: Final[Mapping[int, str]] = {
     2: "io.containerd.grpc.v1.cri",
     3: "io.containerd.cri.v1.runtime",
 }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuntimeRequest:
+    """What `ctk runtime configure` is asked to add."""
+
+    name: str = DEFAULT_RUNTIME_NAME
+    path: str = DEFAULT_RUNTIME_PATH
+    set_as_default: bool = False
+    enable_cdi: bool = False
