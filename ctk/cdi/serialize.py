@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from ctk.cdi.model import ContainerEdits, DeviceNode, Hook, Mount, Spec
+from ctk.cdi.version import minimum_version
 
 JSONValue = Any  # plain data: dict, list, str, int
 
@@ -93,9 +94,7 @@ def spec_data(spec: Spec) -> dict[str, JSONValue]:
 
 def cdi_version(spec: Spec) -> str:
     """The lowest CDI version that can express ``spec`` (0.5.0 for ordinary nodes)."""
-    # TODO(issue 3): use ctk.cdi.version.minimum_version(spec_data(spec)) once it lands on main.
-    edits = [spec.edits, *(d.edits for d in spec.devices)]
-    return "0.7.0" if any(e.additional_gids for e in edits) else "0.5.0"
+    return minimum_version(spec_data(spec))
 
 
 def _compact(values: dict[str, JSONValue]) -> dict[str, JSONValue]:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ctk.cdi.validate import validate_text
 from ctk.cli.app import main
 from tests.fake_nvml import FakeNode
 
@@ -83,6 +84,11 @@ def test_generate_golden(
     assert (code, err) == (0, "")
     text = out.replace(str(node.root), "/HOST")
     assert text == _golden(golden, text)
+    report = validate_text(out, golden)
+    assert (report.problems, report.minimum_version) == (
+        (),
+        report.spec and report.spec["cdiVersion"],
+    )
 
 
 @pytest.mark.integration

@@ -31,16 +31,17 @@ from ctk.cli.app import main
         pytest.param(
             ["--vendor", "-bad"],
             [
-                "error: invalid CDI vendor name: '-bad'",
-                "hint: start with a letter; use letters, digits, '_', '-', '.'; end alphanumeric",
+                "error: invalid --vendor: vendor '-bad' must start with an ASCII letter",
+                "hint: a CDI kind is vendor/class: nvidia.com/gpu",
             ],
             id="vendor",
         ),
         pytest.param(
             ["--class", "gpu/x"],
             [
-                "error: invalid CDI class name: 'gpu/x'",
-                "hint: start with a letter; use letters, digits, '_', '-', '.'; end alphanumeric",
+                "error: invalid --class: class 'gpu/x' contains '/'; allowed are ASCII letters, "
+                "digits, '_', '-', '.'",
+                "hint: a CDI kind is vendor/class: nvidia.com/gpu",
             ],
             id="class",
         ),
