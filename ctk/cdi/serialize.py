@@ -122,7 +122,23 @@ def _scalar(value: str | int | bool) -> str:
         return str(value)
     if value and _PLAIN.match(value) and not _special(value):
         return value
-    return json.dumps(value)
+    return '"' + "".join(map(_escape, value)) + '"'
+
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escape(char: str) -> str:
+    """One character inside a YAML double-quoted scalar."""
+    if char in _ESCAPES:
+        return _ESCAPES[char]
+    code = ord(char)
+    printable = 0x20 <= code < 0x7F or (
+        code >= 0xA0 and not 0xD800 <= code < 0xE000 and code not in (0x2028, 0x2029, 0xFEFF)
+    )
+    if printable and code not in (0xFFFE, 0xFFFF):
+        return char
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def _special(text: str) -> bool:
