@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +18,8 @@ import pytest
 
 from ctk.cli.app import main
 from tests.fake_nvml import FakeNode
+
+REPO = Path(__file__).resolve().parents[2]
 
 TOOLS = ("podman", "runc", "unshare", "busybox")
 CONTAINERS_CONF = """\
@@ -101,4 +104,64 @@ def test_podman_runs_a_container_with_generated_devices(
         f"NVIDIA_CTK_LIBCUDA_DIR={LIBDIR}",
         "NVIDIA_VISIBLE_DEVICES=void",
         "socket",
+    ]
+
+
+def _hook_wrapper(tmp_path: Path) -> Path:
+    """A `ctk-hook` that runs this checkout's code (the spec names it by absolute path)."""
+    wrapper = tmp_path / "bin" / "ctk-hook"
+    wrapper.parent.mkdir()
+    wrapper.write_text(
+        f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(REPO)!r})\n"
+        "from ctk.hook.main import main\nsys.exit(main())\n"
+    )
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+@pytest.mark.skipif(not os.path.exists("/sbin/ldconfig"), reason="needs a static /sbin/ldconfig")
+def test_podman_runs_the_generated_hooks_through_ctk_hook(
+    tmp_path: Path, fake_node: Callable[[str], FakeNode], capsys: pytest.CaptureFixture[str]
+) -> None:
+    node = fake_node("dgx-a100")
+    specs = tmp_path / "specs"
+    hook = _hook_wrapper(tmp_path)
+    code = main(
+        [
+            *("cdi", "generate", "--driver-root", str(node.root), "--device-id=0"),
+            *("--hook-path", str(hook), "--output", str(specs / "nvidia.yaml")),
+        ]
+    )
+    assert code == 0, capsys.readouterr().err
+    (tmp_path / "containers.conf").write_text(CONTAINERS_CONF)
+    rootfs = _rootfs(tmp_path)
+    (rootfs / "sbin").mkdir()
+    shutil.copy("/sbin/ldconfig", rootfs / "sbin/ldconfig")
+    (rootfs / "bin/readlink").symlink_to("busybox")
+    inside = (
+        f"for link in libcuda.so.1 libcuda.so libnvidia-ml.so.1; do readlink {LIBDIR}/$link; done; "
+        "ldconfig -p | grep libnvidia-ml"
+    )
+    script = (
+        'mount -t tmpfs tmpfs /run && mkdir /run/cdi && cp "$1"/specs/* /run/cdi/ && '
+        'exec podman --root "$1/podman/root" --runroot /run/ctk-podman --tmpdir "$1/podman/tmp" '
+        'run --rm --device nvidia.com/gpu=0 --rootfs "$2" /bin/sh -c "$3"'
+    )
+    result = subprocess.run(
+        [
+            *("unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"),
+            *(str(tmp_path), str(rootfs), inside),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CONTAINERS_CONF": str(tmp_path / "containers.conf")},
+        timeout=60,
+        check=False,
+    )
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    assert [line.strip() for line in result.stdout.splitlines()] == [
+        "libcuda.so.550.54.15",
+        "libcuda.so.1",
+        "libnvidia-ml.so.550.54.15",
+        f"libnvidia-ml.so.1 (libc6,x86-64) => {LIBDIR}/libnvidia-ml.so.1",
     ]
