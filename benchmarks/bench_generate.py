@@ -25,11 +25,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from ctk.cdi.generate import GenerateOptions, Mode, build_spec  # noqa: E402
-from ctk.cdi.serialize import SpecFormat, render  # noqa: E402
+from ctk.cdi.generate import GenerateOptions, build_spec  # noqa: E402
+from ctk.cdi.options import Mode, SpecFormat  # noqa: E402
+from ctk.cdi.serialize import render  # noqa: E402
 from ctk.cdi.validate import validate_text  # noqa: E402
 from ctk.cli.app import main  # noqa: E402
-from ctk.cli.cdi_generate import gather  # noqa: E402
+from ctk.host.driver import gather  # noqa: E402
 from tests.fake_nvml import ROOTS, TOPOLOGY_ENV, build_library, topology_text  # noqa: E402
 
 VERSION = "550.54.15"
@@ -108,11 +109,11 @@ def median_ms(action: Callable[[], object], runs: int) -> float:
 def measure(root: Path, runs: int) -> tuple[int, float, float, float, float]:
     options = GenerateOptions()
     node = gather(root, root, Mode.NVML)
-    spec = build_spec(node.nvml, node.driver, options, version=node.version)
+    spec = build_spec(node.nvml, node.driver, options, version=node.driver_version)
     text = render(spec, SpecFormat.YAML)
     gather_ms = median_ms(lambda: gather(root, root, Mode.NVML), runs)
     build_ms = median_ms(
-        lambda: build_spec(node.nvml, node.driver, options, version=node.version), runs
+        lambda: build_spec(node.nvml, node.driver, options, version=node.driver_version), runs
     )
     write_ms = median_ms(lambda: validate_text(render(spec, SpecFormat.YAML), "nvidia.yaml"), runs)
     argv = [

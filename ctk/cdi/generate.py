@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 
 from ctk.cdi import discover
 from ctk.cdi.discover import HookProgram
@@ -20,32 +19,11 @@ from ctk.cdi.model import (
     Spec,
     merge,
 )
+from ctk.cdi.options import DEFAULT_KINDS, Mode, NameStrategy
 from ctk.cdi.serialize import cdi_version
 from ctk.errors import CtkError, UsageError
 
 EMPTY_DEVICE_ENV = "NVCT_EMPTY_DEVICE="
-
-
-class Mode(StrEnum):
-    """How devices are found: through NVML, or (management) from device nodes alone."""
-
-    NVML = "nvml"
-    MANAGEMENT = "management"
-
-
-class NameStrategy(StrEnum):
-    """How devices are named: `0` and `0:1`, the UUID, or `gpu0` and `mig0:1`."""
-
-    INDEX = "index"
-    UUID = "uuid"
-    TYPE_INDEX = "type-index"
-
-
-DEFAULT_KINDS: Mapping[Mode, str] = {
-    Mode.NVML: "nvidia.com/gpu",
-    # its own vendor, so that its `all` never collides with the main spec's `all`
-    Mode.MANAGEMENT: "management.nvidia.com/gpu",
-}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

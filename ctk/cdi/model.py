@@ -122,6 +122,15 @@ class DriverFacts:
     drm_links: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # bus id -> by-path links
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeFacts:
+    """Everything gathered about a node for its spec (``nvml`` is None in management mode)."""
+
+    nvml: NvmlFacts | None
+    driver: DriverFacts
+    driver_version: str
+
+
 # --- the CDI spec ----------------------------------------------------------------------------
 
 

@@ -10,20 +10,13 @@ from __future__ import annotations
 import functools
 import json
 import re
-from enum import StrEnum
 from typing import Any
 
 from ctk.cdi.model import ContainerEdits, DeviceNode, Hook, Mount, Spec
+from ctk.cdi.options import SpecFormat
 from ctk.cdi.version import minimum_version
 
 JSONValue = Any  # plain data: dict, list, str, int
-
-
-class SpecFormat(StrEnum):
-    """Output formats of a spec."""
-
-    YAML = "yaml"
-    JSON = "json"
 
 
 def _node(node: DeviceNode) -> dict[str, JSONValue]:

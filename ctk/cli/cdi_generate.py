@@ -5,30 +5,20 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from ctk.cdi.discover import DEFAULT_HOOKS, HookName, HookProgram
-from ctk.cdi.generate import DEFAULT_KINDS, GenerateOptions, Mode, NameStrategy, build_spec
-from ctk.cdi.model import DriverFacts, NvmlFacts, Spec
-from ctk.cdi.names import class_error, vendor_error
-from ctk.cdi.serialize import SpecFormat, render
+from ctk.cdi.options import DEFAULT_HOOKS, DEFAULT_KINDS, HookName, Mode, NameStrategy, SpecFormat
 from ctk.errors import CtkError, UsageError
-from ctk.host import driver, files
+
+if TYPE_CHECKING:  # the generator is imported when a command runs, not for `ctk --help`
+    from ctk.cdi.generate import GenerateOptions
+    from ctk.cdi.model import Spec
 
 DEFAULT_OUTPUT = Path("/etc/cdi/nvidia.yaml")
 EXTENSIONS = {".yaml": SpecFormat.YAML, ".json": SpecFormat.JSON}
-
-
-@dataclass(frozen=True, slots=True)
-class Node:
-    """Everything gathered about the node."""
-
-    nvml: NvmlFacts | None
-    driver: DriverFacts
-    version: str
 
 
 def default_hook_path() -> str:
@@ -37,30 +27,6 @@ def default_hook_path() -> str:
     if found:
         return os.path.abspath(found)
     return str(Path(sys.executable).parent / "ctk-hook")
-
-
-def gather(driver_root: Path, dev_root: Path, mode: Mode) -> Node:
-    """Read NVML (nvml mode) and scan the driver and dev roots once."""
-    for what, root in (("--driver-root", driver_root), ("--dev-root", dev_root)):
-        if not root.is_dir():
-            raise CtkError(f"{what} {root}: no such directory", hint="pass an existing directory")
-    nvml = None
-    if mode is Mode.NVML:
-        from ctk.host.nvml import read_nvml
-
-        nvml = read_nvml(driver_root)
-        version = nvml.driver_version
-    else:
-        found = driver.driver_version_from_files(driver_root)
-        if found is None:
-            raise CtkError(
-                f"no NVIDIA driver libraries (libcuda.so.<version>) found under {driver_root}",
-                hint="install the driver, or pass --driver-root where it is mounted",
-            )
-        version = found
-    bus_ids = [g.sysfs_bus_id for g in nvml.gpus] if nvml else []
-    facts = driver.read_driver(driver_root, dev_root, version=version, bus_ids=bus_ids)
-    return Node(nvml, facts, version)
 
 
 def _spec_format(output: Path | None, requested: SpecFormat | None) -> SpecFormat:
@@ -81,6 +47,8 @@ def _spec_format(output: Path | None, requested: SpecFormat | None) -> SpecForma
 
 
 def _kind(vendor: str | None, class_: str, mode: Mode) -> str:
+    from ctk.cdi.names import class_error, vendor_error
+
     vendor = vendor or DEFAULT_KINDS[mode].split("/")[0]
     for what, problem in (("vendor", vendor_error(vendor)), ("class", class_error(class_))):
         if problem is not None:
@@ -114,6 +82,9 @@ def _options(
     enable_hook: list[str],
     ldconfig_path: str | None,
 ) -> GenerateOptions:
+    from ctk.cdi.discover import HookProgram
+    from ctk.cdi.generate import GenerateOptions
+
     path = hook_path or default_hook_path()
     if not os.path.isabs(path):
         raise UsageError(
@@ -131,12 +102,27 @@ def _options(
 
 
 def _write(output: Path, text: str) -> None:
+    from ctk.host import files
+
     files.write_atomic(output, text, mode=0o644, make_parents=True)
     target = files.write_target(output)
     try:
         os.chmod(target, 0o644)  # runtimes of any user must read it, whatever the old mode was
     except OSError as exc:
         raise CtkError(f"{target}: cannot set mode 0644: {exc.strerror}") from exc
+
+
+def _generate(
+    driver_root: Path, dev_root: Path, options: GenerateOptions, spec_format: SpecFormat
+) -> tuple[Spec, str]:
+    """Gather, build, render and check: the spec and its text."""
+    from ctk.cdi.generate import build_spec
+    from ctk.cdi.serialize import render
+    from ctk.host.driver import gather
+
+    node = gather(driver_root, dev_root, options.mode)
+    spec = build_spec(node.nvml, node.driver, options, version=node.driver_version)
+    return spec, _checked(render(spec, spec_format), spec_format)
 
 
 def _checked(text: str, spec_format: SpecFormat) -> str:
@@ -240,9 +226,7 @@ def register(app: typer.Typer) -> None:
             enable_hook=enable_hook,
             ldconfig_path=ldconfig_path,
         )
-        node = gather(driver_root, dev_root or driver_root, mode)
-        spec = build_spec(node.nvml, node.driver, options, version=node.version)
-        text = _checked(render(spec, fmt), fmt)
+        spec, text = _generate(driver_root, dev_root or driver_root, options, fmt)
         if output is None:
             sys.stdout.write(text)
             return
@@ -278,9 +262,9 @@ def register(app: typer.Typer) -> None:
             enable_hook=enable_hook,
             ldconfig_path=ldconfig_path,
         )
-        node = gather(driver_root, dev_root or driver_root, mode)
-        spec = build_spec(node.nvml, node.driver, options, version=node.version)
-        text = _checked(render(spec, fmt), fmt)
+        spec, text = _generate(driver_root, dev_root or driver_root, options, fmt)
+        from ctk.host import files
+
         before = files.read_text(output, missing_ok=True)
         if before == text:
             sys.stderr.write(f"{output} is up to date ({_summary(spec)}); nothing written\n")

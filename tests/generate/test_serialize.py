@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctk.cdi.model import ContainerEdits, Device, DeviceNode, Hook, Mount, Spec
-from ctk.cdi.serialize import SpecFormat, render, spec_data
+from ctk.cdi.options import SpecFormat
+from ctk.cdi.serialize import render, spec_data
 
 TEXT = st.text(
     st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=20
