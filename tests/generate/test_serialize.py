@@ -12,9 +12,7 @@ from ctk.cdi.model import ContainerEdits, Device, DeviceNode, Hook, Mount, Spec
 from ctk.cdi.options import SpecFormat
 from ctk.cdi.serialize import render, spec_data
 
-TEXT = st.text(
-    st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=20
-)
+TEXT = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=20)
 
 
 @st.composite
