@@ -217,3 +217,21 @@ def test_device_id_none(fake_node: MakeNode, capsys: pytest.CaptureFixture[str])
         "0.5.0",
         [{"name": "none", "containerEdits": {"env": ["NVCT_EMPTY_DEVICE="]}}],
     )
+
+
+@pytest.mark.integration
+def test_a_broken_gpu_does_not_block_the_others(
+    fake_node: MakeNode, capsys: pytest.CaptureFixture[str]
+) -> None:
+    node = fake_node("dgx-a100")
+    _break(node, "dev/nvidia3")
+    flags = ["--device-id", "0", "--device-id", "5:1", "--format", "json"]
+    assert main(["cdi", "generate", *_roots(node), *flags]) == 0
+    spec = json.loads(capsys.readouterr().out)
+    assert [d["name"] for d in spec["devices"]] == [
+        "0",
+        "5:1",
+        "GPU-a1000000-8f3c-4b1e-9d2a-000000000000",
+        "MIG-5b7d0002-6c7f-5a2b-9d44-000000000002",
+        "all",
+    ]
