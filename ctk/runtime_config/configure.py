@@ -122,10 +122,13 @@ def unconfigure(runtime: Runtime, inputs: Inputs, runtime_name: str) -> Plan:
         new = docker.unconfigure(inputs.config, text, runtime_name, inputs.record)
     else:
         new = crio.unconfigure_in_place(inputs.config, text, runtime_name, inputs.record)
-    return Plan((_undone(inputs, text, new),))
+    blank = new.strip() in ("", "{}") if runtime is Runtime.DOCKER else not new.strip()
+    return Plan((_undone(inputs, text, new, blank=blank),))
 
 
-def _undone(inputs: Inputs, text: str, new: str) -> FileChange:
-    if new == text:
+def _undone(inputs: Inputs, text: str, new: str, *, blank: bool | None = None) -> FileChange:
+    blank = not new.strip() if blank is None else blank
+    after = restore_whole_file(new, inputs.record, blank=blank)
+    if after == text:
         return FileChange(inputs.config, text, text, () if inputs.record else None)
-    return FileChange(inputs.config, text, restore_whole_file(new, inputs.record), ())
+    return FileChange(inputs.config, text, after, ())

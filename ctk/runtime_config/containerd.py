@@ -15,7 +15,7 @@ from tomlkit.toml_document import TOMLDocument
 
 from ctk.errors import CtkError
 from ctk.runtime_config import tomledit
-from ctk.runtime_config.changes import NEW_TABLE, Change, Edit
+from ctk.runtime_config.changes import NEW_TABLE, Change, Edit, without_inside
 from ctk.runtime_config.engines import CONTAINERD_CRI_PLUGIN, RuntimeRequest
 from ctk.runtime_config.inspect import containerd_version, deep_merge, dotted
 from ctk.runtime_config.parse import JSONValue, load_toml
@@ -63,9 +63,9 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
         tomledit.set_key(runtime, (*rt_keys, "runtime_type"), RUNC_V2, changes)
         runtime_type = RUNC_V2
     options = tomledit.ensure_table(name, doc, (*rt_keys, "options"), changes)
-    tomledit.set_key(options, (*rt_keys, "options", "BinaryName"), request.path, changes)
-    if runtime_type == RUNTIME_V1_LINUX:
-        tomledit.set_key(options, (*rt_keys, "options", "Runtime"), request.path, changes)
+    # The old v1 shim names the binary `Runtime`; the runc v2 shim calls it `BinaryName`.
+    binary_key = "Runtime" if runtime_type == RUNTIME_V1_LINUX else "BinaryName"
+    tomledit.set_key(options, (*rt_keys, "options", binary_key), request.path, changes)
     if request.set_as_default:
         keys = (*cri, "containerd", "default_runtime_name")
         tomledit.set_key(containerd, keys, request.name, changes)
@@ -73,7 +73,7 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
         cri_table = tomledit.find_table(name, doc, cri)
         assert cri_table is not None
         tomledit.set_key(cri_table, (*cri, "enable_cdi"), True, changes)
-    return Edit(tomledit.dumps(doc), tuple(changes))
+    return Edit(tomledit.dumps(doc), without_inside(changes, rt_keys))
 
 
 def _source_runtime(name: str, containerd: Table, runtimes: Table, wanted: str) -> Table | None:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from tomlkit.items import Table
 
 from ctk.runtime_config import tomledit
-from ctk.runtime_config.changes import NEW_TABLE, Change, Edit
+from ctk.runtime_config.changes import NEW_TABLE, Change, Edit, without_inside
 from ctk.runtime_config.engines import RuntimeRequest
 from ctk.runtime_config.inspect import deep_merge
 from ctk.runtime_config.parse import JSONValue, load_toml
@@ -42,7 +42,7 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
         default_keys = (*RUNTIME_KEYS, "default_runtime")
         tomledit.set_key(crio_runtime, default_keys, request.name, changes)
     notes = (CDI_NOTE,) if request.enable_cdi else ()
-    return Edit(tomledit.dumps(doc), tuple(changes), notes)
+    return Edit(tomledit.dumps(doc), without_inside(changes, keys), notes)
 
 
 def _source(name: str, crio_runtime: Table, runtimes: Table, wanted: str) -> Table | None:

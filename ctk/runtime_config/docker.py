@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from ctk.errors import CtkError
 from ctk.runtime_config import jsonedit
-from ctk.runtime_config.changes import FINAL_NEWLINE, NEW_TABLE, Change, Edit
+from ctk.runtime_config.changes import FINAL_NEWLINE, NEW_TABLE, Change, Edit, without_inside
 from ctk.runtime_config.engines import RuntimeRequest
 from ctk.runtime_config.parse import JSONValue, load_json_object, type_name
 
@@ -62,7 +62,7 @@ def configure(name: str, text: str, request: RuntimeRequest) -> Edit:
     if changes and not current.endswith("\n"):
         current += "\n"
         changes.append(Change(FINAL_NEWLINE, False, None, None))
-    return Edit(current if changes else text, tuple(changes))
+    return Edit(current if changes else text, without_inside(changes, ("runtimes", request.name)))
 
 
 def unconfigure(name: str, text: str, runtime_name: str, record: Sequence[Change]) -> str:
