@@ -17,6 +17,7 @@ from ctk.runtime_config.changes import (
     whole_file_change,
 )
 from ctk.runtime_config.engines import Runtime, RuntimeRequest
+from ctk.runtime_config.inspect import inspect_containerd, inspect_crio, inspect_docker
 from ctk.runtime_config.plan import FileChange, Plan
 
 Files = tuple[tuple[str, str], ...]
@@ -44,8 +45,23 @@ def uses_drop_in(runtime: Runtime, inputs: Inputs) -> bool:
     return True
 
 
+def check(runtime: Runtime, inputs: Inputs) -> None:
+    """Refuse files the engine itself would refuse (`CtkError` naming the file and key)."""
+    main = (inputs.config, inputs.config_text or "")
+    if runtime is Runtime.DOCKER:
+        if inputs.config_text is not None:
+            inspect_docker(inputs.config_text, name=inputs.config)
+    elif runtime is Runtime.CONTAINERD:
+        view = inspect_containerd([main, *inputs.before, *inputs.after])
+        if view.version != 1:  # v1 configs have no `imports`; containerd ignores them there
+            containerd.imports_of(inputs.config, inputs.config_text or "")
+    else:
+        inspect_crio([main, *inputs.before])
+
+
 def configure(runtime: Runtime, inputs: Inputs, request: RuntimeRequest) -> Plan:
     """Plan adding the runtime ``request`` describes."""
+    check(runtime, inputs)
     text = inputs.config_text or ""
     notes: list[str] = []
     warnings: list[str] = []
@@ -79,7 +95,7 @@ def configure(runtime: Runtime, inputs: Inputs, request: RuntimeRequest) -> Plan
     if runtime is Runtime.CONTAINERD:
         edit = containerd.configure_in_place(inputs.config, text, request)
     elif runtime is Runtime.DOCKER:
-        edit = docker.configure(inputs.config, text, request)
+        edit = docker.configure(inputs.config, inputs.config_text, request)
     else:
         edit = crio.configure_in_place(inputs.config, text, request)
     notes.extend(edit.notes)
