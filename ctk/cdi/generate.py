@@ -18,6 +18,7 @@ from ctk.cdi.model import (
     MigMode,
     NvmlFacts,
     Spec,
+    merge,
 )
 from ctk.cdi.serialize import cdi_version
 from ctk.errors import CtkError, UsageError
@@ -141,9 +142,7 @@ def _named_devices(
     ]
     devices.sort(key=lambda d: d.name)
     if options.all_device:
-        union = ContainerEdits()
-        for unit in units:
-            union = union + _simplify(unit.edits, common)
+        union = merge(_simplify(unit.edits, common) for unit in units)
         devices.append(Device(name="all", edits=_tidy(union)))
     return devices
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import sys
 from dataclasses import dataclass
@@ -14,14 +13,13 @@ import typer
 from ctk.cdi.discover import DEFAULT_HOOKS, HookName, HookProgram
 from ctk.cdi.generate import DEFAULT_KINDS, GenerateOptions, Mode, NameStrategy, build_spec
 from ctk.cdi.model import DriverFacts, NvmlFacts, Spec
+from ctk.cdi.names import class_error, vendor_error
 from ctk.cdi.serialize import SpecFormat, render
 from ctk.errors import CtkError, UsageError
 from ctk.host import driver, files
 
 DEFAULT_OUTPUT = Path("/etc/cdi/nvidia.yaml")
 EXTENSIONS = {".yaml": SpecFormat.YAML, ".json": SpecFormat.JSON}
-# TODO(issue 3): use ctk.cdi.names.vendor_error/class_error once they land on main.
-_NAME = re.compile(r"^[A-Za-z]([A-Za-z0-9_.-]*[A-Za-z0-9])?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +82,10 @@ def _spec_format(output: Path | None, requested: SpecFormat | None) -> SpecForma
 
 def _kind(vendor: str | None, class_: str, mode: Mode) -> str:
     vendor = vendor or DEFAULT_KINDS[mode].split("/")[0]
-    for what, name in (("vendor", vendor), ("class", class_)):
-        if not _NAME.match(name):
+    for what, problem in (("vendor", vendor_error(vendor)), ("class", class_error(class_))):
+        if problem is not None:
             raise UsageError(
-                f"invalid CDI {what} name: {name!r}",
-                hint="start with a letter; use letters, digits, '_', '-', '.'; end alphanumeric",
+                f"invalid --{what}: {problem}", hint="a CDI kind is vendor/class: nvidia.com/gpu"
             )
     return f"{vendor}/{class_}"
 
@@ -142,12 +139,44 @@ def _write(output: Path, text: str) -> None:
         raise CtkError(f"{target}: cannot set mode 0644: {exc.strerror}") from exc
 
 
+def _checked(text: str, spec_format: SpecFormat) -> str:
+    """``text`` after `ctk cdi validate`'s checks: an invalid spec is never written."""
+    from ctk.cdi.validate import validate_text
+
+    report = validate_text(text, f"nvidia.{spec_format.value}")
+    if not report.valid:
+        first = report.errors[0]
+        raise CtkError(
+            f"the generated spec is invalid ({first.rule}: {first.message}); nothing was written",
+            hint="this is a bug in ctk: report it with the output of --debug",
+        )
+    return text
+
+
 def _summary(spec: Spec) -> str:
     return f"cdiVersion {spec.cdi_version}, kind {spec.kind}, {len(spec.devices)} devices"
 
 
 OUTPUT = typer.Option(None, "--output", "-o", help="Write here (.yaml or .json) [default: stdout].")
 REFRESH_OUTPUT = typer.Option(DEFAULT_OUTPUT, "--output", "-o", help="The spec to refresh.")
+
+
+def _changes(before: str, spec: Spec) -> str:
+    """Which device names came and went, for the refresh message."""
+    import yaml
+
+    try:
+        old = yaml.safe_load(before)
+        names = {str(d["name"]) for d in old["devices"]}
+    except (yaml.YAMLError, TypeError, KeyError):
+        return "; the old file was not a readable spec"
+    new = {d.name for d in spec.devices}
+    added, removed = sorted(new - names), sorted(names - new)
+    parts = [f"added {', '.join(added)}"] if added else []
+    parts += [f"removed {', '.join(removed)}"] if removed else []
+    return "; " + ("; ".join(parts) if parts else "device edits changed")
+
+
 DRIVER_ROOT = typer.Option(Path("/"), "--driver-root", help="Where the driver files are.")
 DEV_ROOT = typer.Option(
     None, "--dev-root", help="Where /dev, /proc and /sys are [default: the driver root]."
@@ -213,7 +242,7 @@ def register(app: typer.Typer) -> None:
         )
         node = gather(driver_root, dev_root or driver_root, mode)
         spec = build_spec(node.nvml, node.driver, options, version=node.version)
-        text = render(spec, fmt)
+        text = _checked(render(spec, fmt), fmt)
         if output is None:
             sys.stdout.write(text)
             return
@@ -251,11 +280,13 @@ def register(app: typer.Typer) -> None:
         )
         node = gather(driver_root, dev_root or driver_root, mode)
         spec = build_spec(node.nvml, node.driver, options, version=node.version)
-        text = render(spec, fmt)
+        text = _checked(render(spec, fmt), fmt)
         before = files.read_text(output, missing_ok=True)
         if before == text:
             sys.stderr.write(f"{output} is up to date ({_summary(spec)}); nothing written\n")
             return
         _write(output, text)
-        change = "created" if before is None else "updated"
-        sys.stderr.write(f"{change} {output} ({_summary(spec)})\n")
+        if before is None:
+            sys.stderr.write(f"created {output} ({_summary(spec)})\n")
+            return
+        sys.stderr.write(f"updated {output} ({_summary(spec)}{_changes(before, spec)})\n")
