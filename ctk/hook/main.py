@@ -79,6 +79,9 @@ COMMANDS: dict[str, Command] = {
             SPEC,
         ),
     ),
+    "update-application-profile": Command(
+        "Limit EGL and Vulkan to the container's GPUs (an application profile).", (SPEC,)
+    ),
     "disable-device-node-modification": Command(
         "Stop CUDA in the container from creating device nodes (ModifyDeviceFiles: 0).", (SPEC,)
     ),
@@ -169,6 +172,10 @@ def run(command: str, values: dict[str, list[str]]) -> None:
         enable_cuda_compat(
             root, _one(values, "host-driver-version"), _one(values, "cuda-compat-container-root")
         )
+    elif command == "update-application-profile":
+        from ctk.hook.profile import update_application_profile
+
+        update_application_profile(root)
     else:
         from ctk.hook.params import disable_device_node_modification
 

@@ -113,6 +113,11 @@ def test_hooks_run_in_podman(tmp_path: Path) -> None:
                     "path": hook,
                     "args": ["ctk-hook", "update-ldcache", "--folder", "/usr/lib/ctk"],
                 },
+                {
+                    "hookName": "createContainer",
+                    "path": hook,
+                    "args": ["ctk-hook", "update-application-profile"],
+                },
             ],
         },
     }
@@ -120,7 +125,10 @@ def test_hooks_run_in_podman(tmp_path: Path) -> None:
     (tmp_path / "specs/ctk-test.json").write_text(json.dumps(spec))
     (tmp_path / "containers.conf").write_text(CONTAINERS_CONF)
     state = tmp_path / "podman"
-    inside = "readlink /usr/lib/ctk/libctkfake.so; ls /dev/nvidia0; ldconfig -p"
+    inside = (
+        "readlink /usr/lib/ctk/libctkfake.so; ls /dev/nvidia0; ldconfig -p; "
+        "cat /etc/nvidia/nvidia-application-profiles-rc.d/10-container.conf"
+    )
     # /run/cdi is where Podman 4.3 looks for specs; the run root lives there too, since Podman
     # refuses a run root longer than 50 characters. Both are on a tmpfs of a private namespace.
     script = (
@@ -156,4 +164,9 @@ def test_hooks_run_in_podman(tmp_path: Path) -> None:
         "1 libs found in cache `/etc/ld.so.cache'",
     ]
     assert lines[3].strip() == "libctkfake.so.1 (libc6,x86-64) => /usr/lib/ctk/libctkfake.so.1"
+    # the node is c 1:3, so the GPU mask has bit 3 set
+    assert lines[-1] == (
+        '{"profiles":[{"name":"_container_","settings":["EGLVisibleDGPUDevices",0x8]}],'
+        '"rules":[{"pattern":[],"profile":"_container_"}]}'
+    )
     assert state.is_dir()
