@@ -149,10 +149,6 @@ def run(command: str, values: dict[str, list[str]]) -> None:
     """Run ``command`` against the container named by the OCI state."""
     from ctk.hook.state import container_root, read_state
 
-    if command == "chmod":
-        from ctk.hook.modes import parse_mode
-
-        mode = parse_mode(_one(values, "mode"))
     root = container_root(read_state(_one(values, "container-spec")))
     if command == "create-symlinks":
         from ctk.hook.links import create_symlinks
@@ -165,7 +161,7 @@ def run(command: str, values: dict[str, list[str]]) -> None:
     elif command == "chmod":
         from ctk.hook.modes import change_modes
 
-        change_modes(root, values.get("path", []), mode)
+        change_modes(root, values.get("path", []), _one(values, "mode"))
     elif command == "enable-cuda-compat":
         from ctk.hook.compat import enable_cuda_compat
 
