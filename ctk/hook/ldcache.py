@@ -9,8 +9,6 @@ be statically linked (glibc builds it so): a dynamic one would load the image's 
 libraries as root inside the chroot, which is no boundary against root code.
 """
 
-from __future__ import annotations
-
 import os
 import stat
 import struct

@@ -5,8 +5,6 @@ from the `COMMANDS` table without importing argparse (argparse, re and enum toge
 double the start-up time); argparse renders `--help` from the same table. Standard library only.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 

@@ -1,7 +1,5 @@
 """`chmod`: set the mode of paths inside the container root (e.g. /dev/dri)."""
 
-from __future__ import annotations
-
 import os
 import stat
 

@@ -5,8 +5,6 @@ profile setting `EGLVisibleDGPUDevices` to the bit mask of the `/dev/nvidia<mino
 container keeps EGL and Vulkan from enumerating GPUs the container was not given.
 """
 
-from __future__ import annotations
-
 import os
 import stat
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -11,6 +13,7 @@ from hypothesis import strategies as st
 
 from ctk.hook.main import HelpWanted, UsageProblem, parse
 from ctk.hook.rootfs import HookError, resolve
+from ctk.hook.state import loads
 from ctk.system.devices import parse_proc_devices
 
 NAMES = st.sampled_from(["a", "b", "etc", "..", ".", "lib", ""])
@@ -71,3 +74,30 @@ def test_proc_devices_parser_takes_any_text(text: str) -> None:
 def test_resolve_example(tmp_path: Path) -> None:
     os.symlink("/etc", tmp_path / "lib")
     assert resolve(str(tmp_path), "/lib/x") == f"{tmp_path}/etc/x"
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+JSONISH = st.text(alphabet='{}[]":,0123456789.eE+-tfnul \\\n\tabNIy\ufeff', max_size=30)
+
+
+def _json_outcome(load: Callable[[str], object], text: str) -> object:
+    try:
+        return ("ok", repr(load(text)))
+    except ValueError as exc:
+        return (
+            "error",
+            getattr(exc, "msg", None),
+            getattr(exc, "lineno", None),
+            getattr(exc, "colno", None),
+        )
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(JSON_VALUES.map(json.dumps), JSONISH))
+def test_hook_json_reader_agrees_with_json(text: str) -> None:
+    """The hook parses JSON without importing `json`; it must answer exactly as json.loads."""
+    assert _json_outcome(loads, text) == _json_outcome(json.loads, text)

@@ -167,6 +167,9 @@ HEAVY = [
     "jsonschema",
     "pynvml",
     "subprocess",
+    "json",
+    "re",
+    "enum",
 ]
 
 
