@@ -177,7 +177,10 @@ DEVICE_ID = typer.Option(
 )
 NO_ALL = typer.Option(False, "--no-all-device", help="Leave out the `all` device.")
 VENDOR = typer.Option(
-    None, "--vendor", "--cdi-vendor", help="[default: nvidia.com; management.nvidia.com]"
+    None,
+    "--vendor",
+    "--cdi-vendor",
+    help="The CDI vendor [default: nvidia.com; in management mode: management.nvidia.com].",
 )
 CLASS = typer.Option("gpu", "--class", "--cdi-class", help="The CDI class.")
 HOOK_PATH = typer.Option(
