@@ -368,21 +368,28 @@ def _paths(root: Node) -> dict[int, Path]:
     return paths
 
 
-def locate(root: Node | None, path: Path) -> tuple[int | None, int | None]:
-    """Line and column (1-based) of the node at ``path``, or of its nearest existing parent."""
+def _entry(node: MappingNode, key: str) -> tuple[Node, Node] | None:
+    """The key and value nodes of ``key``: exact spelling first, then any letter case."""
+    pairs = [(k, v) for k, v in node.value if isinstance(k, ScalarNode)]
+    for k, v in pairs:
+        if k.value == key:
+            return k, v
+    folded = key.lower()
+    return next(((k, v) for k, v in pairs if str(k.value).lower() == folded), None)
+
+
+def locate(root: Node | None, path: Path, *, at_key: bool = False) -> tuple[int | None, int | None]:
+    """Line and column (1-based) of the node at ``path``, or of its nearest existing parent.
+
+    With ``at_key``, a path ending in a mapping key gives the key's position, not its value's.
+    """
     node: Node | None = root
     best: Node | None = root
-    for part in path:
+    for index, part in enumerate(path):
         if isinstance(node, MappingNode) and isinstance(part, str):
-            wanted = part.lower()
-            node = next(
-                (
-                    v
-                    for k, v in node.value
-                    if isinstance(k, ScalarNode) and str(k.value).lower() == wanted
-                ),
-                None,
-            )
+            entry = _entry(node, part)
+            last_key = at_key and index == len(path) - 1
+            node = None if entry is None else entry[0] if last_key else entry[1]
         elif isinstance(node, SequenceNode) and isinstance(part, int) and part < len(node.value):
             node = node.value[part]
         else:

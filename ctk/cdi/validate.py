@@ -103,6 +103,8 @@ class _Issue:
     message: str
     path: Path
     severity: Severity = Severity.ERROR
+    at_key: bool = False
+    """The problem is the key at the end of ``path``, not its value."""
 
 
 def _devices(spec: Mapping[str, object]) -> Iterator[tuple[int, str, Mapping[str, object]]]:
@@ -358,7 +360,12 @@ def _check_annotations(annotations: object, path: Path) -> Iterator[_Issue]:
     for key, value in annotations.items():
         problem = annotation_key_error(key) if key else None
         if problem is not None:
-            yield _Issue("annotation.key", f"annotation key {key!r}: {problem}", (*path, key))
+            yield _Issue(
+                "annotation.key",
+                f"annotation key {key!r}: {problem}",
+                (*path, key),
+                at_key=True,
+            )
         total += len(key.encode("utf-8", "surrogatepass"))
         if isinstance(value, str):
             total += len(value.encode("utf-8", "surrogatepass"))
@@ -396,7 +403,7 @@ def validate_text(text: str, source: str = "<text>") -> SpecReport:
         return SpecReport(source, None, tuple(problems), None)
     broken = _broken_edits(problems)
     for issue in _check_spec(spec, broken):
-        line, column = locate(loaded.root, issue.path)
+        line, column = locate(loaded.root, issue.path, at_key=issue.at_key)
         problems.append(
             Problem(issue.rule, issue.message, issue.path, line, column, issue.severity)
         )

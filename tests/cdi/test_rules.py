@@ -432,7 +432,7 @@ TEXT_CASES = [
                 "annotation key 'a/b/c': a qualified name has at most one '/'",
                 ("annotations", "a/b/c"),
                 8,
-                10,
+                3,
                 E,
             )
         ],
