@@ -1,21 +1,223 @@
-"""`ctk runtime`: configure container engines (issue 4)."""
+"""`ctk runtime`: add the nvidia runtime to containerd, Docker or CRI-O, or take it out again."""
 
 from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import typer
 
 from ctk.errors import UsageError
+from ctk.host import engines as host_engines
+from ctk.host import files
+from ctk.runtime_config.changes import dump_record, load_record
+from ctk.runtime_config.configure import Inputs, uses_drop_in
+from ctk.runtime_config.configure import configure as plan_configure
+from ctk.runtime_config.configure import unconfigure as plan_unconfigure
+from ctk.runtime_config.engines import (
+    DEFAULT_RUNTIME_NAME,
+    DEFAULT_RUNTIME_PATH,
+    ENGINES,
+    Runtime,
+    RuntimeRequest,
+)
+from ctk.runtime_config.plan import FileChange, Plan, unified_diff
 
 app = typer.Typer(no_args_is_help=True, help="Configure container engines for the nvidia runtime.")
 
+RUNTIME = typer.Option(Runtime.DOCKER, "--runtime", help="The container engine to configure.")
+CONFIG = typer.Option(
+    None,
+    "--config",
+    help="The engine's config file (default: /etc/containerd/config.toml, "
+    "/etc/docker/daemon.json, /etc/crio/crio.conf).",
+)
+DROP_IN = typer.Option(
+    None,
+    "--drop-in-config",
+    help="The drop-in file to write (default: /etc/containerd/conf.d/99-nvidia.toml, "
+    '/etc/crio/crio.conf.d/99-nvidia.toml); "" edits the config in place.',
+)
+NAME = typer.Option(DEFAULT_RUNTIME_NAME, "--nvidia-runtime-name", help="Name of the runtime.")
+
+
+def _check_name(runtime: Runtime, name: str) -> None:
+    if not name or any(c.isspace() or c in "/\"'" for c in name):
+        raise UsageError(f"invalid runtime name {name!r}", hint="use a name like nvidia")
+    if runtime is Runtime.DOCKER and name == "runc":
+        raise UsageError("dockerd reserves the runtime name 'runc'", hint="use a name like nvidia")
+
+
+def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs:
+    engine = ENGINES[runtime]
+    config_path = Path(config) if config else Path(engine.config_path)
+    config_path = Path(Path.cwd(), config_path) if not config_path.is_absolute() else config_path
+    if drop_in is None:
+        drop_in = str(engine.drop_in_path) if engine.drop_in_path else ""
+    elif drop_in and engine.drop_in_path is None:
+        raise UsageError(f"{runtime} has no drop-in configs", hint="drop --drop-in-config")
+    if drop_in and not drop_in.startswith("/"):
+        raise UsageError(f"--drop-in-config must be an absolute path, not {drop_in!r}")
+    text = files.read_text(config_path, missing_ok=True)
+    if runtime is Runtime.CONTAINERD:
+        host_engines.refuse_managed_config(config_path, text)
+    record_file = host_engines.record_path(config_path)
+    record = load_record(str(record_file), files.read_text(record_file, missing_ok=True))
+    inputs = Inputs(config=str(config_path), config_text=text, record=record)
+    if not drop_in:
+        return inputs
+    drop_in_text = files.read_text(Path(drop_in), missing_ok=True)
+    with_drop_in = Inputs(
+        config=str(config_path),
+        config_text=text,
+        record=record,
+        drop_in=drop_in,
+        drop_in_text=drop_in_text,
+    )
+    if not uses_drop_in(runtime, with_drop_in):
+        return Inputs(config=str(config_path), config_text=text, record=record, drop_in=drop_in)
+    if runtime is Runtime.CONTAINERD:
+        found = host_engines.containerd_imports(config_path, text or "", drop_in)
+        for name in found.missing:
+            sys.stderr.write(f"warning: {config_path} imports {name}, which does not exist\n")
+        before, after = found.before, found.after
+    else:
+        crio_before, crio_after = host_engines.crio_drop_ins(Path(drop_in))
+        before, after = tuple(crio_before), tuple((name, "") for name in crio_after)
+    return Inputs(
+        config=str(config_path),
+        config_text=text,
+        record=record,
+        drop_in=drop_in,
+        drop_in_text=drop_in_text,
+        before=before,
+        after=after,
+    )
+
+
+def _apply(runtime: Runtime, plan: Plan, *, dry_run: bool, backup: bool, verb: str) -> None:
+    for note in plan.notes:
+        sys.stderr.write(f"note: {note}\n")
+    for warning in plan.warnings:
+        sys.stderr.write(f"warning: {warning}\n")
+    changes = plan.changes
+    if dry_run:
+        for change in changes:
+            sys.stdout.write(unified_diff(change))
+        if not changes:
+            sys.stdout.write(f"{_nothing(runtime, verb)}\n")
+        return
+    for change in plan.files:
+        _write(change, backup=backup)
+    if not changes:
+        sys.stdout.write(f"{_nothing(runtime, verb)}\n")
+        return
+    for change in changes:
+        what = (
+            "removed"
+            if change.after is None
+            else "created"
+            if change.before is None
+            else ("updated")
+        )
+        sys.stdout.write(f"{what} {change.path}\n")
+    sys.stdout.write(f"Restart {runtime} to apply the change: {ENGINES[runtime].restart_command}\n")
+
+
+def _write(change: FileChange, *, backup: bool) -> None:
+    path = Path(change.path)
+    if change.changed:
+        if change.after is None:
+            if backup and change.before is not None:
+                files.write_atomic(path.with_name(path.name + ".bak"), change.before)
+            files.remove(path)
+        else:
+            files.write_atomic(path, change.after, backup=backup, make_parents=True)
+    if change.record is not None:
+        record_file = host_engines.record_path(path)
+        if change.record:
+            files.write_atomic(record_file, dump_record(change.record), mode=0o600)
+        else:
+            files.remove(record_file)
+
+
+def _nothing(runtime: Runtime, verb: str) -> str:
+    if verb == "configure":
+        return f"{runtime} is already configured; nothing changed"
+    return f"{runtime} has nothing of ctk's to remove; nothing changed"
+
+
+@contextlib.contextmanager
+def _lock(runtime: Runtime, config: str | None) -> Iterator[None]:
+    path = Path(config) if config else Path(ENGINES[runtime].config_path)
+    host_engines.check_access(path)
+    with files.locked(path.absolute()):
+        yield None
+
 
 @app.command()
-def configure() -> None:
+def configure(
+    *,
+    runtime: Runtime = RUNTIME,
+    config: str | None = CONFIG,
+    drop_in_config: str | None = DROP_IN,
+    nvidia_runtime_name: str = NAME,
+    nvidia_runtime_path: str = typer.Option(
+        DEFAULT_RUNTIME_PATH,
+        "--nvidia-runtime-path",
+        "--runtime-path",
+        help="The runtime binary the engine should run.",
+    ),
+    set_as_default: bool = typer.Option(
+        False,
+        "--set-as-default",
+        "--nvidia-set-as-default",
+        help="Make it the engine's default runtime.",
+    ),
+    cdi_enabled: bool = typer.Option(
+        False, "--cdi.enabled", "--enable-cdi", "--cdi.enable", help="Enable CDI in the engine."
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print a unified diff of what would change; write nothing."
+    ),
+    backup: bool = typer.Option(False, "--backup", help="Keep the old file as <file>.bak."),
+) -> None:
     """Add the nvidia runtime to a container engine's config."""
-    raise UsageError("ctk runtime configure is not implemented yet")
+    _check_name(runtime, nvidia_runtime_name)
+    if not nvidia_runtime_path.startswith("/"):
+        raise UsageError(
+            f"--nvidia-runtime-path must be absolute, not {nvidia_runtime_path!r}",
+            hint=f"for example {DEFAULT_RUNTIME_PATH}",
+        )
+    request = RuntimeRequest(
+        name=nvidia_runtime_name,
+        path=nvidia_runtime_path,
+        set_as_default=set_as_default,
+        enable_cdi=cdi_enabled,
+    )
+    with _lock(runtime, config):
+        inputs = _gather(runtime, config, drop_in_config)
+        plan = plan_configure(runtime, inputs, request)
+        _apply(runtime, plan, dry_run=dry_run, backup=backup, verb="configure")
 
 
 @app.command()
-def unconfigure() -> None:
+def unconfigure(
+    *,
+    runtime: Runtime = RUNTIME,
+    config: str | None = CONFIG,
+    drop_in_config: str | None = DROP_IN,
+    nvidia_runtime_name: str = NAME,
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print a unified diff of what would change; write nothing."
+    ),
+    backup: bool = typer.Option(False, "--backup", help="Keep the old file as <file>.bak."),
+) -> None:
     """Remove what `ctk runtime configure` added."""
-    raise UsageError("ctk runtime unconfigure is not implemented yet")
+    _check_name(runtime, nvidia_runtime_name)
+    with _lock(runtime, config):
+        inputs = _gather(runtime, config, drop_in_config)
+        plan = plan_unconfigure(runtime, inputs, nvidia_runtime_name)
+        _apply(runtime, plan, dry_run=dry_run, backup=backup, verb="unconfigure")

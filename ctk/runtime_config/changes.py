@@ -1,0 +1,106 @@
+"""What a configure run changed, so that `unconfigure` can take back exactly that.
+
+A configure run returns the new text and the list of `Change`s it made; the CLI keeps that list in
+a small record next to the config file. `unconfigure` undoes a change only while the value is
+still the one ctk wrote, so later edits by the user are never reverted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ctk.errors import CtkError
+from ctk.runtime_config.parse import JSONValue
+
+NEW_TABLE: dict[str, JSONValue] = {}  # the "after" of a table ctk created: removed once empty
+FINAL_NEWLINE = ("\n",)  # the key path that stands for "ctk added the final newline"
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One key ctk set: its path, whether it existed, its value before and the value written."""
+
+    keys: tuple[str, ...]
+    existed: bool
+    before: JSONValue
+    after: JSONValue
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """New text for one file and the changes that led to it."""
+
+    text: str
+    changes: tuple[Change, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+
+def merge_records(old: Sequence[Change], new: Sequence[Change]) -> tuple[Change, ...]:
+    """Combine the record of an earlier run with a later one (the earlier "before" wins)."""
+    out = list(old)
+    known = {c.keys for c in old}
+    for change in new:
+        if change.keys in known:
+            out = [
+                c if c.keys != change.keys else Change(c.keys, c.existed, c.before, change.after)
+                for c in out
+            ]
+        else:
+            out.append(change)
+    return tuple(out)
+
+
+def dump_record(changes: Sequence[Change]) -> str:
+    """Serialise a record as JSON text."""
+    payload = {
+        "written-by": "ctk runtime configure",
+        "changes": [
+            {"keys": list(c.keys), "existed": c.existed, "before": c.before, "after": c.after}
+            for c in changes
+        ],
+    }
+    return json.dumps(payload, indent=2) + "\n"
+
+
+def load_record(name: str, text: str | None) -> tuple[Change, ...]:
+    """Parse a record written by `dump_record` (missing: no changes)."""
+    if text is None:
+        return ()
+    try:
+        payload = json.loads(text)
+        return tuple(
+            Change(tuple(item["keys"]), bool(item["existed"]), item["before"], item["after"])
+            for item in payload["changes"]
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CtkError(
+            f"{name}: not a ctk record of changes ({exc})",
+            hint="remove it; unconfigure then removes only the runtime itself",
+        ) from exc
+
+
+def whole_file_change(text: str | None) -> tuple[Change, ...]:
+    """Record a missing or blank file, so that undoing everything gives it back as it was."""
+    if text is None or not text.strip():
+        return (Change((), text is not None, text, None),)
+    return ()
+
+
+def restore_whole_file(result: str, record: Sequence[Change], *, blank: bool) -> str | None:
+    """Return the text to write after an undo: the original blank file, or None to delete it.
+
+    ``blank`` says whether ``result`` holds nothing any more (Docker: an empty object).
+    """
+    if not blank:
+        return result
+    for change in record:
+        if change.keys == ():
+            return change.before if change.existed else None
+    return result
+
+
+def without_inside(changes: Sequence[Change], keys: tuple[str, ...]) -> tuple[Change, ...]:
+    """Drop the changes below ``keys`` (a table that unconfigure removes as a whole)."""
+    return tuple(c for c in changes if len(c.keys) <= len(keys) or c.keys[: len(keys)] != keys)

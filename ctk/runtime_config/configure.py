@@ -1,0 +1,150 @@
+"""Deciding what `ctk runtime configure` and `unconfigure` change, engine by engine.
+
+Pure: the CLI reads the files into `Inputs`, this module returns a `Plan`, the CLI shows or
+writes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ctk.runtime_config import containerd, crio, docker
+from ctk.runtime_config.changes import (
+    Change,
+    Edit,
+    merge_records,
+    restore_whole_file,
+    whole_file_change,
+)
+from ctk.runtime_config.engines import Runtime, RuntimeRequest
+from ctk.runtime_config.inspect import inspect_containerd, inspect_crio, inspect_docker
+from ctk.runtime_config.plan import FileChange, Plan
+
+Files = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Inputs:
+    """The files a runtime command reads, as found on the host."""
+
+    config: str
+    config_text: str | None  # None: missing
+    record: tuple[Change, ...] = ()  # what earlier runs changed in the config
+    drop_in: str | None = None  # None: edit the config in place
+    drop_in_text: str | None = None
+    before: Files = ()  # files the engine reads before the drop-in (not the main file)
+    after: Files = ()  # files the engine reads after it
+
+
+def uses_drop_in(runtime: Runtime, inputs: Inputs) -> bool:
+    """Whether the change goes into a drop-in (containerd v1 configs cannot import one)."""
+    if inputs.drop_in is None:
+        return False
+    if runtime is Runtime.CONTAINERD:
+        return containerd.version_of(inputs.config, inputs.config_text or "") != 1
+    return True
+
+
+def check(runtime: Runtime, inputs: Inputs) -> None:
+    """Refuse files the engine itself would refuse (`CtkError` naming the file and key)."""
+    main = (inputs.config, inputs.config_text or "")
+    if runtime is Runtime.DOCKER:
+        if inputs.config_text is not None:
+            inspect_docker(inputs.config_text, name=inputs.config)
+    elif runtime is Runtime.CONTAINERD:
+        view = inspect_containerd([main, *inputs.before, *inputs.after])
+        if view.version != 1:  # v1 configs have no `imports`; containerd ignores them there
+            containerd.imports_of(inputs.config, inputs.config_text or "")
+    else:
+        inspect_crio([main, *inputs.before])
+
+
+def configure(runtime: Runtime, inputs: Inputs, request: RuntimeRequest) -> Plan:
+    """Plan adding the runtime ``request`` describes."""
+    check(runtime, inputs)
+    text = inputs.config_text or ""
+    notes: list[str] = []
+    warnings: list[str] = []
+    if (
+        runtime is Runtime.CONTAINERD
+        and inputs.drop_in is not None
+        and not uses_drop_in(runtime, inputs)
+    ):
+        notes.append(
+            f"{inputs.config} is a version 1 config, which cannot import drop-ins: "
+            "editing it in place"
+        )
+    if uses_drop_in(runtime, inputs):
+        assert inputs.drop_in is not None
+        if runtime is Runtime.CONTAINERD:
+            result = containerd.configure_drop_in(
+                (inputs.config, text), inputs.drop_in, inputs.before, inputs.after, request
+            )
+            main_edit, drop_in_text = result.main, result.drop_in
+            warnings.extend(result.warnings)
+        else:
+            drop_edit = crio.configure_drop_in(
+                ((inputs.config, text), *inputs.before), inputs.drop_in, request
+            )
+            main_edit, drop_in_text = None, drop_edit.text
+            notes.extend(drop_edit.notes)
+            warnings.extend(_crio_later(inputs))
+        files = [_with_record(inputs, main_edit)] if main_edit is not None else []
+        files.append(FileChange(inputs.drop_in, inputs.drop_in_text, drop_in_text))
+        return Plan(tuple(files), tuple(notes), tuple(warnings))
+    if runtime is Runtime.CONTAINERD:
+        edit = containerd.configure_in_place(inputs.config, text, request)
+    elif runtime is Runtime.DOCKER:
+        edit = docker.configure(inputs.config, inputs.config_text, request)
+    else:
+        edit = crio.configure_in_place(inputs.config, text, request)
+    notes.extend(edit.notes)
+    return Plan((_with_record(inputs, edit),), tuple(notes), tuple(warnings))
+
+
+def _crio_later(inputs: Inputs) -> list[str]:
+    return [
+        f"{name} is read after {inputs.drop_in} and may override its settings"
+        for name, _ in inputs.after
+    ]
+
+
+def _with_record(inputs: Inputs, edit: Edit) -> FileChange:
+    after = edit.text
+    if after == (inputs.config_text or "") and inputs.config_text is not None:
+        return FileChange(inputs.config, inputs.config_text, after)
+    if after == "" and inputs.config_text is None:
+        return FileChange(inputs.config, None, None)
+    new = (*whole_file_change(inputs.config_text), *edit.changes)
+    return FileChange(inputs.config, inputs.config_text, after, merge_records(inputs.record, new))
+
+
+def unconfigure(runtime: Runtime, inputs: Inputs, runtime_name: str) -> Plan:
+    """Plan removing the runtime and whatever else the record says configure added."""
+    files: list[FileChange] = []
+    text = inputs.config_text
+    if uses_drop_in(runtime, inputs):
+        assert inputs.drop_in is not None
+        if runtime is Runtime.CONTAINERD and text is not None:
+            new = containerd.unconfigure_main(inputs.config, text, inputs.drop_in, inputs.record)
+            files.append(_undone(inputs, text, new))
+        files.append(FileChange(inputs.drop_in, inputs.drop_in_text, None))
+        return Plan(tuple(files))
+    if text is None:
+        return Plan((FileChange(inputs.config, None, None),))
+    if runtime is Runtime.CONTAINERD:
+        new = containerd.unconfigure_in_place(inputs.config, text, runtime_name, inputs.record)
+    elif runtime is Runtime.DOCKER:
+        new = docker.unconfigure(inputs.config, text, runtime_name, inputs.record)
+    else:
+        new = crio.unconfigure_in_place(inputs.config, text, runtime_name, inputs.record)
+    blank = new.strip() in ("", "{}") if runtime is Runtime.DOCKER else not new.strip()
+    return Plan((_undone(inputs, text, new, blank=blank),))
+
+
+def _undone(inputs: Inputs, text: str, new: str, *, blank: bool | None = None) -> FileChange:
+    blank = not new.strip() if blank is None else blank
+    after = restore_whole_file(new, inputs.record, blank=blank)
+    if after == text:
+        return FileChange(inputs.config, text, text, () if inputs.record else None)
+    return FileChange(inputs.config, text, after, ())

@@ -1,0 +1,218 @@
+"""containerd: add or remove the nvidia runtime in config.toml (in place) or in a drop-in.
+
+Text in, text out. Tables ctk does not touch keep every byte; the nvidia runtime starts as a copy
+of the default runtime's table (else runc's, else crun's), so `SystemdCgroup` and friends match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from tomlkit.items import Table
+from tomlkit.toml_document import TOMLDocument
+
+from ctk.errors import CtkError
+from ctk.runtime_config import tomledit
+from ctk.runtime_config.changes import NEW_TABLE, Change, Edit, without_inside
+from ctk.runtime_config.engines import CONTAINERD_CRI_PLUGIN, RuntimeRequest
+from ctk.runtime_config.inspect import containerd_version, deep_merge, dotted
+from ctk.runtime_config.parse import JSONValue, load_toml
+
+RUNC_V2 = "io.containerd.runc.v2"
+RUNTIME_V1_LINUX = "io.containerd.runtime.v1.linux"
+DROP_IN_HEADER = (
+    "# Written by `ctk runtime configure`; `ctk runtime unconfigure` removes it.\n"
+    "# containerd < 2.1 replaces a whole plugin table per imported file, so this file carries\n"
+    "# the CRI plugin settings of the files imported before it as well.\n"
+)
+
+
+def version_of(name: str, text: str) -> int:
+    """Return the config version of ``text`` (empty: 2, no `version` key: 1)."""
+    return containerd_version(name, load_toml(name, text), empty=not text.strip())
+
+
+def cri_keys(version: int) -> tuple[str, str]:
+    """The key path of the CRI plugin table holding runtimes for ``version``."""
+    return ("plugins", CONTAINERD_CRI_PLUGIN[version])
+
+
+def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
+    """Add the runtime ``request`` describes to the config ``text``."""
+    doc = tomledit.parse_document(name, text)
+    version = version_of(name, text)
+    changes: list[Change] = []
+    if not text.strip():
+        tomledit.set_key(doc, ("version",), 2, changes)
+    cri = cri_keys(version)
+    runtimes_keys = (*cri, "containerd", "runtimes")
+    runtimes = tomledit.ensure_table(name, doc, runtimes_keys, changes)
+    containerd = tomledit.find_table(name, doc, (*cri, "containerd"))
+    assert containerd is not None
+    rt_keys = (*runtimes_keys, request.name)
+    runtime = tomledit.child_table(name, runtimes, request.name, runtimes_keys)
+    if runtime is None:
+        source = _source_runtime(name, containerd, runtimes, request.name)
+        runtime = tomledit.copy_item(source) if source is not None else tomledit.new_table()
+        tomledit.append_table(
+            runtimes, request.name, runtime, text_ends_with_newline=text.endswith("\n")
+        )
+        changes.append(Change(rt_keys, False, None, NEW_TABLE))
+    runtime_type = tomledit.plain(runtime.get("runtime_type", ""))
+    if not runtime_type:
+        tomledit.set_key(runtime, (*rt_keys, "runtime_type"), RUNC_V2, changes)
+        runtime_type = RUNC_V2
+    options = tomledit.ensure_table(name, doc, (*rt_keys, "options"), changes)
+    # The old v1 shim names the binary `Runtime`; the runc v2 shim calls it `BinaryName`.
+    binary_key = "Runtime" if runtime_type == RUNTIME_V1_LINUX else "BinaryName"
+    tomledit.set_key(options, (*rt_keys, "options", binary_key), request.path, changes)
+    if request.set_as_default:
+        keys = (*cri, "containerd", "default_runtime_name")
+        tomledit.set_key(containerd, keys, request.name, changes)
+    if request.enable_cdi:
+        cri_table = tomledit.find_table(name, doc, cri)
+        assert cri_table is not None
+        tomledit.set_key(cri_table, (*cri, "enable_cdi"), True, changes)
+    return Edit(tomledit.dumps(doc), without_inside(changes, rt_keys))
+
+
+def _source_runtime(name: str, containerd: Table, runtimes: Table, wanted: str) -> Table | None:
+    default = tomledit.plain(containerd.get("default_runtime_name", ""))
+    for candidate in (default, "runc", "crun"):
+        if isinstance(candidate, str) and candidate and candidate != wanted:
+            found = tomledit.child_table(name, runtimes, candidate, ("runtimes",))
+            if found is not None:
+                return found
+    return None
+
+
+def unconfigure_in_place(name: str, text: str, runtime_name: str, record: Sequence[Change]) -> str:
+    """Remove the runtime and what ``record`` says ctk added; keep everything else."""
+    doc = tomledit.parse_document(name, text)
+    tomledit.undo_changes(doc, record)
+    version = version_of(name, text)
+    cri = cri_keys(version)
+    runtimes = tomledit.find_table(name, doc, (*cri, "containerd", "runtimes"))
+    if runtimes is not None:
+        tomledit.delete_key(runtimes, runtime_name)
+    containerd = tomledit.find_table(name, doc, (*cri, "containerd"))
+    if containerd is not None and tomledit.plain(containerd.get("default_runtime_name")) == (
+        runtime_name
+    ):
+        tomledit.delete_key(containerd, "default_runtime_name")
+    tomledit.undo_changes(doc, [c for c in record if c.after == NEW_TABLE])
+    return tomledit.dumps(doc)
+
+
+@dataclass(frozen=True, slots=True)
+class DropInEdit:
+    """The main file's edit (its `imports`) and the whole text of the drop-in."""
+
+    main: Edit
+    drop_in: str
+    warnings: tuple[str, ...]
+
+
+def imported_by(main_name: str, imports: Sequence[str], path: str) -> bool:
+    """Whether one of ``imports`` (as containerd resolves them) names ``path``."""
+    target = PurePosixPath(path)
+    for entry in imports:
+        pattern = PurePosixPath(entry)
+        if not pattern.is_absolute():
+            if any(c in entry for c in "*?["):
+                continue  # resolved against containerd's working directory: unknowable here
+            pattern = PurePosixPath(main_name).parent / pattern
+        if pattern == target or (any(c in entry for c in "*?[") and target.match(str(pattern))):
+            return True
+    return False
+
+
+def configure_drop_in(
+    main: tuple[str, str],
+    drop_in_name: str,
+    before: Sequence[tuple[str, str]],
+    after: Sequence[tuple[str, str]],
+    request: RuntimeRequest,
+) -> DropInEdit:
+    """Import a drop-in from the main file and write the runtime into the drop-in.
+
+    ``before`` and ``after`` are the other imported files that containerd loads before and after
+    the drop-in. The drop-in carries the CRI plugin table merged from the main file and
+    ``before``, since containerd < 2.1 lets the last file's table replace the others.
+    """
+    main_name, main_text = main
+    version = version_of(main_name, main_text)
+    if version == 1:
+        raise ValueError("version 1 configs cannot import drop-ins; edit them in place")
+    doc = tomledit.parse_document(main_name, main_text)
+    changes: list[Change] = []
+    if not main_text.strip():
+        tomledit.set_key(doc, ("version",), 2, changes)
+    imports = imports_of(main_name, main_text)
+    if not imported_by(main_name, imports, drop_in_name):
+        _add_import(doc, imports, drop_in_name, changes)
+    cri = cri_keys(version)
+    merged: dict[str, JSONValue] = {}
+    for name, text in [main, *before]:
+        table = _plugin_table(name, text, cri)
+        if table is not None:
+            merged = deep_merge(merged, table)
+    base: dict[str, JSONValue] = {"version": version}
+    if merged:
+        base["plugins"] = {cri[1]: merged}
+    drop_in_text = DROP_IN_HEADER + tomledit.document_from(base)
+    configured = configure_in_place(drop_in_name, drop_in_text, request).text
+    drop_in = DROP_IN_HEADER + tomledit.document_from(load_toml(drop_in_name, configured))
+    warnings = tuple(
+        f"{name} is imported after {drop_in_name} and also defines [{dotted(cri)}]: "
+        "containerd < 2.1 will use that table instead, without the nvidia runtime"
+        for name, text in after
+        if _plugin_table(name, text, cri) is not None
+    )
+    return DropInEdit(Edit(tomledit.dumps(doc), tuple(changes)), drop_in, warnings)
+
+
+def imports_of(name: str, text: str) -> list[str]:
+    """The `imports` of a config; `CtkError` unless it is an array of strings."""
+    imports = load_toml(name, text).get("imports", [])
+    if not isinstance(imports, list) or not all(isinstance(i, str) for i in imports):
+        raise CtkError(f"{name}: `imports` must be an array of strings")
+    return imports
+
+
+def _plugin_table(name: str, text: str, cri: tuple[str, str]) -> dict[str, JSONValue] | None:
+    plugins = load_toml(name, text).get("plugins")
+    if not isinstance(plugins, dict):
+        return None
+    table = plugins.get(cri[1])
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise CtkError(f"{name}: `{dotted(cri)}` must be a table")
+    return table
+
+
+def _add_import(doc: TOMLDocument, imports: list[str], path: str, changes: list[Change]) -> None:
+    if "imports" in doc:
+        array = doc["imports"]
+        array.append(path)
+        changes.append(Change(("imports",), True, imports, [*imports, path]))
+    else:
+        tomledit.set_key(doc, ("imports",), [path], changes)
+
+
+def unconfigure_main(name: str, text: str, drop_in_name: str, record: Sequence[Change]) -> str:
+    """Remove the drop-in's import from the main file, and what else ``record`` says ctk added."""
+    doc = tomledit.parse_document(name, text)
+    if "imports" in doc:
+        array = doc["imports"]
+        entries = tomledit.plain(array)
+        if isinstance(entries, list) and drop_in_name in entries:
+            array.remove(drop_in_name)
+            created = any(c.keys == ("imports",) and not c.existed for c in record)
+            if created and not array:
+                del doc["imports"]
+    tomledit.undo_changes(doc, [c for c in record if c.keys != ("imports",)])
+    return tomledit.dumps(doc)

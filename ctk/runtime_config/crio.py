@@ -1,0 +1,97 @@
+"""CRI-O: add or remove the nvidia runtime in crio.conf (in place) or in a crio.conf.d drop-in.
+
+CRI-O reads every file of crio.conf.d itself and merges them key by key, so a drop-in needs
+only the runtime table (a copy of the default runtime's, else runc's, else crun's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tomlkit.items import Table
+
+from ctk.runtime_config import tomledit
+from ctk.runtime_config.changes import NEW_TABLE, Change, Edit, without_inside
+from ctk.runtime_config.engines import RuntimeRequest
+from ctk.runtime_config.inspect import deep_merge
+from ctk.runtime_config.parse import JSONValue, load_toml
+
+RUNTIME_KEYS = ("crio", "runtime")
+RUNTIMES_KEYS = ("crio", "runtime", "runtimes")
+DROP_IN_HEADER = "# Written by `ctk runtime configure`; `ctk runtime unconfigure` removes it.\n"
+CDI_NOTE = "CRI-O always reads CDI specs: --cdi.enabled changes nothing for crio"
+
+
+def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
+    """Add the runtime ``request`` describes to crio.conf ``text``."""
+    doc = tomledit.parse_document(name, text)
+    changes: list[Change] = []
+    runtimes = tomledit.ensure_table(name, doc, RUNTIMES_KEYS, changes)
+    crio_runtime = tomledit.find_table(name, doc, RUNTIME_KEYS)
+    assert crio_runtime is not None
+    keys = (*RUNTIMES_KEYS, request.name)
+    runtime = tomledit.child_table(name, runtimes, request.name, RUNTIMES_KEYS)
+    if runtime is None:
+        source = _source(name, crio_runtime, runtimes, request.name)
+        runtime = tomledit.new_table() if source is None else tomledit.copy_item(source)
+        tomledit.append_table(
+            runtimes, request.name, runtime, text_ends_with_newline=text.endswith("\n")
+        )
+        changes.append(Change(keys, False, None, NEW_TABLE))
+    tomledit.set_key(runtime, (*keys, "runtime_path"), request.path, changes)
+    tomledit.set_key(runtime, (*keys, "runtime_type"), "oci", changes)
+    if request.set_as_default:
+        default_keys = (*RUNTIME_KEYS, "default_runtime")
+        tomledit.set_key(crio_runtime, default_keys, request.name, changes)
+    notes = (CDI_NOTE,) if request.enable_cdi else ()
+    return Edit(tomledit.dumps(doc), without_inside(changes, keys), notes)
+
+
+def _source(name: str, crio_runtime: Table, runtimes: Table, wanted: str) -> Table | None:
+    default = tomledit.plain(crio_runtime.get("default_runtime", ""))
+    for candidate in (default, "runc", "crun"):
+        if isinstance(candidate, str) and candidate and candidate != wanted:
+            found = tomledit.child_table(name, runtimes, candidate, RUNTIMES_KEYS)
+            if found is not None:
+                return found
+    return None
+
+
+def configure_drop_in(
+    files: Sequence[tuple[str, str]], drop_in_name: str, request: RuntimeRequest
+) -> Edit:
+    """Write a drop-in with the runtime; ``files`` are crio.conf and the drop-ins read before it."""
+    merged: dict[str, JSONValue] = {}
+    for name, text in files:
+        merged = deep_merge(merged, load_toml(name, text))
+    crio = merged.get("crio", {})
+    runtime = crio.get("runtime", {}) if isinstance(crio, dict) else {}
+    runtimes = runtime.get("runtimes", {}) if isinstance(runtime, dict) else {}
+    default = runtime.get("default_runtime", "") if isinstance(runtime, dict) else ""
+    table: dict[str, JSONValue] = {}
+    for candidate in (default, "runc", "crun"):
+        found = runtimes.get(candidate) if isinstance(runtimes, dict) else None
+        if candidate and candidate != request.name and isinstance(found, dict):
+            table = dict(found)
+            break
+    base: dict[str, JSONValue] = {"crio": {"runtime": {"runtimes": {request.name: table}}}}
+    text = DROP_IN_HEADER + tomledit.document_from(base)
+    edit = configure_in_place(drop_in_name, text, request)
+    configured = load_toml(drop_in_name, edit.text)
+    return Edit(DROP_IN_HEADER + tomledit.document_from(configured), edit.changes, edit.notes)
+
+
+def unconfigure_in_place(name: str, text: str, runtime_name: str, record: Sequence[Change]) -> str:
+    """Remove the runtime, a default naming it, and what ``record`` says ctk added."""
+    doc = tomledit.parse_document(name, text)
+    tomledit.undo_changes(doc, record)
+    runtimes = tomledit.find_table(name, doc, RUNTIMES_KEYS)
+    if runtimes is not None:
+        tomledit.delete_key(runtimes, runtime_name)
+    crio_runtime = tomledit.find_table(name, doc, RUNTIME_KEYS)
+    if crio_runtime is not None and tomledit.plain(crio_runtime.get("default_runtime")) == (
+        runtime_name
+    ):
+        tomledit.delete_key(crio_runtime, "default_runtime")
+    tomledit.undo_changes(doc, [c for c in record if c.after == NEW_TABLE])
+    return tomledit.dumps(doc)

@@ -1,0 +1,103 @@
+"""Docker: add or remove the nvidia runtime in daemon.json, keeping its key order and indent."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ctk.errors import CtkError
+from ctk.runtime_config import jsonedit
+from ctk.runtime_config.changes import FINAL_NEWLINE, NEW_TABLE, Change, Edit, without_inside
+from ctk.runtime_config.engines import RuntimeRequest
+from ctk.runtime_config.parse import JSONValue, load_json_object, type_name
+
+DEFAULT_INDENT = "    "
+
+
+def _object(name: str, data: dict[str, JSONValue], key: str) -> dict[str, JSONValue] | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise CtkError(
+            f"{name}: `{key}` must be an object, found {type_name(value)}",
+            hint="dockerd refuses this file as well; fix that key and run again",
+        )
+    return value
+
+
+def configure(name: str, text: str | None, request: RuntimeRequest) -> Edit:
+    """Add the runtime ``request`` describes to the daemon.json ``text`` (None: no file yet).
+
+    An existing but empty file is an error, as it is for dockerd.
+    """
+    source = "{}\n" if text is None else text
+    data = load_json_object(name, source)
+    changes: list[Change] = []
+    current = source
+
+    def put(keys: tuple[str, ...], value: JSONValue, existed: bool, before: JSONValue) -> None:
+        nonlocal current
+        current = jsonedit.set_member(current, keys, value, default_unit=DEFAULT_INDENT)
+        changes.append(Change(keys, existed, before, value))
+
+    runtimes = _object(name, data, "runtimes")
+    if runtimes is None:
+        put(("runtimes",), {}, False, None)
+        changes[-1] = Change(("runtimes",), False, None, NEW_TABLE)
+        runtimes = {}
+    entry = runtimes.get(request.name)
+    if not isinstance(entry, dict):
+        existed = request.name in runtimes
+        put(("runtimes", request.name), {"path": request.path, "args": []}, existed, entry)
+    elif entry.get("path") != request.path:
+        put(("runtimes", request.name, "path"), request.path, "path" in entry, entry.get("path"))
+    if request.set_as_default and data.get("default-runtime") != request.name:
+        before = data.get("default-runtime")
+        put(("default-runtime",), request.name, "default-runtime" in data, before)
+    if request.enable_cdi:
+        features = _object(name, data, "features")
+        if features is None:
+            put(("features",), {}, False, None)
+            changes[-1] = Change(("features",), False, None, NEW_TABLE)
+            features = {}
+        if features.get("cdi") is not True:
+            put(("features", "cdi"), True, "cdi" in features, features.get("cdi"))
+    if changes and not current.endswith("\n"):
+        current += "\n"
+        changes.append(Change(FINAL_NEWLINE, False, None, None))
+    return Edit(current if changes else source, without_inside(changes, ("runtimes", request.name)))
+
+
+def unconfigure(name: str, text: str, runtime_name: str, record: Sequence[Change]) -> str:
+    """Remove the runtime, a default naming it, and what ``record`` says ctk added."""
+    data = load_json_object(name, text)
+    current = text
+    runtimes = _object(name, data, "runtimes")
+    if runtimes is not None and runtime_name in runtimes:
+        current = jsonedit.delete_member(current, ("runtimes", runtime_name))
+    for change in reversed(record):
+        current = _undo(current, change, runtime_name)
+    if load_json_object(name, current).get("default-runtime") == runtime_name:
+        current = jsonedit.delete_member(current, ("default-runtime",))
+    return current
+
+
+def _undo(text: str, change: Change, runtime_name: str) -> str:
+    if change.keys == FINAL_NEWLINE:
+        return text[:-1] if text.endswith("\n") and not text.endswith("\n\n") else text
+    if not change.keys or change.keys[:2] == ("runtimes", runtime_name):
+        return text
+    parent = jsonedit.find_object(text, change.keys[:-1])
+    if parent is None:
+        return text
+    member = next((m for m in parent.members if m.key == change.keys[-1]), None)
+    if member is None:
+        return text
+    value = load_json_object("-", '{"v": ' + text[member.value_start : member.value_end] + "}")["v"]
+    if change.after == NEW_TABLE and not change.existed:
+        return jsonedit.delete_member(text, change.keys) if value == {} else text
+    if value != change.after:
+        return text
+    if change.existed:
+        return jsonedit.set_member(text, change.keys, change.before, default_unit=DEFAULT_INDENT)
+    return jsonedit.delete_member(text, change.keys)

@@ -1,0 +1,292 @@
+"""Read-only views of engine configs, for `ctk doctor` and for "already configured" checks.
+
+Each reader turns config text (already read by the caller) into an `EngineView`: the runtimes the
+engine will know, its default runtime and its CDI settings, as the engine itself would see them.
+Malformed input raises `CtkError` naming the file and position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from ctk.errors import CtkError
+from ctk.runtime_config.engines import CONTAINERD_CRI_PLUGIN, Runtime
+from ctk.runtime_config.parse import JSONValue, load_json_object, load_toml, type_name
+
+
+class PluginMerge(StrEnum):
+    """How containerd combines a plugin table that several config files define."""
+
+    REPLACE = "replace"  # containerd < 2.1: the later file's table replaces the whole table
+    DEEP = "deep"  # containerd >= 2.1: tables merge key by key
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeView:
+    """One runtime an engine offers."""
+
+    name: str
+    binary_path: str | None  # containerd options.BinaryName, CRI-O runtime_path, Docker path
+    runtime_type: str | None  # containerd runtime_type, CRI-O runtime_type; None for Docker
+    systemd_cgroup: bool | None  # containerd options.SystemdCgroup; None where not per runtime
+    source: str  # the file that defined it
+
+
+@dataclass(frozen=True, slots=True)
+class EngineView:
+    """What an engine's config files say, merged the way the engine merges them."""
+
+    runtime: Runtime
+    files: tuple[str, ...]  # every file that was read, in load order
+    version: int | None  # containerd config version; None for Docker and CRI-O
+    runtimes: tuple[RuntimeView, ...]  # sorted by name
+    default_runtime: str | None  # None: the engine's built-in default (runc, or crun for CRI-O)
+    cdi_enabled: bool | None  # None: not set in the files (the engine's default applies)
+    cdi_spec_dirs: tuple[str, ...]  # empty: not set (the engine's default applies)
+    imports: tuple[str, ...]  # containerd: the main file's `imports` as written
+    cgroup_driver: str | None  # Docker exec-opts native.cgroupdriver, CRI-O cgroup_manager
+
+    def runtime_named(self, name: str) -> RuntimeView | None:
+        """Return the runtime called ``name``, if the engine has one."""
+        return next((r for r in self.runtimes if r.name == name), None)
+
+    @property
+    def runtime_names(self) -> tuple[str, ...]:
+        """The names of all runtimes, sorted."""
+        return tuple(r.name for r in self.runtimes)
+
+
+def containerd_version(name: str, data: Mapping[str, JSONValue], *, empty: bool) -> int:
+    """Return the config version containerd reads from ``data`` (empty file: 2, no key: 1)."""
+    if empty:
+        return 2
+    version = data.get("version")
+    if version is None:
+        return 1
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise CtkError(
+            f"{name}: `version` must be an integer (1, 2 or 3), found {type_name(version)}",
+            hint="containerd itself refuses this file; fix the version line",
+        )
+    if version not in CONTAINERD_CRI_PLUGIN:
+        raise CtkError(
+            f"{name}: unsupported containerd config version {version}",
+            hint="ctk knows versions 1, 2 and 3",
+        )
+    return version
+
+
+def dotted(keys: Sequence[str]) -> str:
+    """Write a key path the way TOML does: `plugins."io.containerd.grpc.v1.cri".containerd`."""
+    return ".".join(
+        k if k and k.replace("-", "").replace("_", "").isalnum() else f'"{k}"' for k in keys
+    )
+
+
+def _table(
+    name: str, data: Mapping[str, JSONValue], *keys: str, within: Sequence[str] = ()
+) -> Mapping[str, JSONValue]:
+    """Return the table at ``keys`` (empty when missing); `CtkError` when something else is."""
+    current: Mapping[str, JSONValue] = data
+    for index, key in enumerate(keys):
+        value = current.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            where = dotted([*within, *keys[: index + 1]])
+            raise CtkError(f"{name}: `{where}` must be a table, found {type_name(value)}")
+        current = value
+    return current
+
+
+def _at(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def _opt_str(name: str, table: Mapping[str, JSONValue], key: str, where: str) -> str | None:
+    value = table.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise CtkError(f"{name}: `{_at(where, key)}` must be a string, found {type_name(value)}")
+
+
+def _opt_bool(name: str, table: Mapping[str, JSONValue], key: str, where: str) -> bool | None:
+    value = table.get(key)
+    if value is None or isinstance(value, bool):
+        return value
+    raise CtkError(f"{name}: `{_at(where, key)}` must be a boolean, found {type_name(value)}")
+
+
+def _str_list(name: str, table: Mapping[str, JSONValue], key: str, where: str) -> tuple[str, ...]:
+    value = table.get(key)
+    if value is None:
+        return ()
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise CtkError(f"{name}: `{_at(where, key)}` must be an array of strings")
+
+
+def deep_merge(
+    base: Mapping[str, JSONValue], over: Mapping[str, JSONValue]
+) -> dict[str, JSONValue]:
+    """Return ``base`` with ``over`` merged in: tables merge key by key, other values replace."""
+    out: dict[str, JSONValue] = dict(base)
+    for key, value in over.items():
+        old = out.get(key)
+        if isinstance(old, dict) and isinstance(value, dict):
+            out[key] = deep_merge(old, value)
+        else:
+            out[key] = value
+    return out
+
+
+def inspect_containerd(
+    files: Sequence[tuple[str, str]], *, merge: PluginMerge = PluginMerge.REPLACE
+) -> EngineView:
+    """View containerd's config: the main file first, then its imports in containerd's load order.
+
+    ``files`` holds (path, text) pairs. Plugin tables combine as ``merge`` says (containerd 1.x
+    and 2.0 replace a whole plugin table per file).
+    """
+    if not files:
+        raise ValueError("inspect_containerd needs at least the main file")
+    main_name, main_text = files[0]
+    main = load_toml(main_name, main_text)
+    version = containerd_version(main_name, main, empty=not main_text.strip())
+    plugin = CONTAINERD_CRI_PLUGIN[version]
+    cri: dict[str, JSONValue] = {}
+    sources: dict[str, str] = {}  # runtime name -> file defining it
+    for name, text in files:
+        data = main if name == main_name else load_toml(name, text)
+        table = _table(name, data, "plugins", plugin)
+        _table(name, table, "containerd", "runtimes", within=("plugins", plugin))
+        if not table and plugin not in _table(name, data, "plugins"):
+            continue
+        if merge is PluginMerge.REPLACE:
+            cri = dict(table)
+            sources = {}
+        else:
+            cri = deep_merge(cri, table)
+        for runtime in _table(name, table, "containerd", "runtimes"):
+            sources[runtime] = name
+    within = ("plugins", plugin)
+    where = dotted(within)
+    containerd = _table(main_name, cri, "containerd", within=within)
+    runtimes = []
+    for runtime, value in _table(main_name, cri, "containerd", "runtimes", within=within).items():
+        rwhere = dotted([*within, "containerd", "runtimes", runtime])
+        source = sources.get(runtime, main_name)
+        if not isinstance(value, dict):
+            raise CtkError(f"{source}: `{rwhere}` must be a table, found {type_name(value)}")
+        options = _table(
+            source, value, "options", within=[*within, "containerd", "runtimes", runtime]
+        )
+        runtimes.append(
+            RuntimeView(
+                name=runtime,
+                binary_path=_opt_str(source, options, "BinaryName", rwhere + ".options"),
+                runtime_type=_opt_str(source, value, "runtime_type", rwhere),
+                systemd_cgroup=_opt_bool(source, options, "SystemdCgroup", rwhere + ".options"),
+                source=source,
+            )
+        )
+    return EngineView(
+        runtime=Runtime.CONTAINERD,
+        files=tuple(name for name, _ in files),
+        version=version,
+        runtimes=tuple(sorted(runtimes, key=lambda r: r.name)),
+        default_runtime=_opt_str(main_name, containerd, "default_runtime_name", where),
+        cdi_enabled=_opt_bool(main_name, cri, "enable_cdi", where),
+        cdi_spec_dirs=_str_list(main_name, cri, "cdi_spec_dirs", where),
+        imports=_str_list(main_name, main, "imports", ""),
+        cgroup_driver=None,
+    )
+
+
+def inspect_docker(text: str, *, name: str = "/etc/docker/daemon.json") -> EngineView:
+    """View Docker's daemon.json (a missing file is the caller's "{}")."""
+    data = load_json_object(name, text)
+    runtimes_value = data.get("runtimes", {})
+    if not isinstance(runtimes_value, dict):
+        raise CtkError(
+            f"{name}: `runtimes` must be an object, found {type_name(runtimes_value)}",
+            hint='dockerd refuses this file too; make it {"name": {"path": ...}}',
+        )
+    runtimes = []
+    for runtime, value in runtimes_value.items():
+        if not isinstance(value, dict):
+            raise CtkError(
+                f"{name}: `runtimes.{runtime}` must be an object, found {type_name(value)}"
+            )
+        runtimes.append(
+            RuntimeView(
+                name=runtime,
+                binary_path=_opt_str(name, value, "path", f"runtimes.{runtime}"),
+                runtime_type=None,
+                systemd_cgroup=None,
+                source=name,
+            )
+        )
+    features = data.get("features", {})
+    if not isinstance(features, dict):
+        raise CtkError(f"{name}: `features` must be an object, found {type_name(features)}")
+    cgroup_driver = None
+    for opt in _str_list(name, data, "exec-opts", ""):
+        key, _, value = opt.partition("=")
+        if key.strip() == "native.cgroupdriver":
+            cgroup_driver = value.strip()
+    return EngineView(
+        runtime=Runtime.DOCKER,
+        files=(name,),
+        version=None,
+        runtimes=tuple(sorted(runtimes, key=lambda r: r.name)),
+        default_runtime=_opt_str(name, data, "default-runtime", ""),
+        cdi_enabled=_opt_bool(name, features, "cdi", "features"),
+        cdi_spec_dirs=_str_list(name, data, "cdi-spec-dirs", ""),
+        imports=(),
+        cgroup_driver=cgroup_driver,
+    )
+
+
+def inspect_crio(files: Sequence[tuple[str, str]]) -> EngineView:
+    """View CRI-O's config: crio.conf, then its crio.conf.d drop-ins in lexical order.
+
+    CRI-O applies each drop-in over the previous files key by key.
+    """
+    merged: dict[str, JSONValue] = {}
+    sources: dict[str, str] = {}
+    for name, text in files:
+        data = load_toml(name, text)
+        merged = deep_merge(merged, data)
+        for runtime in _table(name, data, "crio", "runtime", "runtimes"):
+            sources[runtime] = name
+    first = files[0][0] if files else "/etc/crio/crio.conf"
+    crio_runtime = _table(first, merged, "crio", "runtime")
+    runtimes = []
+    for runtime, value in _table(first, merged, "crio", "runtime", "runtimes").items():
+        where = f"crio.runtime.runtimes.{runtime}"
+        source = sources.get(runtime, first)
+        if not isinstance(value, dict):
+            raise CtkError(f"{source}: `{where}` must be a table, found {type_name(value)}")
+        runtimes.append(
+            RuntimeView(
+                name=runtime,
+                binary_path=_opt_str(source, value, "runtime_path", where),
+                runtime_type=_opt_str(source, value, "runtime_type", where),
+                systemd_cgroup=None,
+                source=source,
+            )
+        )
+    return EngineView(
+        runtime=Runtime.CRIO,
+        files=tuple(name for name, _ in files),
+        version=None,
+        runtimes=tuple(sorted(runtimes, key=lambda r: r.name)),
+        default_runtime=_opt_str(first, crio_runtime, "default_runtime", "crio.runtime"),
+        cdi_enabled=None,
+        cdi_spec_dirs=_str_list(first, crio_runtime, "cdi_spec_dirs", "crio.runtime"),
+        imports=(),
+        cgroup_driver=_opt_str(first, crio_runtime, "cgroup_manager", "crio.runtime"),
+    )

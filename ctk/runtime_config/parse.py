@@ -1,0 +1,86 @@
+"""Parsing the engines' config files into plain data, with errors that say where.
+
+TOML is checked with `tomllib` first (strict, positioned messages), so that ctk refuses exactly
+what containerd and CRI-O refuse; JSON is parsed with duplicate-free object order kept.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from typing import Any
+
+from ctk.errors import CtkError
+
+JSONValue = Any  # parsed data enters here and is narrowed by the callers
+
+
+def load_toml(name: str, text: str) -> dict[str, JSONValue]:
+    """Return ``text`` as plain data; `CtkError` naming ``name`` and the position if malformed."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CtkError(
+            f"{name}: not valid TOML: {exc}", hint="fix the file, or pass another one with --config"
+        ) from exc
+
+
+def load_json_object(name: str, text: str) -> dict[str, JSONValue]:
+    """Return ``text`` as a JSON object; `CtkError` naming ``name`` and line/column otherwise."""
+    if not text.strip():
+        raise CtkError(
+            f"{name}: empty file, expected a JSON object",
+            hint='write "{}" into it, or remove it, and run again',
+        )
+    try:
+        value = json.loads(text, object_pairs_hook=_no_duplicates)
+    except json.JSONDecodeError as exc:
+        raise CtkError(
+            f"{name}: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+            hint="fix the file, or pass another one with --config",
+        ) from exc
+    except _DuplicateKey as exc:
+        raise CtkError(
+            f"{name}: not valid JSON: key {exc.key!r} appears twice in one object",
+            hint="keep one of them",
+        ) from exc
+    except RecursionError as exc:
+        raise CtkError(f"{name}: not valid JSON: nested too deeply") from exc
+    if not isinstance(value, dict):
+        raise CtkError(
+            f"{name}: expected a JSON object at the top, found {type_name(value)}",
+            hint="the file must look like {...}",
+        )
+    return value
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicates(pairs: list[tuple[str, JSONValue]]) -> dict[str, JSONValue]:
+    out: dict[str, JSONValue] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def type_name(value: object) -> str:
+    """Name ``value``'s type the way the config formats do (table/object, array, string...)."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    return type(value).__name__

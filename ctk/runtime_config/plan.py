@@ -1,0 +1,60 @@
+"""The file changes a runtime command decided on, and their unified diff."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from ctk.runtime_config.changes import Change
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """One file's old and new text (None: missing / to be deleted) and the record to keep."""
+
+    path: str
+    before: str | None
+    after: str | None
+    record: tuple[Change, ...] | None = None  # None: keep no record for this file
+
+    @property
+    def changed(self) -> bool:
+        """Whether writing this would change the file."""
+        return self.before != self.after
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Everything one command would change, plus what to tell the user."""
+
+    files: tuple[FileChange, ...]
+    notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def changes(self) -> tuple[FileChange, ...]:
+        """The files that really change."""
+        return tuple(f for f in self.files if f.changed)
+
+
+def unified_diff(change: FileChange) -> str:
+    """The `diff -u` of one file change (/dev/null for a created or deleted file)."""
+    old = _lines(change.before)
+    new = _lines(change.after)
+    lines = difflib.unified_diff(
+        old,
+        new,
+        fromfile=change.path if change.before is not None else "/dev/null",
+        tofile=change.path if change.after is not None else "/dev/null",
+    )
+    out = []
+    for line in lines:
+        if line.endswith("\n"):
+            out.append(line)
+        else:
+            out.append(line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+def _lines(text: str | None) -> list[str]:
+    return [] if text is None else text.splitlines(keepends=True)

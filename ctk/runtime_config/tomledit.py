@@ -1,0 +1,214 @@
+"""Small, formatting-preserving edits of TOML documents (through tomlkit).
+
+Only the keys ctk sets are touched: comments, order, quoting and whitespace of everything else
+stay as they were, and removing what was added gives back the original text.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+import tomlkit
+from tomlkit.container import Container
+from tomlkit.exceptions import TOMLKitError
+from tomlkit.items import AoT, InlineTable, Item, Table
+from tomlkit.toml_document import TOMLDocument
+
+from ctk.errors import CtkError
+from ctk.runtime_config.changes import NEW_TABLE, Change
+from ctk.runtime_config.inspect import dotted
+from ctk.runtime_config.parse import JSONValue, load_toml, type_name
+
+Parent = TOMLDocument | Table
+
+
+def parse_document(name: str, text: str) -> TOMLDocument:
+    """Parse ``text`` for editing; `CtkError` with the position when it is not valid TOML."""
+    load_toml(name, text)
+    try:
+        return tomlkit.parse(text)
+    except (TOMLKitError, ValueError) as exc:
+        raise CtkError(f"{name}: cannot edit this TOML: {exc}") from exc
+
+
+def plain(item: object) -> JSONValue:
+    """Return ``item`` (a tomlkit value or plain data) as plain Python data."""
+    unwrap = getattr(item, "unwrap", None)
+    return unwrap() if callable(unwrap) else item
+
+
+def _body(parent: Parent) -> Container:
+    return parent if isinstance(parent, Container) else parent.value
+
+
+def child_table(name: str, parent: Parent, key: str, where: Sequence[str]) -> Table | None:
+    """Return ``parent[key]`` if it is a table, None if missing; `CtkError` for anything else."""
+    if key not in parent:
+        return None
+    value = parent[key]
+    if isinstance(value, Table):
+        return value
+    if isinstance(value, InlineTable):
+        raise CtkError(
+            f"{name}: `{dotted([*where, key])}` is an inline table; ctk edits only [tables]",
+            hint=f"write it as a [{dotted([*where, key])}] section and run again",
+        )
+    raise CtkError(
+        f"{name}: `{dotted([*where, key])}` must be a table, found {type_name(plain(value))}"
+    )
+
+
+def ensure_table(name: str, doc: TOMLDocument, keys: Sequence[str], changes: list[Change]) -> Table:
+    """Return the table at ``keys``, creating missing ones (recorded in ``changes``)."""
+    parent: Parent = doc
+    for index, key in enumerate(keys):
+        found = child_table(name, parent, key, keys[:index])
+        if found is None:
+            found = tomlkit.table(is_super_table=True)
+            _append_table(parent, key, found)
+            changes.append(Change(tuple(keys[: index + 1]), False, None, NEW_TABLE))
+        parent = found
+    assert isinstance(parent, Table)
+    return parent
+
+
+def _append_table(parent: Parent, key: str, table: Table) -> None:
+    body = _body(parent)
+    body.append(key, table)
+
+
+def find_table(name: str, doc: TOMLDocument, keys: Sequence[str]) -> Table | None:
+    """Return the table at ``keys`` or None when some part is missing."""
+    parent: Parent = doc
+    for index, key in enumerate(keys):
+        found = child_table(name, parent, key, keys[:index])
+        if found is None:
+            return None
+        parent = found
+    assert isinstance(parent, Table)
+    return parent
+
+
+def set_key(table: Parent, keys: tuple[str, ...], value: JSONValue, changes: list[Change]) -> None:
+    """Set the last of ``keys`` in ``table`` to ``value`` unless it already has that value."""
+    key = keys[-1]
+    existed = key in table
+    before = plain(table[key]) if existed else None
+    if existed and before == value and type(before) is type(value):
+        return
+    if existed:
+        table[key] = value
+    else:
+        _insert_key(table, key, value)
+    changes.append(Change(keys, existed, before, value))
+
+
+def _insert_key(table: Parent, key: str, value: JSONValue) -> None:
+    """Insert a key after the table's last plain key, indented like it (tables stay after)."""
+    body = _body(table)
+    item = tomlkit.item(value)
+    last_index = None
+    last_item: Item | None = None
+    for index, (k, v) in enumerate(body.body):
+        if k is not None and not isinstance(v, Table | AoT):
+            last_index, last_item = index, v
+    if last_item is not None and last_index is not None:
+        item.trivia.indent = last_item.trivia.indent
+        if last_index + 1 < len(body.body):
+            body._insert_at(last_index + 1, key, item)
+        else:
+            body.append(key, item)
+        return
+    first_table = next(
+        (i for i, (_, v) in enumerate(body.body) if isinstance(v, Table | AoT)), None
+    )
+    if first_table is None:
+        body.append(key, item)
+        return
+    if isinstance(table, Table):
+        item.trivia.indent = _indent_of(body.body[first_table][1])
+    body._insert_at(first_table, key, item)
+
+
+def _indent_of(item: Item) -> str:
+    indent = item.trivia.indent
+    return indent.rsplit("\n", 1)[-1]
+
+
+def new_table() -> Table:
+    """A new, empty table."""
+    return tomlkit.table()
+
+
+def append_table(parent: Table, key: str, table: Table, *, text_ends_with_newline: bool) -> None:
+    """Append a new table after ``parent``'s last child, with no blank line of its own before it.
+
+    tomlkit puts a blank line before an appended table, but on the next parse that line belongs
+    to the table before it, so removing ours would leave it behind.
+    """
+    parent.append(key, table)
+    if text_ends_with_newline:
+        table.trivia.indent = table.trivia.indent.lstrip("\n")
+
+
+def copy_item(item: Table) -> Table:
+    """Return a deep copy of a table, formatting included."""
+    return copy.deepcopy(item)
+
+
+def delete_key(parent: Parent, key: str) -> bool:
+    """Remove ``key`` from ``parent`` if present; return whether it was."""
+    if key not in parent:
+        return False
+    del parent[key]
+    return True
+
+
+def get_value(doc: TOMLDocument, keys: Sequence[str]) -> tuple[bool, Any]:
+    """Return (present, value) for the key path ``keys``; tables along the way must exist."""
+    current: Any = doc
+    for key in keys:
+        if not isinstance(current, Table | TOMLDocument | InlineTable) or key not in current:
+            return False, None
+        current = current[key]
+    return True, current
+
+
+def undo_changes(doc: TOMLDocument, changes: Sequence[Change]) -> None:
+    """Take back ``changes`` (newest first) where the value is still what ctk wrote."""
+    for change in reversed(changes):
+        if not change.keys:
+            continue
+        parent_present, parent = get_value(doc, change.keys[:-1])
+        if not parent_present or not isinstance(parent, Table | TOMLDocument):
+            continue
+        key = change.keys[-1]
+        if key not in parent:
+            continue
+        current = parent[key]
+        if change.after == NEW_TABLE and not change.existed:
+            if isinstance(current, Table) and not _has_content(current):
+                del parent[key]
+            continue
+        if plain(current) != change.after:
+            continue
+        if change.existed:
+            parent[key] = change.before
+        else:
+            del parent[key]
+
+
+def _has_content(table: Table) -> bool:
+    return any(k is not None for k, _ in table.value.body)
+
+
+def dumps(doc: TOMLDocument) -> str:
+    """Return the document's text."""
+    return tomlkit.dumps(doc)
+
+
+def document_from(data: dict[str, JSONValue]) -> str:
+    """Write plain data as a new TOML document (nested tables as [sections])."""
+    return tomlkit.dumps(data)
