@@ -194,6 +194,7 @@ def test_list_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
             }
         ],
         "errors": [],
+        "warnings": [],
         "specs": [{"path": f"{RUN}/nvidia.yaml", "priority": 0, "valid": True}],
         "specDirs": [
             {"path": str(RUN), "priority": 0, "exists": True},
