@@ -12,6 +12,7 @@ JSON is read the same way, as the reference library does (JSON is YAML).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 import yaml
@@ -57,6 +58,16 @@ class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]
 
 
 _CONSTRUCTOR = SafeConstructor()
+# `0o644`: YAML 1.2's octal. YAML 1.1 (PyYAML) reads a string, the reference library's parser an
+# integer, so where an integer is required it is read as one, with a warning.
+_YAML12_OCTAL = re.compile(r"[-+]?0o_*[0-7][0-7_]*")
+
+
+def _yaml11_octal(text: str) -> str:
+    sign = text[0] if text[0] in "+-" else ""
+    return sign + "0" + text.lstrip("+-").removeprefix("0o")
+
+
 _INVALID = object()
 
 
@@ -137,13 +148,23 @@ class _Decoder:
                 self.report(node, "schema.empty", "must not be empty")
                 return _INVALID
         elif shape.type == "integer":
-            if tag != INT:
+            if tag == STR and not node.style and _YAML12_OCTAL.fullmatch(node.value):
+                self.report(
+                    node,
+                    "parse.octal",
+                    f"{node.value} is an octal number in YAML 1.2 (and for CDI runtimes) but a "
+                    f"string in YAML 1.1; write {_yaml11_octal(node.value)}",
+                    warn=True,
+                )
+                value = int(node.value.replace("_", "").replace("0o", ""), 8)
+            elif tag != INT:
                 return self._wrong_type(node, "an integer")
-            try:
-                value = _CONSTRUCTOR.construct_yaml_int(node)
-            except (ValueError, IndexError):  # an explicit `!!int` on something else
-                self.report(node, "parse.type", f"{node.value!r} is not a YAML integer")
-                return _INVALID
+            else:
+                try:
+                    value = _CONSTRUCTOR.construct_yaml_int(node)
+                except (ValueError, IndexError):  # an explicit `!!int` on something else
+                    self.report(node, "parse.type", f"{node.value!r} is not a YAML integer")
+                    return _INVALID
             assert isinstance(value, int)
             if (shape.minimum is not None and value < shape.minimum) or (
                 shape.maximum is not None and value > shape.maximum

@@ -53,6 +53,8 @@ def test_decoding(name: str, edits: str, device: object, problems: list[tuple[st
         pytest.param("!!int 0x", "'0x' is not a YAML integer", id="bare-hex-prefix"),
         pytest.param("!!int 0b2", "'0b2' is not a YAML integer", id="bad-binary"),
         pytest.param("!!float 1", "expected an integer, found the number 1", id="explicit-float"),
+        pytest.param("0o_", "expected an integer, found the string '0o_'", id="octal-prefix-only"),
+        pytest.param("'0o7'", "expected an integer, found the string '0o7'", id="quoted-octal"),
     ],
 )
 def test_explicit_tags_that_lie(value: str, problem: str) -> None:
