@@ -183,3 +183,16 @@ def test_registry_invariants(drawn: list[tuple[str, list[str], int, bool]]) -> N
         if sum(p == prio for p, _ in places) > 1
     }
     assert {f.path for f in registry.files if f.conflicts} == clashing
+
+
+def test_conflicts_at_two_priorities_mark_all_four_files() -> None:
+    spec = _spec("v.com/c", "a")
+    sources = [SpecSource(f"/d{p}/s{i}.yaml", p, spec) for i, p in enumerate([0, 0, 1, 1])]
+    registry = build_registry(sources)
+    assert registry.devices == ()
+    assert [[p.message for p in f.conflicts] for f in registry.files] == [
+        [
+            f"device v.com/c=a is also defined by {other} at the same priority; CDI runtimes drop it from both"
+        ]
+        for other in ("/d0/s1.yaml", "/d0/s0.yaml", "/d1/s3.yaml", "/d1/s2.yaml")
+    ]
