@@ -72,13 +72,22 @@ def _details(finding: Finding, pad: str) -> list[Text]:
     return lines
 
 
-def _skipped_line(skipped: Sequence[Finding], plain: bool, width: int) -> Text:
+def _skipped_line(skipped: Sequence[Finding], plain: bool) -> Text:
     roots = sorted({root for f in skipped for root in f.blocked_by})
-    reason = f"needs {', '.join(roots)} fixed first" if roots else "not applicable here"
+    blocked = sum(1 for f in skipped if f.blocked_by)
+    reasons = []
+    if blocked:
+        reasons.append(f"{blocked} need {', '.join(roots)} fixed first")
+    if len(skipped) > blocked:
+        reasons.append(f"{len(skipped) - blocked} not applicable here")
     line = Text(INDENT)
     line.append(Text("[skip]" if plain else "\u2013", style="dim"))
-    line.append(f" {len(skipped)} skipped ({reason})")
+    line.append(f" {len(skipped)} skipped: {'; '.join(reasons)}")
     return line
+
+
+def _not_applicable(findings: Sequence[Finding]) -> bool:
+    return all(f.status is Status.SKIP and not f.blocked_by for f in findings)
 
 
 def report(facts: NodeFacts, findings: Sequence[Finding], *, verbose: bool, strict: bool) -> None:
@@ -90,18 +99,31 @@ def report(facts: NodeFacts, findings: Sequence[Finding], *, verbose: bool, stri
         Text(f"ctk doctor: {facts.where.value}, root {facts.root}, {user}, ctk {__version__}")
     )
     width = max((len(f.check) for f in findings), default=0)
+    groups: dict[str, list[Finding]] = {}
+    for finding in findings:
+        groups.setdefault(finding.group.value, []).append(finding)
+    idle = [name for name, items in groups.items() if _not_applicable(items) and not verbose]
+    for name, items in groups.items():
+        if name not in idle:
+            _group(console, name, items, plain=plain, verbose=verbose, width=width)
+    if idle:
+        console.print(Text(f"\nnot applicable here: {', '.join(idle)}", style="dim"))
+    console.print(_summary_line(findings, strict=strict))
+
+
+def _group(
+    console: Console,
+    name: str,
+    findings: Sequence[Finding],
+    *,
+    plain: bool,
+    verbose: bool,
+    width: int,
+) -> None:
+    console.print(Text(f"\n{name}", style="bold"))
     pad = INDENT + " " * (7 if plain else 2)
-    group = None
-    skipped: list[Finding] = []
-    for finding in [*findings, None]:
-        if finding is None or finding.group != group:
-            if skipped:
-                console.print(_skipped_line(skipped, plain, width))
-            skipped = []
-            if finding is None:
-                break
-            group = finding.group
-            console.print(Text(f"\n{group.value}", style="bold"))
+    skipped = []
+    for finding in findings:
         if finding.status is Status.SKIP and not verbose:
             skipped.append(finding)
             continue
@@ -112,7 +134,8 @@ def report(facts: NodeFacts, findings: Sequence[Finding], *, verbose: bool, stri
         if finding.is_problem or verbose:
             for detail in _details(finding, pad):
                 console.print(detail)
-    console.print(_summary_line(findings, strict=strict))
+    if skipped:
+        console.print(_skipped_line(skipped, plain))
 
 
 def _summary_line(findings: Sequence[Finding], *, strict: bool) -> Text:

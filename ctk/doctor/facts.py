@@ -166,6 +166,7 @@ class ConfigFile:
     exists: bool = False
     data: Mapping[str, Any] | None = None
     error: str | None = None
+    needs_root: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -187,6 +188,7 @@ class EngineFacts:
     config_path: str = ""
     config_exists: bool = False
     error: str | None = None
+    needs_root: bool = False
     runtimes: Mapping[str, RuntimeEntry] = field(default_factory=dict)
     default_runtime: str | None = None
     cdi_enabled: bool | None = None

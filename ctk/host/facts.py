@@ -490,7 +490,7 @@ def read_toml_file(g: Gatherer, path: str) -> ConfigFile:
     if readable is None:
         return ConfigFile(path=path)
     if not readable:
-        return ConfigFile(path=path, exists=True, error="permission denied (run as root)")
+        return ConfigFile(path=path, exists=True, needs_root=True)
     try:
         data = tomllib.loads(g.text(path) or "")
     except tomllib.TOMLDecodeError as exc:
@@ -566,7 +566,7 @@ def _engine(
             installed=installed,
             config_path=path,
             config_exists=True,
-            error="permission denied (run as root)",
+            needs_root=True,
         )
     try:
         view = read()

@@ -17,6 +17,7 @@ from ctk.doctor.model import (
     fail,
     ok,
     skip,
+    unknown,
     warn,
 )
 
@@ -36,6 +37,8 @@ def _configure(engine: str, *extra: str) -> Fix:
 def _not_installed(engine: EngineFacts) -> Result | None:
     if not engine.installed:
         return skip(f"{engine.engine} is not installed")
+    if engine.needs_root:
+        return unknown(f"{engine.config_path} is not readable without root", needs_root=True)
     if engine.error is not None:
         return skip(f"{engine.config_path} does not parse (see its config check)")
     return None
@@ -72,8 +75,9 @@ def docker_cgroup_driver(facts: NodeFacts) -> str:
 def daemon_json_invalid(facts: NodeFacts) -> Result:
     """Trailing commas and friends: dockerd will not start."""
     docker = facts.docker
-    if not docker.installed:
-        return skip("docker is not installed")
+    blocked = _not_installed(docker)
+    if blocked is not None and docker.error is None:
+        return blocked
     if docker.error is None:
         state = "valid" if docker.config_exists else "absent (defaults apply)"
         return ok(f"{docker.config_path} {state}")
@@ -274,8 +278,9 @@ def drop_in_not_imported(facts: NodeFacts) -> Result:
 def containerd_runtime(facts: NodeFacts) -> Result:
     """`no runtime for "nvidia" is configured`."""
     containerd = facts.containerd
-    if not containerd.installed:
-        return skip("containerd is not installed")
+    blocked = _not_installed(containerd)
+    if blocked is not None and containerd.error is None:
+        return blocked
     if containerd.error is not None:
         return fail(
             f"{containerd.config_path} does not parse: {containerd.error}",
@@ -434,8 +439,9 @@ def managed_config(facts: NodeFacts) -> Result:
 def crio_runtime(facts: NodeFacts) -> Result:
     """No `[crio.runtime.runtimes.nvidia]` and no OCI hook."""
     crio = facts.crio
-    if not crio.installed:
-        return skip("CRI-O is not installed")
+    blocked = _not_installed(crio)
+    if blocked is not None and crio.error is None:
+        return blocked
     if crio.error is not None:
         return fail(
             f"{crio.config_path} does not parse: {crio.error}",

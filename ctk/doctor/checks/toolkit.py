@@ -16,6 +16,7 @@ from ctk.doctor.model import (
     fail,
     ok,
     skip,
+    unknown,
     warn,
 )
 
@@ -200,6 +201,8 @@ def config_invalid(facts: NodeFacts) -> Result:
     config = facts.toolkit.config
     if not config.exists:
         return skip(f"{CONFIG} does not exist (defaults apply)")
+    if config.needs_root:
+        return unknown(f"{config.path} is not readable without root", needs_root=True)
     if config.error is not None:
         return fail(
             f"{config.path} does not parse: {config.error}",
