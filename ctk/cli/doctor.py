@@ -214,14 +214,14 @@ def fix_argv(fix: Fix, root: Path) -> list[str] | None:
     argv = list(fix.argv)
     if str(root) == "/":
         return argv
-    if argv[:2] == ["cdi", "generate"]:
-        mapped = [
-            f"--output={root}{a.split('=', 1)[1]}" if a.startswith("--output=") else a for a in argv
-        ]
-        return [*mapped, f"--driver-root={root}", f"--dev-root={root}"]
     if argv[:2] == ["runtime", "configure"]:
         engine = next(a.split("=", 1)[1] for a in argv if a.startswith("--runtime="))
-        return [*argv, f"--config={root}{ENGINE_CONFIGS[engine]}"]
+        # in place: a drop-in's import line would name the path under --root
+        drop_in = [] if engine == "docker" else ["--drop-in-config="]
+        return [*argv, f"--config={root}{ENGINE_CONFIGS[engine]}", *drop_in]
+    if argv[:2] == ["system", "create-dev-char-symlinks"]:
+        return [*argv, f"--root={root}", f"--dev-char-path={root}/dev/char"]
+    # a spec generated under --root would name host paths with the root's prefix
     return None
 
 
@@ -257,7 +257,11 @@ def _fix(
     out.write("\nctk can fix these findings itself:\n")
     for fix, ids in plan:
         argv = fix_argv(fix, root)
-        shown_argv = "ctk " + " ".join(argv) if argv else "(not possible under --root)"
+        shown_argv = (
+            "ctk " + " ".join(argv)
+            if argv
+            else "(run it on the node itself: not possible under --root)"
+        )
         out.write(f"  {fix.description} ({', '.join(ids)})\n    {shown_argv}\n")
         if argv:
             commands.append(argv)

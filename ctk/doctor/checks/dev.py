@@ -172,13 +172,13 @@ def char_symlinks_missing(facts: NodeFacts) -> Result:
         legacy,
         Evidence("/dev/char", "missing " + ", ".join(missing)),
         commands=(
-            "sudo ctk system create-dev-char-symlinks --create-all",
+            "sudo ctk system create-dev-char-symlinks",
             "# and keep them: a udev rule running it on driver load, or switch to CDI "
             "(sudo nvidia-ctk config --in-place --set nvidia-container-runtime.mode=cdi)",
         ),
         fixes=(
             Fix(
-                ("system", "create-dev-char-symlinks", "--create-all"),
+                ("system", "create-dev-char-symlinks"),
                 "create the /dev/char links for the NVIDIA device nodes",
             ),
         ),
