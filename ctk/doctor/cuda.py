@@ -59,6 +59,7 @@ def parse_table(text: str) -> tuple[CudaRow, ...]:
                 cuda=cuda,
                 min_driver=parse_version(raw_min),
                 min_driver_mvc=parse_version(record["min_driver_linux_minor_compat"]),
+                min_driver_text=raw_min.rstrip("?"),
                 verified=not raw_min.endswith("?"),
             )
         )
@@ -87,6 +88,7 @@ class HostCuda:
     """The host side of a compatibility question."""
 
     driver: Version
+    driver_text: str
     cuda: Version | None
     brands: frozenset[str] = frozenset()
     archs: tuple[Version, ...] = ()

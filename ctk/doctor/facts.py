@@ -145,6 +145,7 @@ class CudaRow:
     cuda: tuple[int, ...]
     min_driver: tuple[int, ...] | None
     min_driver_mvc: tuple[int, ...] | None
+    min_driver_text: str = ""
     verified: bool = True
 
 

@@ -37,13 +37,15 @@ def host_cuda(facts: NodeFacts) -> compat.HostCuda | None:
         brands = frozenset(g.brand.lower() for g in facts.nvml.gpus if g.brand)
     if cuda is None:
         cuda = compat.host_cuda_from_driver(facts.cuda_table, driver)
-    return compat.HostCuda(driver=driver, cuda=cuda, brands=brands)
+    return compat.HostCuda(
+        driver=driver, driver_text=facts.kernel.driver_version or "", cuda=cuda, brands=brands
+    )
 
 
 def _evidence(need: CudaNeed, host: compat.HostCuda) -> tuple[Evidence, ...]:
     shown_cuda = compat.format_version(host.cuda) if host.cuda else "unknown"
     items = [
-        Evidence("/proc/driver/nvidia/version", compat.format_version(host.driver)),
+        Evidence("/proc/driver/nvidia/version", host.driver_text),
         Evidence("driver CUDA version", shown_cuda),
     ]
     items += [Evidence(need.source, f"NVIDIA_REQUIRE: {expr}") for expr in need.requirements]
@@ -71,7 +73,7 @@ def _judge(facts: NodeFacts) -> tuple[CudaNeed, compat.HostCuda, compat.Verdict]
 def _upgrade_commands(verdict: compat.Verdict, host: compat.HostCuda) -> tuple[str, ...]:
     commands = []
     if verdict.row is not None and verdict.row.min_driver is not None:
-        minimum = compat.format_version(verdict.row.min_driver)
+        minimum = verdict.row.min_driver_text
         note = "" if verdict.row.verified else " (unverified table value)"
         commands.append(
             f"upgrade the driver to >= {minimum}{note}: "
@@ -119,7 +121,7 @@ def driver_too_old(facts: NodeFacts) -> Result:
     if need.disable_require:
         if verdict.mvc_applies:
             return ok(
-                f"CUDA {wanted} runs on driver {compat.format_version(host.driver)} only through "
+                f"CUDA {wanted} runs on driver {host.driver_text} only through "
                 "minor-version compatibility (see cuda.minor-compat-only)",
                 *evidence,
             )
@@ -130,7 +132,7 @@ def driver_too_old(facts: NodeFacts) -> Result:
         )
     else:
         summary = (
-            f"the workload needs CUDA {wanted} but driver {compat.format_version(host.driver)} "
+            f"the workload needs CUDA {wanted} but driver {host.driver_text} "
             f"supports {shown_cuda}: the runtime refuses the container "
             f"(unsatisfied condition: cuda>={wanted})"
         )
@@ -161,7 +163,7 @@ def minor_compat_only(facts: NodeFacts) -> Result:
         return ok("minor-version compatibility is not relied on", *evidence)
     wanted = compat.format_version(verdict.required or ())
     return warn(
-        f"CUDA {wanted} runs on driver {compat.format_version(host.driver)} only through "
+        f"CUDA {wanted} runs on driver {host.driver_text} only through "
         "minor-version compatibility: kernels shipped as PTX fail to JIT and newer APIs "
         "return 'not supported'",
         *evidence,

@@ -55,6 +55,10 @@ def _nvidia_runtime(engine: EngineFacts) -> tuple[RuntimeEntry | None, list[Evid
     return runtime, [Evidence(where, f"nvidia -> {runtime.binary or 'default binary'}")]
 
 
+def _toml_bool(value: bool | None) -> str:
+    return "true" if value else "false"
+
+
 def docker_cgroup_driver(facts: NodeFacts) -> str:
     """Docker's cgroup driver: `exec-opts`, else systemd on cgroup v2 + systemd, else cgroupfs."""
     if facts.docker.cgroup_driver:
@@ -325,14 +329,16 @@ def systemd_cgroup_mismatch(facts: NodeFacts) -> Result:
     if runc is None or nvidia is None:
         return skip("runc or nvidia runtime not configured")
     if bool(runc.systemd_cgroup) == bool(nvidia.systemd_cgroup):
-        return ok(f"runc and nvidia agree: SystemdCgroup = {bool(runc.systemd_cgroup)}")
+        return ok(f"runc and nvidia agree: SystemdCgroup = {_toml_bool(runc.systemd_cgroup)}")
     want = "true" if runc.systemd_cgroup else "false"
     return fail(
         "the nvidia runtime's SystemdCgroup differs from runc's: pods fail with "
         "'expected cgroupsPath to be of format \"slice:prefix:name\"' or land in the wrong "
         "hierarchy",
-        Evidence(containerd.config_path, f"runc SystemdCgroup = {bool(runc.systemd_cgroup)}"),
-        Evidence(containerd.config_path, f"nvidia SystemdCgroup = {bool(nvidia.systemd_cgroup)}"),
+        Evidence(containerd.config_path, f"runc SystemdCgroup = {_toml_bool(runc.systemd_cgroup)}"),
+        Evidence(
+            containerd.config_path, f"nvidia SystemdCgroup = {_toml_bool(nvidia.systemd_cgroup)}"
+        ),
         commands=(
             f"set SystemdCgroup = {want} under the nvidia runtime's options",
             "sudo systemctl restart containerd",

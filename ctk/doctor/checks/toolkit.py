@@ -109,7 +109,10 @@ def not_installed(facts: NodeFacts) -> Result:
     if installed(facts):
         version = toolkit_version(facts)
         shown = _shown(version) if version else "version unknown"
-        found = ", ".join(sorted(facts.toolkit.binaries)) or "packages only"
+        found = (
+            ", ".join(sorted(b for b in facts.toolkit.binaries if b.startswith("nvidia")))
+            or "packages only"
+        )
         return ok(f"toolkit installed ({shown}): {found}")
     return fail(
         "the NVIDIA Container Toolkit is not installed: no engine can inject GPUs",
