@@ -185,8 +185,8 @@ def required_cuda(expressions: Iterable[str]) -> Version | None:
             match = _CONDITION.match(condition)
             if match and match.group(1) == "cuda" and match.group(2) in (">=", ">", "="):
                 version = parse_version(match.group(3))
-                if version and (best is None or version > best):
-                    best = version[:2]
+                if version and (best is None or (*version, 0)[:2] > best):
+                    best = (*version, 0)[:2]
     return best
 
 

@@ -108,6 +108,36 @@ SCENARIOS = [
         {"hami.memory-limit-not-enforced"},
         id="pod-hami-no-preload",
     ),
+    pytest.param("nvml-not-found", {"lib.nvml-not-found"}, set(), id="nvml-not-found"),
+    pytest.param("cdi-invalid", {"cdi.spec-invalid"}, set(), id="cdi-invalid"),
+    pytest.param("crio-no-runtime", {"crio.runtime-not-configured"}, set(), id="crio-no-runtime"),
+    pytest.param("k3s", {"containerd.managed-config"}, set(), id="k3s-managed-config"),
+    pytest.param(
+        "toolkit-missing",
+        {"toolkit.not-installed", "cdi.spec-stale"},
+        set(),
+        id="toolkit-missing-spec-hook-gone",
+    ),
+    pytest.param(
+        "oci-hook-and-cdi", {"toolkit.conflicting-oci-hook"}, set(), id="oci-hook-and-cdi"
+    ),
+    pytest.param("docker-cdi-off", {"docker.cdi-not-enabled"}, set(), id="docker-cdi-off"),
+    pytest.param("refresh-disabled", {"cdi.refresh-disabled"}, set(), id="refresh-disabled"),
+    pytest.param("uvm-missing", {"driver.uvm-missing"}, set(), id="uvm-missing"),
+    pytest.param(
+        "mig-cap-nodes-missing", {"dev.mig-cap-nodes-missing"}, set(), id="mig-cap-nodes-missing"
+    ),
+    pytest.param("a100-mig-mixed", set(), set(), id="a100-mig-mixed-healthy"),
+    pytest.param("selinux", {"dev.selinux-blocks"}, set(), id="selinux-enforcing"),
+    pytest.param(
+        "container-visible-misuse",
+        {"container.visible-devices-misuse"},
+        set(),
+        id="cuda-visible-devices-out-of-range",
+    ),
+    pytest.param(
+        "containerd-cdi-off", {"containerd.cdi-disabled"}, set(), id="containerd-cdi-disabled"
+    ),
     pytest.param(
         "pod-nvml-unknown",
         {"container.nvml-unknown-error"},

@@ -119,7 +119,10 @@ def _stale_evidence(spec: SpecFile, module: str | None) -> list[Evidence]:
     depends_on=(
         "driver.not-loaded",
         "driver.library-mismatch",
+        "driver.uvm-missing",
         "dev.nodes-missing",
+        "dev.mig-cap-nodes-missing",
+        "lib.nvml-not-found",
         "cdi.spec-invalid",
         "cdi.spec-missing",
     ),
