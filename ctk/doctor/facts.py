@@ -253,6 +253,15 @@ class ContainerFacts:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class GpuProcess:
+    """A process holding an NVIDIA device node open (`/proc/<pid>/fd`)."""
+
+    pid: int
+    state: str
+    command: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NodeFacts:
     """All facts about one node; checks read, never gather."""
 
@@ -274,3 +283,4 @@ class NodeFacts:
     cdi: CdiFacts = field(default_factory=CdiFacts)
     container: ContainerFacts = field(default_factory=ContainerFacts)
     kubernetes: Mapping[str, Any] | None = None
+    gpu_processes: tuple[GpuProcess, ...] | Unavailable = ()

@@ -29,6 +29,7 @@ from ctk.doctor.facts import (
     DevFacts,
     DeviceNode,
     EngineFacts,
+    GpuProcess,
     KernelFacts,
     LibFacts,
     Library,
@@ -787,6 +788,53 @@ def gather_cdi(g: Gatherer, extra_dirs: Iterable[str]) -> CdiFacts:
     )
 
 
+# --- processes ------------------------------------------------------------------------------
+
+
+def gather_gpu_processes(g: Gatherer) -> tuple[GpuProcess, ...] | Unavailable:
+    """Processes with an NVIDIA device node open, from `/proc/<pid>/fd` (fuser's method)."""
+    proc = g.host("/proc")
+    if proc is None:
+        return ()
+    holders = []
+    denied = False
+    for entry in os.scandir(proc):
+        if not entry.name.isdigit():
+            continue
+        try:
+            fds = os.scandir(os.path.join(entry.path, "fd"))
+        except PermissionError:
+            denied = True
+            continue
+        except OSError:
+            continue
+        with fds:
+            uses_gpu = any(_is_nvidia_fd(fd.path) for fd in fds)
+        if uses_gpu:
+            holders.append(_process(entry.path, int(entry.name)))
+    if denied and not holders:
+        return Unavailable("other users' /proc/<pid>/fd need root", needs_root=True)
+    return tuple(sorted(holders, key=lambda p: p.pid))
+
+
+def _is_nvidia_fd(path: str) -> bool:
+    try:
+        return os.readlink(path).startswith("/dev/nvidia")
+    except OSError:
+        return False
+
+
+def _process(path: str, pid: int) -> GpuProcess:
+    try:
+        with open(os.path.join(path, "stat"), encoding="utf-8", errors="replace") as handle:
+            stat_line = handle.read()
+    except OSError:
+        return GpuProcess(pid=pid, state="?", command="?")
+    command = stat_line[stat_line.find("(") + 1 : stat_line.rfind(")")]
+    state = stat_line[stat_line.rfind(")") + 2 :].split(" ", 1)[0]
+    return GpuProcess(pid=pid, state=state, command=command)
+
+
 # --- inside a container -------------------------------------------------------------------
 
 
@@ -906,6 +954,12 @@ def gather(
     if need is None and where is not Where.HOST:
         need = need_from_env(env, "process environment")
     table = g.timed("cuda table", cuda_table)
+    no_answer: tuple[GpuProcess, ...] | Unavailable = Unavailable("/proc scan timed out")
+    processes = (
+        g.bounded("gpu processes", lambda: gather_gpu_processes(g), no_answer, STEP_TIMEOUT_S)
+        if where is Where.HOST and kernel.driver_version is not None
+        else ()
+    )
     nvml_thread.join(max(0.0, nvml_timeout - (time.monotonic() - start)))
     elapsed = time.monotonic() - start
     if nvml_box:
@@ -932,6 +986,7 @@ def gather(
         crio=crio,
         cdi=cdi,
         container=container,
+        gpu_processes=processes,
     )
     return facts, tuple(g.timings)
 

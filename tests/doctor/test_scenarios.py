@@ -110,6 +110,7 @@ SCENARIOS = [
     ),
     pytest.param("nvml-not-found", {"lib.nvml-not-found"}, set(), id="nvml-not-found"),
     pytest.param("libcuda-not-found", {"lib.libcuda-not-found"}, set(), id="libcuda-not-found"),
+    pytest.param("gpu-leftover", {"gpu.leftover-processes"}, set(), id="gpu-leftover-zombie"),
     pytest.param("cdi-invalid", {"cdi.spec-invalid"}, set(), id="cdi-invalid"),
     pytest.param("crio-no-runtime", {"crio.runtime-not-configured"}, set(), id="crio-no-runtime"),
     pytest.param("k3s", {"containerd.managed-config"}, set(), id="k3s-managed-config"),

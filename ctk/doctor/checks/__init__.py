@@ -7,6 +7,7 @@ from ctk.doctor.checks import (  # noqa: F401
     dev,
     driver,
     engines,
+    gpu,
     lib,
     mig,
     toolkit,
