@@ -187,6 +187,7 @@ def shm_too_small(facts: NodeFacts) -> Result:
         f"/dev/shm is {shown} ({why}): PyTorch DataLoader workers die with 'Bus error' and "
         "NCCL's shared-memory transport fails",
         Evidence("/dev/shm", f"{size} bytes (statvfs)"),
+        *([Evidence("python packages", "torch installed")] if facts.container.has_torch else []),
         commands=(
             "docker run --shm-size=16g ...   # or --ipc=host",
             "# Kubernetes: mount an emptyDir {medium: Memory, sizeLimit: 16Gi} at /dev/shm",
