@@ -236,6 +236,7 @@ class CdiFacts:
     specs: tuple[SpecFile, ...] = ()
     conflicts: tuple[str, ...] = ()
     refresh_enabled: bool = False
+    unreadable: Unavailable | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

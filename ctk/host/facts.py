@@ -757,10 +757,15 @@ def _conflicts(specs: Iterable[SpecFile]) -> tuple[str, ...]:
 
 def gather_cdi(g: Gatherer, extra_dirs: Iterable[str]) -> CdiFacts:
     """Spec files of the default and configured spec directories, read by the CDI registry."""
+    from ctk.errors import CtkError
     from ctk.host.cdi_specs import load_spec_dirs
 
     dirs = tuple(dict.fromkeys((*CDI_DIRS, *extra_dirs)))
-    registry = load_spec_dirs(dirs, root=g.root.root)
+    try:
+        registry = load_spec_dirs(dirs, root=g.root.root)
+    except CtkError as exc:
+        denied = "ermission denied" in exc.message
+        return CdiFacts(dirs=dirs, unreadable=Unavailable(exc.message, needs_root=denied))
     specs = []
     for spec in registry.files:
         report = spec.report

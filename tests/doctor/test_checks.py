@@ -13,6 +13,7 @@ import pytest
 
 from ctk.cli import doctor_render
 from ctk.doctor.facts import (
+    CdiFacts,
     DevFacts,
     DeviceNode,
     EngineFacts,
@@ -214,6 +215,22 @@ CASES = [
         id="unreadable-daemon-json-is-unknown",
     ),
     pytest.param(
+        "cdi.spec-missing",
+        NodeFacts(
+            kernel=DRIVER,
+            cdi=CdiFacts(
+                unreadable=Unavailable("/etc/cdi: cannot list: Permission denied", needs_root=True)
+            ),
+        ),
+        Result(
+            status=Status.UNKNOWN,
+            summary="cannot read the CDI spec directories: /etc/cdi: cannot list: Permission "
+            "denied",
+            needs_root=True,
+        ),
+        id="unreadable-spec-dir-is-unknown",
+    ),
+    pytest.param(
         "mig.enabled-without-instances",
         NodeFacts(nvml=Unavailable("NVML did not answer within 5 s")),
         Result(
@@ -254,7 +271,7 @@ def test_a_crashing_check_is_unknown_not_fatal() -> None:
 
 
 def test_needs_root_is_summarised(capsys: pytest.CaptureFixture[str]) -> None:
-    facts = CASES[-2].values[1]
+    facts = CASES[-3].values[1]
     findings = diagnose(facts, show=["docker.daemon-json-invalid"])
     assert summarize(findings).needs_root == 1
     doctor_render.report(facts, findings, verbose=False, strict=False)
@@ -281,3 +298,33 @@ def test_a_hanging_step_is_bounded(tmp_path: Path) -> None:
         "nvml",
         True,
     )
+
+
+@pytest.mark.parametrize(
+    ("env", "marks"),
+    [
+        pytest.param(
+            {"FORCE_COLOR": "1"},
+            ["\x1b[32m\u2713\x1b[0m", "\x1b[31m\u2717\x1b[0m"],
+            id="terminal-symbols",
+        ),
+        pytest.param({"FORCE_COLOR": "1", "NO_COLOR": "1"}, ["[ok]", "[FAIL]"], id="no-color"),
+    ],
+)
+def test_symbols_only_on_a_colour_terminal(
+    env: dict[str, str],
+    marks: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("TERM", raising=False)
+    findings = diagnose(NodeFacts(), show=["driver.nouveau-loaded", "driver.not-loaded"])
+    doctor_render.report(NodeFacts(), findings, verbose=False, strict=False)
+    lines = [
+        line
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("  ") and " driver." in line
+    ]
+    assert [line.split()[0] for line in lines] == marks

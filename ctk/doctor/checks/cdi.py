@@ -14,6 +14,7 @@ from ctk.doctor.model import (
     fail,
     ok,
     skip,
+    unknown,
     warn,
 )
 
@@ -25,6 +26,16 @@ REFRESH_UNITS = ("nvidia-cdi-refresh.path", "ctk-cdi-refresh.path")
 ENABLE_REFRESH = "sudo systemctl enable --now nvidia-cdi-refresh.path"
 REFRESH_TOOLKIT = (1, 18)
 MAX_EVIDENCE = 3
+
+
+def unreadable(facts: NodeFacts) -> Result | None:
+    """The `unknown` result when the spec directories could not be read."""
+    problem = facts.cdi.unreadable
+    if problem is None:
+        return None
+    return unknown(
+        f"cannot read the CDI spec directories: {problem.reason}", needs_root=problem.needs_root
+    )
 
 
 def gpu_specs(facts: NodeFacts) -> tuple[SpecFile, ...]:
@@ -56,6 +67,9 @@ def cdi_consumers(facts: NodeFacts) -> list[Evidence]:
 )
 def spec_invalid(facts: NodeFacts) -> Result:
     """A broken spec makes every CDI request on the node fail."""
+    blocked = unreadable(facts)
+    if blocked is not None:
+        return blocked
     broken = [spec for spec in facts.cdi.specs if spec.problems]
     if not broken:
         return ok(f"{len(facts.cdi.specs)} spec file(s) valid")
@@ -77,6 +91,9 @@ def spec_invalid(facts: NodeFacts) -> Result:
 )
 def spec_missing(facts: NodeFacts) -> Result:
     """`unresolvable CDI devices nvidia.com/gpu=all`."""
+    blocked = unreadable(facts)
+    if blocked is not None:
+        return blocked
     specs = gpu_specs(facts)
     if specs:
         devices = sorted({name for spec in specs for name in spec.devices})
