@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import PurePosixPath
 
 from ctk.cdi.model import (
@@ -21,32 +20,13 @@ from ctk.cdi.model import (
     HostFile,
     Mount,
 )
+from ctk.cdi.options import DEFAULT_HOOKS, HookName
 
 READ_ONLY = ("ro", "nosuid", "nodev", "rbind", "rprivate")
 IPC = ("nosuid", "nodev", "rbind", "rprivate", "noexec")
 HOOK_ENV = ("NVIDIA_CTK_DEBUG=false",)
 CREATE_CONTAINER = "createContainer"
 WORLD_READ_WRITE = 0o006
-
-
-class HookName(StrEnum):
-    """The hooks a spec can carry (nvidia-cdi-hook's subcommand names)."""
-
-    CREATE_SYMLINKS = "create-symlinks"
-    ENABLE_CUDA_COMPAT = "enable-cuda-compat"
-    UPDATE_LDCACHE = "update-ldcache"
-    DISABLE_DEVICE_NODE_MODIFICATION = "disable-device-node-modification"
-    CHMOD = "chmod"
-
-
-DEFAULT_HOOKS = frozenset(
-    {
-        HookName.CREATE_SYMLINKS,
-        HookName.ENABLE_CUDA_COMPAT,
-        HookName.UPDATE_LDCACHE,
-        HookName.DISABLE_DEVICE_NODE_MODIFICATION,
-    }
-)
 
 
 @dataclass(frozen=True, slots=True)

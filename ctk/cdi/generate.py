@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 
 from ctk.cdi import discover
 from ctk.cdi.discover import HookProgram
@@ -18,33 +17,13 @@ from ctk.cdi.model import (
     MigMode,
     NvmlFacts,
     Spec,
+    merge,
 )
+from ctk.cdi.options import DEFAULT_KINDS, Mode, NameStrategy
 from ctk.cdi.serialize import cdi_version
 from ctk.errors import CtkError, UsageError
 
 EMPTY_DEVICE_ENV = "NVCT_EMPTY_DEVICE="
-
-
-class Mode(StrEnum):
-    """How devices are found: through NVML, or (management) from device nodes alone."""
-
-    NVML = "nvml"
-    MANAGEMENT = "management"
-
-
-class NameStrategy(StrEnum):
-    """How devices are named: `0` and `0:1`, the UUID, or `gpu0` and `mig0:1`."""
-
-    INDEX = "index"
-    UUID = "uuid"
-    TYPE_INDEX = "type-index"
-
-
-DEFAULT_KINDS: Mapping[Mode, str] = {
-    Mode.NVML: "nvidia.com/gpu",
-    # its own vendor, so that its `all` never collides with the main spec's `all`
-    Mode.MANAGEMENT: "management.nvidia.com/gpu",
-}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,7 +45,6 @@ class _Unit:
 
     gpu: Gpu
     mig: MigDevice | None
-    edits: ContainerEdits
 
     def names(self, strategy: NameStrategy) -> str:
         if self.mig is None:
@@ -128,46 +106,58 @@ def _named_devices(
 ) -> list[Device]:
     if options.device_ids == ("none",):
         return [Device(name="none", edits=ContainerEdits(env=(EMPTY_DEVICE_ENV,)))]
-    units = _select(_units(nvml, driver, options.hooks), options.device_ids)
+    units = _select(_units(nvml), options.device_ids)
     if not units:
         raise CtkError(
             "NVML reports no GPUs on this node",
             hint="check `nvidia-smi`; to list device nodes without NVML use --mode management",
         )
+    edits_of = _DeviceEdits(driver, options.hooks)
+    edits = [_simplify(edits_of(unit), common) for unit in units]  # only the chosen ones
     devices = [
-        Device(name=unit.names(strategy), edits=_tidy(_simplify(unit.edits, common)))
-        for unit in units
+        Device(name=unit.names(strategy), edits=_tidy(unit_edits))
+        for unit, unit_edits in zip(units, edits, strict=True)
         for strategy in options.strategies
     ]
     devices.sort(key=lambda d: d.name)
     if options.all_device:
-        union = ContainerEdits()
-        for unit in units:
-            union = union + _simplify(unit.edits, common)
-        devices.append(Device(name="all", edits=_tidy(union)))
+        devices.append(Device(name="all", edits=_tidy(merge(edits))))
     return devices
 
 
-def _units(nvml: NvmlFacts, driver: DriverFacts, program: HookProgram) -> list[_Unit]:
-    gpu_nodes = {n.container_path: n for n in driver.gpu_nodes}
-    cap_nodes = {n.container_path: n for n in driver.cap_nodes}
-    minors = dict(driver.mig_minors)
-    drm = dict(driver.drm)
-    drm_links = dict(driver.drm_links)
+def _units(nvml: NvmlFacts) -> list[_Unit]:
+    """Full GPUs, and the MIG devices of GPUs in MIG mode (such a GPU is no device itself)."""
     units = []
     for gpu in nvml.gpus:
-        node = _gpu_node(gpu, gpu_nodes, driver)
-        if gpu.mig_mode is not MigMode.ENABLED:
-            bus = gpu.sysfs_bus_id
-            edits = discover.nodes((node, *drm.get(bus, ())))
-            edits = edits + ContainerEdits(hooks=program.links(drm_links.get(bus, ())))
-            units.append(_Unit(gpu, None, edits))
-            continue
-        for mig in gpu.migs:
-            caps = _cap_nodes(gpu, mig, minors, cap_nodes, driver)
-            graphics = drm.get(gpu.sysfs_bus_id, ()) if "gfx" in mig.attributes else ()
-            units.append(_Unit(gpu, mig, discover.nodes((node, *caps, *graphics))))
+        if gpu.mig_mode is MigMode.ENABLED:
+            units += [_Unit(gpu, mig) for mig in gpu.migs]
+        else:
+            units.append(_Unit(gpu, None))
     return units
+
+
+class _DeviceEdits:
+    """The edits of one GPU or MIG device, from lookups built once for the node."""
+
+    def __init__(self, driver: DriverFacts, program: HookProgram) -> None:
+        self.driver = driver
+        self.program = program
+        self.gpu_nodes = {n.container_path: n for n in driver.gpu_nodes}
+        self.cap_nodes = {n.container_path: n for n in driver.cap_nodes}
+        self.minors = dict(driver.mig_minors)
+        self.drm = dict(driver.drm)
+        self.drm_links = dict(driver.drm_links)
+
+    def __call__(self, unit: _Unit) -> ContainerEdits:
+        gpu, mig = unit.gpu, unit.mig
+        node = _gpu_node(gpu, self.gpu_nodes, self.driver)
+        drm = self.drm.get(gpu.sysfs_bus_id, ())
+        if mig is None:
+            links = self.program.links(self.drm_links.get(gpu.sysfs_bus_id, ()))
+            return discover.nodes((node, *drm)) + ContainerEdits(hooks=links)
+        caps = _cap_nodes(gpu, mig, self.minors, self.cap_nodes, self.driver)
+        graphics = drm if "gfx" in mig.attributes else ()
+        return discover.nodes((node, *caps, *graphics))
 
 
 def _gpu_node(

@@ -22,11 +22,41 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ctk.cdi.problems import Path, Problem, Severity
 from ctk.cdi.schema import Shape, compiled
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _TAG = "tag:yaml.org,2002:"
 STR, INT, BOOL, NULL, FLOAT = (_TAG + t for t in ("str", "int", "bool", "null", "float"))
-MERGE = _TAG + "merge"
+MERGE, SEQ, MAP = _TAG + "merge", _TAG + "seq", _TAG + "map"
+# YAML 1.1 booleans. PyYAML leaves out y/Y/n/N, but the reference library's parser (go-yaml)
+# reads them as booleans too, so an unquoted `n` as a device name is as wrong as `no`.
+_BOOLEANS = {
+    **dict.fromkeys(
+        ("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), True
+    ),
+    **dict.fromkeys(
+        ("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"), False
+    ),
+}
+_PLAIN_TAGS: dict[str, str] = dict.fromkeys(_BOOLEANS, BOOL)
+_PLAIN_TAGS_MAX = 8192
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]
+    """The safe loader, with the tags of plain scalars memoised (specs repeat them a lot)."""
+
+    def resolve(self, kind: type[Node], value: str, implicit: tuple[bool, bool]) -> str:
+        if kind is ScalarNode:
+            if not implicit[0]:
+                return STR
+            tag = _PLAIN_TAGS.get(value)
+            if tag is None:
+                tag = str(super().resolve(kind, value, implicit))
+                if len(_PLAIN_TAGS) < _PLAIN_TAGS_MAX:
+                    _PLAIN_TAGS[value] = tag
+            return tag
+        return SEQ if kind is SequenceNode else MAP
+
+
 _CONSTRUCTOR = SafeConstructor()
 _INVALID = object()
 
@@ -122,9 +152,9 @@ class _Decoder:
                 )
                 return _INVALID
         else:
-            if tag != BOOL:
+            if tag != BOOL or node.value not in _BOOLEANS:
                 return self._wrong_type(node, "a boolean")
-            value = _CONSTRUCTOR.construct_yaml_bool(node)
+            value = _BOOLEANS[node.value]
         if shape.enum is not None and value not in shape.enum:
             allowed = ", ".join(repr(v) for v in shape.enum if v != "")
             self.report(node, "schema.enum", f"{value!r} is not one of {allowed}")
@@ -276,6 +306,9 @@ def _syntax_problem(exc: yaml.YAMLError, text: str) -> Problem:
         position: int = exc.position  # type: ignore[attr-defined]
         line = text.count("\n", 0, position) + 1
         column = position - (text.rfind("\n", 0, position) + 1) + 1
+    last_line = text.count("\n") + 1
+    if line is not None and line > last_line:  # libyaml reports end of input one line further
+        line, column = last_line, len(text) - (text.rfind("\n") + 1) + 1
     problem = getattr(exc, "problem", None)
     reason = str(problem) if problem else str(exc).splitlines()[0]
     context = getattr(exc, "context", None)
@@ -335,21 +368,28 @@ def _paths(root: Node) -> dict[int, Path]:
     return paths
 
 
-def locate(root: Node | None, path: Path) -> tuple[int | None, int | None]:
-    """Line and column (1-based) of the node at ``path``, or of its nearest existing parent."""
+def _entry(node: MappingNode, key: str) -> tuple[Node, Node] | None:
+    """The key and value nodes of ``key``: exact spelling first, then any letter case."""
+    pairs = [(k, v) for k, v in node.value if isinstance(k, ScalarNode)]
+    for k, v in pairs:
+        if k.value == key:
+            return k, v
+    folded = key.lower()
+    return next(((k, v) for k, v in pairs if str(k.value).lower() == folded), None)
+
+
+def locate(root: Node | None, path: Path, *, at_key: bool = False) -> tuple[int | None, int | None]:
+    """Line and column (1-based) of the node at ``path``, or of its nearest existing parent.
+
+    With ``at_key``, a path ending in a mapping key gives the key's position, not its value's.
+    """
     node: Node | None = root
     best: Node | None = root
-    for part in path:
+    for index, part in enumerate(path):
         if isinstance(node, MappingNode) and isinstance(part, str):
-            wanted = part.lower()
-            node = next(
-                (
-                    v
-                    for k, v in node.value
-                    if isinstance(k, ScalarNode) and str(k.value).lower() == wanted
-                ),
-                None,
-            )
+            entry = _entry(node, part)
+            last_key = at_key and index == len(path) - 1
+            node = None if entry is None else entry[0] if last_key else entry[1]
         elif isinstance(node, SequenceNode) and isinstance(part, int) and part < len(node.value):
             node = node.value[part]
         else:
@@ -365,11 +405,8 @@ def locate(root: Node | None, path: Path) -> tuple[int | None, int | None]:
 def decode(root: Node) -> tuple[dict[str, object] | None, list[Problem]]:
     """Build the spec's values from ``root``, checking them against the packaged schema."""
     decoder = _Decoder()
-    try:
-        value = decoder.value(root, compiled())
-    except RecursionError:
-        line, column = _mark(root)
-        return None, [Problem("parse.depth", "the document is nested too deeply", (), line, column)]
+    # Only nodes the schema describes are walked, so recursion stays as shallow as the schema.
+    value = decoder.value(root, compiled())
     problems = []
     if decoder.found:
         paths = _paths(root)
@@ -388,13 +425,17 @@ def load_text(text: str, *, strict_json: bool = False) -> Loaded:
     if strict_json:
         try:
             json.loads(text)
-        except ValueError as exc:
+        except RecursionError:
+            pass  # deeper than Python's json can follow; libyaml read it, so nothing to add
+        except json.JSONDecodeError as exc:
             problems.append(
                 Problem(
                     "parse.not-json",
-                    f"not strict JSON ({exc}); read as YAML",
+                    f"not strict JSON ({exc.msg}); read as YAML, as CDI runtimes do",
                     (),
-                    severity=Severity.WARNING,
+                    exc.lineno,
+                    exc.colno,
+                    Severity.WARNING,
                 )
             )
     value, found = decode(root)

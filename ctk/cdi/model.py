@@ -8,8 +8,10 @@ machine, never paths to open here.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from itertools import chain
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -120,6 +122,15 @@ class DriverFacts:
     drm_links: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # bus id -> by-path links
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeFacts:
+    """Everything gathered about a node for its spec (``nvml`` is None in management mode)."""
+
+    nvml: NvmlFacts | None
+    driver: DriverFacts
+    driver_version: str
+
+
 # --- the CDI spec ----------------------------------------------------------------------------
 
 
@@ -167,13 +178,7 @@ class ContainerEdits:
     additional_gids: tuple[int, ...] = ()
 
     def __add__(self, other: ContainerEdits) -> ContainerEdits:
-        return ContainerEdits(
-            env=_unique(self.env + other.env),
-            device_nodes=_unique(self.device_nodes + other.device_nodes),
-            hooks=_unique(self.hooks + other.hooks),
-            mounts=_unique(self.mounts + other.mounts),
-            additional_gids=_unique(self.additional_gids + other.additional_gids),
-        )
+        return merge((self, other))
 
     def __sub__(self, other: ContainerEdits) -> ContainerEdits:
         """These edits without those also in ``other``."""
@@ -208,6 +213,18 @@ class Spec:
     kind: str
     devices: tuple[Device, ...]
     edits: ContainerEdits = field(default_factory=ContainerEdits)
+
+
+def merge(many: Iterable[ContainerEdits]) -> ContainerEdits:
+    """All edits in one, keeping the first of duplicates; linear in the total size."""
+    many = tuple(many)
+    return ContainerEdits(
+        env=_unique(tuple(chain.from_iterable(e.env for e in many))),
+        device_nodes=_unique(tuple(chain.from_iterable(e.device_nodes for e in many))),
+        hooks=_unique(tuple(chain.from_iterable(e.hooks for e in many))),
+        mounts=_unique(tuple(chain.from_iterable(e.mounts for e in many))),
+        additional_gids=_unique(tuple(chain.from_iterable(e.additional_gids for e in many))),
+    )
 
 
 def _unique(items: tuple[T, ...]) -> tuple[T, ...]:

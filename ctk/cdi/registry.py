@@ -104,7 +104,10 @@ def build_registry(sources: Sequence[SpecSource]) -> Registry:
         paths = sorted({reports[position][0].path for position, _ in places})
         for position, index in sorted(places):
             source = reports[position][0]
-            others = ", ".join(p for p in paths if p != source.path) or "this same file"
+            others_list = [p for p in paths if p != source.path] or ["this same file"]
+            others = ", ".join(others_list[:2])
+            if len(others_list) > 2:
+                others += f" and {len(others_list) - 2} more"
             path = ("devices", index, "name")
             line, column = _locate(source, path)
             conflicts.setdefault(position, []).append(

@@ -10,19 +10,13 @@ from __future__ import annotations
 import functools
 import json
 import re
-from enum import StrEnum
 from typing import Any
 
 from ctk.cdi.model import ContainerEdits, DeviceNode, Hook, Mount, Spec
+from ctk.cdi.options import SpecFormat
+from ctk.cdi.version import minimum_version
 
 JSONValue = Any  # plain data: dict, list, str, int
-
-
-class SpecFormat(StrEnum):
-    """Output formats of a spec."""
-
-    YAML = "yaml"
-    JSON = "json"
 
 
 def _node(node: DeviceNode) -> dict[str, JSONValue]:
@@ -93,9 +87,7 @@ def spec_data(spec: Spec) -> dict[str, JSONValue]:
 
 def cdi_version(spec: Spec) -> str:
     """The lowest CDI version that can express ``spec`` (0.5.0 for ordinary nodes)."""
-    # TODO(issue 3): use ctk.cdi.version.minimum_version(spec_data(spec)) once it lands on main.
-    edits = [spec.edits, *(d.edits for d in spec.devices)]
-    return "0.7.0" if any(e.additional_gids for e in edits) else "0.5.0"
+    return minimum_version(spec_data(spec))
 
 
 def _compact(values: dict[str, JSONValue]) -> dict[str, JSONValue]:
@@ -123,7 +115,23 @@ def _scalar(value: str | int | bool) -> str:
         return str(value)
     if value and _PLAIN.match(value) and not _special(value):
         return value
-    return json.dumps(value)
+    return '"' + "".join(map(_escape, value)) + '"'
+
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escape(char: str) -> str:
+    """One character inside a YAML double-quoted scalar."""
+    if char in _ESCAPES:
+        return _ESCAPES[char]
+    code = ord(char)
+    printable = 0x20 <= code < 0x7F or (
+        code >= 0xA0 and not 0xD800 <= code < 0xE000 and code not in (0x2028, 0x2029, 0xFEFF)
+    )
+    if printable and code not in (0xFFFE, 0xFFFF):
+        return char
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def _special(text: str) -> bool:

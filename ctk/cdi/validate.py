@@ -9,7 +9,7 @@ decoded values. Each problem names a rule from `RULES`.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from ctk.cdi import names, version
@@ -23,7 +23,6 @@ RULES: Final[Mapping[str, str]] = {
     "parse.empty": "the file holds no spec",
     "parse.multi-document": "(warning) later YAML documents are ignored, as CDI runtimes do",
     "parse.not-json": "(warning) a .json file that is not strict JSON",
-    "parse.depth": "the document is nested too deeply",
     "parse.duplicate-key": "a key appears twice in one mapping",
     "parse.case-duplicate": "two keys of one object differ only in case",
     "parse.key-case": "(warning) a field spelled with other letter case than the specification",
@@ -44,6 +43,7 @@ RULES: Final[Mapping[str, str]] = {
     "version.v-prefix": "(warning) cdiVersion has a leading 'v'",
     "kind.invalid": "kind is not vendor/class with valid names",
     "kind.long-vendor": "(warning) the vendor is longer than a DNS name (253)",
+    "kind.long-class": "(warning) the class is longer than 63 characters",
     "device.name": "a device name with characters or a shape the specification forbids",
     "device.duplicate": "two devices with the same name",
     "device.empty-edits": "a device without container edits",
@@ -70,6 +70,16 @@ class SpecReport:
     problems: tuple[Problem, ...]
     minimum_version: str | None
     """The lowest CDI version the content needs (``None`` when there is no content)."""
+    declared_version: str | None = None
+    """The cdiVersion as written, when it is a string."""
+    kind: str | None = None
+    """The kind as written, when it is a string."""
+    device_names: tuple[str, ...] = ()
+    """The device names that are strings, in file order (valid or not)."""
+
+    def without_spec(self) -> SpecReport:
+        """The same verdict without the decoded spec (to keep many reports cheaply)."""
+        return replace(self, spec=None)
 
     @property
     def valid(self) -> bool:
@@ -86,23 +96,6 @@ class SpecReport:
         """The problems that do not."""
         return tuple(p for p in self.problems if not p.is_error)
 
-    @property
-    def declared_version(self) -> str | None:
-        """The cdiVersion as written, when it is a string."""
-        value = self.spec.get("cdiVersion") if self.spec else None
-        return value if isinstance(value, str) else None
-
-    @property
-    def kind(self) -> str | None:
-        """The kind as written, when it is a string."""
-        value = self.spec.get("kind") if self.spec else None
-        return value if isinstance(value, str) else None
-
-    @property
-    def device_names(self) -> tuple[str, ...]:
-        """The device names as written, in file order."""
-        return tuple(name for _, name, _ in _devices(self.spec or {}))
-
 
 @dataclass(frozen=True, slots=True)
 class _Issue:
@@ -110,6 +103,8 @@ class _Issue:
     message: str
     path: Path
     severity: Severity = Severity.ERROR
+    at_key: bool = False
+    """The problem is the key at the end of ``path``, not its value."""
 
 
 def _devices(spec: Mapping[str, object]) -> Iterator[tuple[int, str, Mapping[str, object]]]:
@@ -172,11 +167,18 @@ def _check_kind(spec: Mapping[str, object]) -> Iterator[_Issue]:
     if problem is not None:
         yield _Issue("kind.invalid", problem, ("kind",))
         return
-    vendor = kind.split("/", 1)[0]
+    vendor, class_ = kind.split("/", 1)
     if len(vendor) > 253:
         yield _Issue(
             "kind.long-vendor",
             f"the vendor is {len(vendor)} characters long; a DNS name has at most 253",
+            ("kind",),
+            Severity.WARNING,
+        )
+    if len(class_) > 63:
+        yield _Issue(
+            "kind.long-class",
+            f"the class is {len(class_)} characters long; the specification allows 63",
             ("kind",),
             Severity.WARNING,
         )
@@ -358,7 +360,12 @@ def _check_annotations(annotations: object, path: Path) -> Iterator[_Issue]:
     for key, value in annotations.items():
         problem = annotation_key_error(key) if key else None
         if problem is not None:
-            yield _Issue("annotation.key", f"annotation key {key!r}: {problem}", (*path, key))
+            yield _Issue(
+                "annotation.key",
+                f"annotation key {key!r}: {problem}",
+                (*path, key),
+                at_key=True,
+            )
         total += len(key.encode("utf-8", "surrogatepass"))
         if isinstance(value, str):
             total += len(value.encode("utf-8", "surrogatepass"))
@@ -396,12 +403,21 @@ def validate_text(text: str, source: str = "<text>") -> SpecReport:
         return SpecReport(source, None, tuple(problems), None)
     broken = _broken_edits(problems)
     for issue in _check_spec(spec, broken):
-        line, column = locate(loaded.root, issue.path)
+        line, column = locate(loaded.root, issue.path, at_key=issue.at_key)
         problems.append(
             Problem(issue.rule, issue.message, issue.path, line, column, issue.severity)
         )
     problems.sort(key=lambda p: (p.line or 0, p.column or 0))
-    return SpecReport(source, spec, tuple(problems), version.minimum_version(spec))
+    declared, kind = spec.get("cdiVersion"), spec.get("kind")
+    return SpecReport(
+        source,
+        spec,
+        tuple(problems),
+        version.minimum_version(spec),
+        declared if isinstance(declared, str) else None,
+        kind if isinstance(kind, str) else None,
+        tuple(name for _, name, device in _devices(spec) if "name" in device),
+    )
 
 
 def validate_bytes(data: bytes, source: str) -> SpecReport:

@@ -3,34 +3,22 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import sys
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from ctk.cdi.discover import DEFAULT_HOOKS, HookName, HookProgram
-from ctk.cdi.generate import DEFAULT_KINDS, GenerateOptions, Mode, NameStrategy, build_spec
-from ctk.cdi.model import DriverFacts, NvmlFacts, Spec
-from ctk.cdi.serialize import SpecFormat, render
+from ctk.cdi.options import DEFAULT_HOOKS, DEFAULT_KINDS, HookName, Mode, NameStrategy, SpecFormat
 from ctk.errors import CtkError, UsageError
-from ctk.host import driver, files
+
+if TYPE_CHECKING:  # the generator is imported when a command runs, not for `ctk --help`
+    from ctk.cdi.generate import GenerateOptions
+    from ctk.cdi.model import Spec
 
 DEFAULT_OUTPUT = Path("/etc/cdi/nvidia.yaml")
 EXTENSIONS = {".yaml": SpecFormat.YAML, ".json": SpecFormat.JSON}
-# TODO(issue 3): use ctk.cdi.names.vendor_error/class_error once they land on main.
-_NAME = re.compile(r"^[A-Za-z]([A-Za-z0-9_.-]*[A-Za-z0-9])?$")
-
-
-@dataclass(frozen=True, slots=True)
-class Node:
-    """Everything gathered about the node."""
-
-    nvml: NvmlFacts | None
-    driver: DriverFacts
-    version: str
 
 
 def default_hook_path() -> str:
@@ -39,30 +27,6 @@ def default_hook_path() -> str:
     if found:
         return os.path.abspath(found)
     return str(Path(sys.executable).parent / "ctk-hook")
-
-
-def gather(driver_root: Path, dev_root: Path, mode: Mode) -> Node:
-    """Read NVML (nvml mode) and scan the driver and dev roots once."""
-    for what, root in (("--driver-root", driver_root), ("--dev-root", dev_root)):
-        if not root.is_dir():
-            raise CtkError(f"{what} {root}: no such directory", hint="pass an existing directory")
-    nvml = None
-    if mode is Mode.NVML:
-        from ctk.host.nvml import read_nvml
-
-        nvml = read_nvml(driver_root)
-        version = nvml.driver_version
-    else:
-        found = driver.driver_version_from_files(driver_root)
-        if found is None:
-            raise CtkError(
-                f"no NVIDIA driver libraries (libcuda.so.<version>) found under {driver_root}",
-                hint="install the driver, or pass --driver-root where it is mounted",
-            )
-        version = found
-    bus_ids = [g.sysfs_bus_id for g in nvml.gpus] if nvml else []
-    facts = driver.read_driver(driver_root, dev_root, version=version, bus_ids=bus_ids)
-    return Node(nvml, facts, version)
 
 
 def _spec_format(output: Path | None, requested: SpecFormat | None) -> SpecFormat:
@@ -83,12 +47,13 @@ def _spec_format(output: Path | None, requested: SpecFormat | None) -> SpecForma
 
 
 def _kind(vendor: str | None, class_: str, mode: Mode) -> str:
+    from ctk.cdi.names import class_error, vendor_error
+
     vendor = vendor or DEFAULT_KINDS[mode].split("/")[0]
-    for what, name in (("vendor", vendor), ("class", class_)):
-        if not _NAME.match(name):
+    for what, problem in (("vendor", vendor_error(vendor)), ("class", class_error(class_))):
+        if problem is not None:
             raise UsageError(
-                f"invalid CDI {what} name: {name!r}",
-                hint="start with a letter; use letters, digits, '_', '-', '.'; end alphanumeric",
+                f"invalid --{what}: {problem}", hint="a CDI kind is vendor/class: nvidia.com/gpu"
             )
     return f"{vendor}/{class_}"
 
@@ -117,6 +82,9 @@ def _options(
     enable_hook: list[str],
     ldconfig_path: str | None,
 ) -> GenerateOptions:
+    from ctk.cdi.discover import HookProgram
+    from ctk.cdi.generate import GenerateOptions
+
     path = hook_path or default_hook_path()
     if not os.path.isabs(path):
         raise UsageError(
@@ -134,6 +102,8 @@ def _options(
 
 
 def _write(output: Path, text: str) -> None:
+    from ctk.host import files
+
     files.write_atomic(output, text, mode=0o644, make_parents=True)
     target = files.write_target(output)
     try:
@@ -142,12 +112,57 @@ def _write(output: Path, text: str) -> None:
         raise CtkError(f"{target}: cannot set mode 0644: {exc.strerror}") from exc
 
 
+def _generate(
+    driver_root: Path, dev_root: Path, options: GenerateOptions, spec_format: SpecFormat
+) -> tuple[Spec, str]:
+    """Gather, build, render and check: the spec and its text."""
+    from ctk.cdi.generate import build_spec
+    from ctk.cdi.serialize import render
+    from ctk.host.driver import gather
+
+    node = gather(driver_root, dev_root, options.mode)
+    spec = build_spec(node.nvml, node.driver, options, version=node.driver_version)
+    return spec, _checked(render(spec, spec_format), spec_format)
+
+
+def _checked(text: str, spec_format: SpecFormat) -> str:
+    """``text`` after `ctk cdi validate`'s checks: an invalid spec is never written."""
+    from ctk.cdi.validate import validate_text
+
+    report = validate_text(text, f"nvidia.{spec_format.value}")
+    if not report.valid:
+        first = report.errors[0]
+        raise CtkError(
+            f"the generated spec is invalid ({first.rule}: {first.message}); nothing was written",
+            hint="this is a bug in ctk: report it with the output of --debug",
+        )
+    return text
+
+
 def _summary(spec: Spec) -> str:
     return f"cdiVersion {spec.cdi_version}, kind {spec.kind}, {len(spec.devices)} devices"
 
 
 OUTPUT = typer.Option(None, "--output", "-o", help="Write here (.yaml or .json) [default: stdout].")
 REFRESH_OUTPUT = typer.Option(DEFAULT_OUTPUT, "--output", "-o", help="The spec to refresh.")
+
+
+def _changes(before: str, spec: Spec) -> str:
+    """Which device names came and went, for the refresh message."""
+    import yaml
+
+    try:
+        old = yaml.safe_load(before)
+        names = {str(d["name"]) for d in old["devices"]}
+    except (yaml.YAMLError, TypeError, KeyError):
+        return "; the old file was not a readable spec"
+    new = {d.name for d in spec.devices}
+    added, removed = sorted(new - names), sorted(names - new)
+    parts = [f"added {', '.join(added)}"] if added else []
+    parts += [f"removed {', '.join(removed)}"] if removed else []
+    return "; " + ("; ".join(parts) if parts else "device edits changed")
+
+
 DRIVER_ROOT = typer.Option(Path("/"), "--driver-root", help="Where the driver files are.")
 DEV_ROOT = typer.Option(
     None, "--dev-root", help="Where /dev, /proc and /sys are [default: the driver root]."
@@ -162,7 +177,10 @@ DEVICE_ID = typer.Option(
 )
 NO_ALL = typer.Option(False, "--no-all-device", help="Leave out the `all` device.")
 VENDOR = typer.Option(
-    None, "--vendor", "--cdi-vendor", help="[default: nvidia.com; management.nvidia.com]"
+    None,
+    "--vendor",
+    "--cdi-vendor",
+    help="The CDI vendor [default: nvidia.com; in management mode: management.nvidia.com].",
 )
 CLASS = typer.Option("gpu", "--class", "--cdi-class", help="The CDI class.")
 HOOK_PATH = typer.Option(
@@ -211,9 +229,7 @@ def register(app: typer.Typer) -> None:
             enable_hook=enable_hook,
             ldconfig_path=ldconfig_path,
         )
-        node = gather(driver_root, dev_root or driver_root, mode)
-        spec = build_spec(node.nvml, node.driver, options, version=node.version)
-        text = render(spec, fmt)
+        spec, text = _generate(driver_root, dev_root or driver_root, options, fmt)
         if output is None:
             sys.stdout.write(text)
             return
@@ -249,13 +265,15 @@ def register(app: typer.Typer) -> None:
             enable_hook=enable_hook,
             ldconfig_path=ldconfig_path,
         )
-        node = gather(driver_root, dev_root or driver_root, mode)
-        spec = build_spec(node.nvml, node.driver, options, version=node.version)
-        text = render(spec, fmt)
+        spec, text = _generate(driver_root, dev_root or driver_root, options, fmt)
+        from ctk.host import files
+
         before = files.read_text(output, missing_ok=True)
         if before == text:
             sys.stderr.write(f"{output} is up to date ({_summary(spec)}); nothing written\n")
             return
         _write(output, text)
-        change = "created" if before is None else "updated"
-        sys.stderr.write(f"{change} {output} ({_summary(spec)})\n")
+        if before is None:
+            sys.stderr.write(f"created {output} ({_summary(spec)})\n")
+            return
+        sys.stderr.write(f"updated {output} ({_summary(spec)}{_changes(before, spec)})\n")

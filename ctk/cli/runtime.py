@@ -152,6 +152,7 @@ def _nothing(runtime: Runtime, verb: str) -> str:
 @contextlib.contextmanager
 def _lock(runtime: Runtime, config: str | None) -> Iterator[None]:
     path = Path(config) if config else Path(ENGINES[runtime].config_path)
+    host_engines.check_access(path)
     with files.locked(path.absolute()):
         yield None
 

@@ -1,7 +1,5 @@
 """`enable-cuda-compat`: prefer the image's CUDA forward-compat driver when it is newer."""
 
-from __future__ import annotations
-
 import os
 
 from ctk.hook.ldcache import add_conf_file

@@ -3,14 +3,15 @@
 ldconfig runs chrooted into the container root, so the kernel resolves every path it touches
 inside that root; `ldconfig -r ROOT` would instead resolve paths in user space from the host's
 view, where an image's absolute symlinks (and globs in its ld.so.conf includes) lead to the host.
-The ldconfig binary is the host's (Debian's is static), opened before the chroot and executed
-from its file descriptor, with no shell and a fixed environment.
+The ldconfig binary is the host's, opened before the chroot and executed from its file
+descriptor, with no shell and a fixed environment: the image cannot substitute its own. It must
+be statically linked (glibc builds it so): a dynamic one would load the image's ld.so and
+libraries as root inside the chroot, which is no boundary against root code.
 """
-
-from __future__ import annotations
 
 import os
 import stat
+import struct
 
 from ctk.hook.rootfs import HookError, make_dirs, resolve, write_new_file
 
@@ -38,7 +39,34 @@ def _open_ldconfig(ldconfig_path: str) -> int:
     if not stat.S_ISREG(info.st_mode) or not info.st_mode & 0o111:
         os.close(fd)
         raise HookError(f"{path}: ldconfig is not an executable file")
+    interpreter = _elf_interpreter(fd)
+    if interpreter is not False:
+        os.close(fd)
+        what = "not an ELF program" if interpreter is None else "dynamically linked"
+        raise HookError(
+            f"{path}: ldconfig is {what}; only a static ldconfig runs safely in the container"
+        )
     return fd
+
+
+def _elf_interpreter(fd: int) -> bool | None:
+    """Whether the ELF file ``fd`` asks for a program interpreter; None when it is not ELF."""
+    header = os.pread(fd, 64, 0)
+    if len(header) < 52 or header[:4] != b"\x7fELF" or header[4] not in (1, 2):
+        return None
+    order = "<" if header[5] == 1 else ">"
+    if header[4] == 2:
+        (phoff,) = struct.unpack_from(order + "Q", header, 32)
+        phentsize, phnum = struct.unpack_from(order + "HH", header, 54)
+    else:
+        (phoff,) = struct.unpack_from(order + "I", header, 28)
+        phentsize, phnum = struct.unpack_from(order + "HH", header, 42)
+    table = os.pread(fd, phentsize * phnum, phoff)
+    pt_interp = 3
+    return any(
+        struct.unpack_from(order + "I", table, i * phentsize)[0] == pt_interp
+        for i in range(min(phnum, len(table) // max(phentsize, 1)))
+    )
 
 
 def _run_chrooted(root: str, fd: int, argv: list[str]) -> int:

@@ -6,8 +6,6 @@ root, as they will in the container); a relative target that climbs above the ro
 path that does, and an existing entry that is not a symlink are refused.
 """
 
-from __future__ import annotations
-
 import os
 import posixpath
 

@@ -5,8 +5,6 @@ from the `COMMANDS` table without importing argparse (argparse, re and enum toge
 double the start-up time); argparse renders `--help` from the same table. Standard library only.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 
@@ -79,6 +77,9 @@ COMMANDS: dict[str, Command] = {
             SPEC,
         ),
     ),
+    "update-application-profile": Command(
+        "Limit EGL and Vulkan to the container's GPUs (an application profile).", (SPEC,)
+    ),
     "disable-device-node-modification": Command(
         "Stop CUDA in the container from creating device nodes (ModifyDeviceFiles: 0).", (SPEC,)
     ),
@@ -146,10 +147,6 @@ def run(command: str, values: dict[str, list[str]]) -> None:
     """Run ``command`` against the container named by the OCI state."""
     from ctk.hook.state import container_root, read_state
 
-    if command == "chmod":
-        from ctk.hook.modes import parse_mode
-
-        mode = parse_mode(_one(values, "mode"))
     root = container_root(read_state(_one(values, "container-spec")))
     if command == "create-symlinks":
         from ctk.hook.links import create_symlinks
@@ -162,13 +159,17 @@ def run(command: str, values: dict[str, list[str]]) -> None:
     elif command == "chmod":
         from ctk.hook.modes import change_modes
 
-        change_modes(root, values.get("path", []), mode)
+        change_modes(root, values.get("path", []), _one(values, "mode"))
     elif command == "enable-cuda-compat":
         from ctk.hook.compat import enable_cuda_compat
 
         enable_cuda_compat(
             root, _one(values, "host-driver-version"), _one(values, "cuda-compat-container-root")
         )
+    elif command == "update-application-profile":
+        from ctk.hook.profile import update_application_profile
+
+        update_application_profile(root)
     else:
         from ctk.hook.params import disable_device_node_modification
 

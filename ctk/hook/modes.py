@@ -1,7 +1,5 @@
 """`chmod`: set the mode of paths inside the container root (e.g. /dev/dri)."""
 
-from __future__ import annotations
-
 import os
 import stat
 
@@ -19,8 +17,12 @@ def parse_mode(text: str) -> int:
     return mode
 
 
-def change_modes(root: str, paths: list[str], mode: int) -> None:
-    """Give each existing path in ``paths`` (container paths) ``mode``; skip missing ones."""
+def change_modes(root: str, paths: list[str], mode_text: str) -> None:
+    """Give each existing path in ``paths`` (container paths) the octal ``mode_text``.
+
+    Missing paths are skipped (nvidia-cdi-hook does the same); all are checked before any changes.
+    """
+    mode = parse_mode(mode_text)
     targets: list[str] = []
     for path in paths:
         if not path.strip():

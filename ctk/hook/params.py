@@ -5,8 +5,6 @@ nodes; in a container it must not. The hook bind-mounts a copy saying `ModifyDev
 over the container's file, read-only.
 """
 
-from __future__ import annotations
-
 import os
 
 from ctk.hook.rootfs import HookError, check_inside, make_dirs, resolve, write_new_file

@@ -5,8 +5,6 @@ The same rule as `ctk.host.root.resolve_in_root` (absolute link targets restart 
 pulls in dataclasses and pathlib, which would double the hook's start-up time.
 """
 
-from __future__ import annotations
-
 import errno
 import os
 

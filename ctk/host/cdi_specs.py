@@ -76,13 +76,13 @@ def spec_dirs(dirs: Sequence[PurePosixPath], *, root: HostRoot) -> list[SpecDir]
 
 
 def load_spec_dirs(
-    dirs: Sequence[PurePosixPath | str] = DEFAULT_SPEC_DIRS, *, root: Path | None = None
+    dirs: Sequence[str | os.PathLike[str]] = DEFAULT_SPEC_DIRS, *, root: Path | None = None
 ) -> Registry:
     """Read and resolve every spec in ``dirs`` (lowest priority first) under ``root``."""
     host = HostRoot(root or Path("/"))
     sources: list[SpecSource] = []
     for priority, directory in enumerate(dirs):
-        sources.extend(scan_spec_dir(PurePosixPath(directory), priority, root=host))
+        sources.extend(scan_spec_dir(PurePosixPath(os.fspath(directory)), priority, root=host))
     return build_registry(sources)
 
 

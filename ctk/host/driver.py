@@ -15,7 +15,8 @@ import struct
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from ctk.cdi.model import DeviceNodeFacts, DriverFacts, HostFile
+from ctk.cdi.model import DeviceNodeFacts, DriverFacts, HostFile, NodeFacts
+from ctk.cdi.options import Mode
 from ctk.errors import CtkError
 from ctk.host.root import HostRoot, PathEscapeError
 
@@ -370,3 +371,27 @@ def read_driver(
         drm=tuple(drm),
         drm_links=tuple(drm_links),
     )
+
+
+def gather(driver_root: Path, dev_root: Path, mode: Mode) -> NodeFacts:
+    """Read NVML (nvml mode), then scan the driver root and the dev root once."""
+    for what, root in (("--driver-root", driver_root), ("--dev-root", dev_root)):
+        if not root.is_dir():
+            raise CtkError(f"{what} {root}: no such directory", hint="pass an existing directory")
+    nvml = None
+    if mode is Mode.NVML:
+        from ctk.host.nvml import read_nvml
+
+        nvml = read_nvml(driver_root)
+        version = nvml.driver_version
+    else:
+        found = driver_version_from_files(driver_root)
+        if found is None:
+            raise CtkError(
+                f"no NVIDIA driver libraries (libcuda.so.<version>) found under {driver_root}",
+                hint="install the driver, or pass --driver-root where it is mounted",
+            )
+        version = found
+    bus_ids = [g.sysfs_bus_id for g in nvml.gpus] if nvml else []
+    facts = read_driver(driver_root, dev_root, version=version, bus_ids=bus_ids)
+    return NodeFacts(nvml=nvml, driver=facts, driver_version=version)

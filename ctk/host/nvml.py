@@ -25,6 +25,7 @@ _NOT_FOUND = 6
 _DRIVER_NOT_LOADED = 9
 _LIBRARY_NOT_FOUND = 12
 _FUNCTION_NOT_FOUND = 13
+_GPU_IS_LOST = 15
 _LIB_RM_VERSION_MISMATCH = 18
 
 _MANAGEMENT_HINT = "or use --mode management, which needs no NVML"
@@ -39,6 +40,7 @@ _HINTS = {
         "upgrade): reboot, or unload and reload the nvidia modules"
     ),
     _NO_PERMISSION: "run as root (sudo)",
+    _GPU_IS_LOST: "the GPU fell off the bus: look for Xid 79 in dmesg; reset the GPU or reboot",
     _FUNCTION_NOT_FOUND: "the driver is older than nvidia-ml-py expects; upgrade the driver",
 }
 

@@ -88,11 +88,19 @@ def whole_file_change(text: str | None) -> tuple[Change, ...]:
     return ()
 
 
-def restore_whole_file(result: str, record: Sequence[Change]) -> str | None:
-    """Return the text to write after an undo: the original blank file, or None to delete it."""
-    if result.strip():
+def restore_whole_file(result: str, record: Sequence[Change], *, blank: bool) -> str | None:
+    """Return the text to write after an undo: the original blank file, or None to delete it.
+
+    ``blank`` says whether ``result`` holds nothing any more (Docker: an empty object).
+    """
+    if not blank:
         return result
     for change in record:
         if change.keys == ():
             return change.before if change.existed else None
     return result
+
+
+def without_inside(changes: Sequence[Change], keys: tuple[str, ...]) -> tuple[Change, ...]:
+    """Drop the changes below ``keys`` (a table that unconfigure removes as a whole)."""
+    return tuple(c for c in changes if len(c.keys) <= len(keys) or c.keys[: len(keys)] != keys)

@@ -17,6 +17,7 @@ from ctk.runtime_config.changes import (
     whole_file_change,
 )
 from ctk.runtime_config.engines import Runtime, RuntimeRequest
+from ctk.runtime_config.inspect import inspect_containerd, inspect_crio, inspect_docker
 from ctk.runtime_config.plan import FileChange, Plan
 
 Files = tuple[tuple[str, str], ...]
@@ -44,8 +45,23 @@ def uses_drop_in(runtime: Runtime, inputs: Inputs) -> bool:
     return True
 
 
+def check(runtime: Runtime, inputs: Inputs) -> None:
+    """Refuse files the engine itself would refuse (`CtkError` naming the file and key)."""
+    main = (inputs.config, inputs.config_text or "")
+    if runtime is Runtime.DOCKER:
+        if inputs.config_text is not None:
+            inspect_docker(inputs.config_text, name=inputs.config)
+    elif runtime is Runtime.CONTAINERD:
+        view = inspect_containerd([main, *inputs.before, *inputs.after])
+        if view.version != 1:  # v1 configs have no `imports`; containerd ignores them there
+            containerd.imports_of(inputs.config, inputs.config_text or "")
+    else:
+        inspect_crio([main, *inputs.before])
+
+
 def configure(runtime: Runtime, inputs: Inputs, request: RuntimeRequest) -> Plan:
     """Plan adding the runtime ``request`` describes."""
+    check(runtime, inputs)
     text = inputs.config_text or ""
     notes: list[str] = []
     warnings: list[str] = []
@@ -79,7 +95,7 @@ def configure(runtime: Runtime, inputs: Inputs, request: RuntimeRequest) -> Plan
     if runtime is Runtime.CONTAINERD:
         edit = containerd.configure_in_place(inputs.config, text, request)
     elif runtime is Runtime.DOCKER:
-        edit = docker.configure(inputs.config, text, request)
+        edit = docker.configure(inputs.config, inputs.config_text, request)
     else:
         edit = crio.configure_in_place(inputs.config, text, request)
     notes.extend(edit.notes)
@@ -122,10 +138,13 @@ def unconfigure(runtime: Runtime, inputs: Inputs, runtime_name: str) -> Plan:
         new = docker.unconfigure(inputs.config, text, runtime_name, inputs.record)
     else:
         new = crio.unconfigure_in_place(inputs.config, text, runtime_name, inputs.record)
-    return Plan((_undone(inputs, text, new),))
+    blank = new.strip() in ("", "{}") if runtime is Runtime.DOCKER else not new.strip()
+    return Plan((_undone(inputs, text, new, blank=blank),))
 
 
-def _undone(inputs: Inputs, text: str, new: str) -> FileChange:
-    if new == text:
+def _undone(inputs: Inputs, text: str, new: str, *, blank: bool | None = None) -> FileChange:
+    blank = not new.strip() if blank is None else blank
+    after = restore_whole_file(new, inputs.record, blank=blank)
+    if after == text:
         return FileChange(inputs.config, text, text, () if inputs.record else None)
-    return FileChange(inputs.config, text, restore_whole_file(new, inputs.record), ())
+    return FileChange(inputs.config, text, after, ())

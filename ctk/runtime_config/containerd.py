@@ -15,7 +15,7 @@ from tomlkit.toml_document import TOMLDocument
 
 from ctk.errors import CtkError
 from ctk.runtime_config import tomledit
-from ctk.runtime_config.changes import NEW_TABLE, Change, Edit
+from ctk.runtime_config.changes import NEW_TABLE, Change, Edit, without_inside
 from ctk.runtime_config.engines import CONTAINERD_CRI_PLUGIN, RuntimeRequest
 from ctk.runtime_config.inspect import containerd_version, deep_merge, dotted
 from ctk.runtime_config.parse import JSONValue, load_toml
@@ -56,16 +56,18 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
     if runtime is None:
         source = _source_runtime(name, containerd, runtimes, request.name)
         runtime = tomledit.copy_item(source) if source is not None else tomledit.new_table()
-        runtimes.append(request.name, runtime)
+        tomledit.append_table(
+            runtimes, request.name, runtime, text_ends_with_newline=text.endswith("\n")
+        )
         changes.append(Change(rt_keys, False, None, NEW_TABLE))
     runtime_type = tomledit.plain(runtime.get("runtime_type", ""))
     if not runtime_type:
         tomledit.set_key(runtime, (*rt_keys, "runtime_type"), RUNC_V2, changes)
         runtime_type = RUNC_V2
     options = tomledit.ensure_table(name, doc, (*rt_keys, "options"), changes)
-    tomledit.set_key(options, (*rt_keys, "options", "BinaryName"), request.path, changes)
-    if runtime_type == RUNTIME_V1_LINUX:
-        tomledit.set_key(options, (*rt_keys, "options", "Runtime"), request.path, changes)
+    # The old v1 shim names the binary `Runtime`; the runc v2 shim calls it `BinaryName`.
+    binary_key = "Runtime" if runtime_type == RUNTIME_V1_LINUX else "BinaryName"
+    tomledit.set_key(options, (*rt_keys, "options", binary_key), request.path, changes)
     if request.set_as_default:
         keys = (*cri, "containerd", "default_runtime_name")
         tomledit.set_key(containerd, keys, request.name, changes)
@@ -73,7 +75,7 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
         cri_table = tomledit.find_table(name, doc, cri)
         assert cri_table is not None
         tomledit.set_key(cri_table, (*cri, "enable_cdi"), True, changes)
-    return Edit(tomledit.dumps(doc), tuple(changes))
+    return Edit(tomledit.dumps(doc), without_inside(changes, rt_keys))
 
 
 def _source_runtime(name: str, containerd: Table, runtimes: Table, wanted: str) -> Table | None:
@@ -141,7 +143,6 @@ def configure_drop_in(
     ``before``, since containerd < 2.1 lets the last file's table replace the others.
     """
     main_name, main_text = main
-    data = load_toml(main_name, main_text)
     version = version_of(main_name, main_text)
     if version == 1:
         raise ValueError("version 1 configs cannot import drop-ins; edit them in place")
@@ -149,9 +150,7 @@ def configure_drop_in(
     changes: list[Change] = []
     if not main_text.strip():
         tomledit.set_key(doc, ("version",), 2, changes)
-    imports = data.get("imports", [])
-    if not isinstance(imports, list) or not all(isinstance(i, str) for i in imports):
-        raise CtkError(f"{main_name}: `imports` must be an array of strings")
+    imports = imports_of(main_name, main_text)
     if not imported_by(main_name, imports, drop_in_name):
         _add_import(doc, imports, drop_in_name, changes)
     cri = cri_keys(version)
@@ -164,7 +163,8 @@ def configure_drop_in(
     if merged:
         base["plugins"] = {cri[1]: merged}
     drop_in_text = DROP_IN_HEADER + tomledit.document_from(base)
-    drop_in = configure_in_place(drop_in_name, drop_in_text, request).text
+    configured = configure_in_place(drop_in_name, drop_in_text, request).text
+    drop_in = DROP_IN_HEADER + tomledit.document_from(load_toml(drop_in_name, configured))
     warnings = tuple(
         f"{name} is imported after {drop_in_name} and also defines [{dotted(cri)}]: "
         "containerd < 2.1 will use that table instead, without the nvidia runtime"
@@ -172,6 +172,14 @@ def configure_drop_in(
         if _plugin_table(name, text, cri) is not None
     )
     return DropInEdit(Edit(tomledit.dumps(doc), tuple(changes)), drop_in, warnings)
+
+
+def imports_of(name: str, text: str) -> list[str]:
+    """The `imports` of a config; `CtkError` unless it is an array of strings."""
+    imports = load_toml(name, text).get("imports", [])
+    if not isinstance(imports, list) or not all(isinstance(i, str) for i in imports):
+        raise CtkError(f"{name}: `imports` must be an array of strings")
+    return imports
 
 
 def _plugin_table(name: str, text: str, cri: tuple[str, str]) -> dict[str, JSONValue] | None:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from tomlkit.items import Table
 
 from ctk.runtime_config import tomledit
-from ctk.runtime_config.changes import NEW_TABLE, Change, Edit
+from ctk.runtime_config.changes import NEW_TABLE, Change, Edit, without_inside
 from ctk.runtime_config.engines import RuntimeRequest
 from ctk.runtime_config.inspect import deep_merge
 from ctk.runtime_config.parse import JSONValue, load_toml
@@ -34,7 +34,9 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
     if runtime is None:
         source = _source(name, crio_runtime, runtimes, request.name)
         runtime = tomledit.new_table() if source is None else tomledit.copy_item(source)
-        runtimes.append(request.name, runtime)
+        tomledit.append_table(
+            runtimes, request.name, runtime, text_ends_with_newline=text.endswith("\n")
+        )
         changes.append(Change(keys, False, None, NEW_TABLE))
     tomledit.set_key(runtime, (*keys, "runtime_path"), request.path, changes)
     tomledit.set_key(runtime, (*keys, "runtime_type"), "oci", changes)
@@ -42,7 +44,7 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
         default_keys = (*RUNTIME_KEYS, "default_runtime")
         tomledit.set_key(crio_runtime, default_keys, request.name, changes)
     notes = (CDI_NOTE,) if request.enable_cdi else ()
-    return Edit(tomledit.dumps(doc), tuple(changes), notes)
+    return Edit(tomledit.dumps(doc), without_inside(changes, keys), notes)
 
 
 def _source(name: str, crio_runtime: Table, runtimes: Table, wanted: str) -> Table | None:
@@ -74,7 +76,9 @@ def configure_drop_in(
             break
     base: dict[str, JSONValue] = {"crio": {"runtime": {"runtimes": {request.name: table}}}}
     text = DROP_IN_HEADER + tomledit.document_from(base)
-    return configure_in_place(drop_in_name, text, request)
+    edit = configure_in_place(drop_in_name, text, request)
+    configured = load_toml(drop_in_name, edit.text)
+    return Edit(DROP_IN_HEADER + tomledit.document_from(configured), edit.changes, edit.notes)
 
 
 def unconfigure_in_place(name: str, text: str, runtime_name: str, record: Sequence[Change]) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from ctk.errors import CtkError
 from ctk.runtime_config import jsonedit
-from ctk.runtime_config.changes import FINAL_NEWLINE, NEW_TABLE, Change, Edit
+from ctk.runtime_config.changes import FINAL_NEWLINE, NEW_TABLE, Change, Edit, without_inside
 from ctk.runtime_config.engines import RuntimeRequest
 from ctk.runtime_config.parse import JSONValue, load_json_object, type_name
 
@@ -25,9 +25,12 @@ def _object(name: str, data: dict[str, JSONValue], key: str) -> dict[str, JSONVa
     return value
 
 
-def configure(name: str, text: str, request: RuntimeRequest) -> Edit:
-    """Add the runtime ``request`` describes to the daemon.json ``text`` ("" for a new file)."""
-    source = text if text.strip() else "{}\n"
+def configure(name: str, text: str | None, request: RuntimeRequest) -> Edit:
+    """Add the runtime ``request`` describes to the daemon.json ``text`` (None: no file yet).
+
+    An existing but empty file is an error, as it is for dockerd.
+    """
+    source = "{}\n" if text is None else text
     data = load_json_object(name, source)
     changes: list[Change] = []
     current = source
@@ -62,7 +65,7 @@ def configure(name: str, text: str, request: RuntimeRequest) -> Edit:
     if changes and not current.endswith("\n"):
         current += "\n"
         changes.append(Change(FINAL_NEWLINE, False, None, None))
-    return Edit(current if changes else text, tuple(changes))
+    return Edit(current if changes else source, without_inside(changes, ("runtimes", request.name)))
 
 
 def unconfigure(name: str, text: str, runtime_name: str, record: Sequence[Change]) -> str:

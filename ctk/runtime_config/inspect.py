@@ -101,18 +101,22 @@ def _table(
     return current
 
 
+def _at(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
 def _opt_str(name: str, table: Mapping[str, JSONValue], key: str, where: str) -> str | None:
     value = table.get(key)
     if value is None or isinstance(value, str):
         return value
-    raise CtkError(f"{name}: `{where}.{key}` must be a string, found {type_name(value)}")
+    raise CtkError(f"{name}: `{_at(where, key)}` must be a string, found {type_name(value)}")
 
 
 def _opt_bool(name: str, table: Mapping[str, JSONValue], key: str, where: str) -> bool | None:
     value = table.get(key)
     if value is None or isinstance(value, bool):
         return value
-    raise CtkError(f"{name}: `{where}.{key}` must be a boolean, found {type_name(value)}")
+    raise CtkError(f"{name}: `{_at(where, key)}` must be a boolean, found {type_name(value)}")
 
 
 def _str_list(name: str, table: Mapping[str, JSONValue], key: str, where: str) -> tuple[str, ...]:
@@ -121,7 +125,7 @@ def _str_list(name: str, table: Mapping[str, JSONValue], key: str, where: str) -
         return ()
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
-    raise CtkError(f"{name}: `{where}.{key}` must be an array of strings")
+    raise CtkError(f"{name}: `{_at(where, key)}` must be an array of strings")
 
 
 def deep_merge(
@@ -196,7 +200,7 @@ def inspect_containerd(
         default_runtime=_opt_str(main_name, containerd, "default_runtime_name", where),
         cdi_enabled=_opt_bool(main_name, cri, "enable_cdi", where),
         cdi_spec_dirs=_str_list(main_name, cri, "cdi_spec_dirs", where),
-        imports=_str_list(main_name, main, "imports", "(top level)"),
+        imports=_str_list(main_name, main, "imports", ""),
         cgroup_driver=None,
     )
 
@@ -229,7 +233,7 @@ def inspect_docker(text: str, *, name: str = "/etc/docker/daemon.json") -> Engin
     if not isinstance(features, dict):
         raise CtkError(f"{name}: `features` must be an object, found {type_name(features)}")
     cgroup_driver = None
-    for opt in _str_list(name, data, "exec-opts", "(top level)"):
+    for opt in _str_list(name, data, "exec-opts", ""):
         key, _, value = opt.partition("=")
         if key.strip() == "native.cgroupdriver":
             cgroup_driver = value.strip()
@@ -238,9 +242,9 @@ def inspect_docker(text: str, *, name: str = "/etc/docker/daemon.json") -> Engin
         files=(name,),
         version=None,
         runtimes=tuple(sorted(runtimes, key=lambda r: r.name)),
-        default_runtime=_opt_str(name, data, "default-runtime", "(top level)"),
+        default_runtime=_opt_str(name, data, "default-runtime", ""),
         cdi_enabled=_opt_bool(name, features, "cdi", "features"),
-        cdi_spec_dirs=_str_list(name, data, "cdi-spec-dirs", "(top level)"),
+        cdi_spec_dirs=_str_list(name, data, "cdi-spec-dirs", ""),
         imports=(),
         cgroup_driver=cgroup_driver,
     )

@@ -142,6 +142,17 @@ def new_table() -> Table:
     return tomlkit.table()
 
 
+def append_table(parent: Table, key: str, table: Table, *, text_ends_with_newline: bool) -> None:
+    """Append a new table after ``parent``'s last child, with no blank line of its own before it.
+
+    tomlkit puts a blank line before an appended table, but on the next parse that line belongs
+    to the table before it, so removing ours would leave it behind.
+    """
+    parent.append(key, table)
+    if text_ends_with_newline:
+        table.trivia.indent = table.trivia.indent.lstrip("\n")
+
+
 def copy_item(item: Table) -> Table:
     """Return a deep copy of a table, formatting included."""
     return copy.deepcopy(item)

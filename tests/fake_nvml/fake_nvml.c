@@ -7,6 +7,7 @@
  *   driver <version>            cuda <int, e.g. 12040>
  *   gpu <minor> <none|off|on> <uuid> <pci-bus-id> <name...>         (mig support and mode)
  *   mig <slot> <gi> <ci> <gi-slices> <ci-slices> <memory-mb> <uuid> <name...>  (of the last gpu)
+ *   lost <index>                GPU <index> fell off the bus: its handle is GPU_IS_LOST
  *
  * Build: gcc -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o libnvidia-ml.so.1 fake_nvml.c
  */
@@ -17,7 +18,8 @@
 typedef int nvmlReturn_t;
 enum {
     OK = 0, UNINITIALIZED = 1, INVALID_ARGUMENT = 2, NOT_SUPPORTED = 3, NO_PERMISSION = 4,
-    NOT_FOUND = 6, INSUFFICIENT_SIZE = 7, DRIVER_NOT_LOADED = 9, LIB_RM_VERSION_MISMATCH = 18,
+    NOT_FOUND = 6, INSUFFICIENT_SIZE = 7, DRIVER_NOT_LOADED = 9, GPU_IS_LOST = 15,
+    LIB_RM_VERSION_MISMATCH = 18,
     UNKNOWN = 999
 };
 
@@ -26,7 +28,7 @@ enum {
 #define TEXT 96
 
 struct device {
-    int is_mig, index, minor, mig_mode; /* mig_mode: -1 none, 0 off, 1 on */
+    int is_mig, index, minor, mig_mode, lost; /* mig_mode: -1 none, 0 off, 1 on */
     unsigned gi, ci, gi_slices, ci_slices;
     unsigned long long memory_mb;
     char uuid[TEXT], bus_id[TEXT], name[TEXT];
@@ -90,6 +92,10 @@ static nvmlReturn_t load(void) {
             sscanf(line, "gpu %d %95s %95s %95s", &gpu->minor, mode, gpu->uuid, gpu->bus_id);
             gpu->mig_mode = !strcmp(mode, "on") ? 1 : !strcmp(mode, "off") ? 0 : -1;
             rest_of_line(line, 5, gpu->name);
+        } else if (!strcmp(word, "lost")) {
+            int lost = -1;
+            sscanf(line, "lost %d", &lost);
+            if (lost >= 0 && lost < gpu_count) gpus[lost].lost = 1;
         } else if (!strcmp(word, "mig") && gpu) {
             struct device *m = &migs[mig_count++];
             int slot = 0;
@@ -142,6 +148,7 @@ const char *nvmlErrorString(nvmlReturn_t result) {
     case NOT_FOUND: return "Not Found";
     case INSUFFICIENT_SIZE: return "Insufficient Size";
     case DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case GPU_IS_LOST: return "GPU is lost";
     case LIB_RM_VERSION_MISMATCH: return "RM has detected an NVML/RM version mismatch.";
     default: return "Unknown Error";
     }
@@ -179,6 +186,7 @@ nvmlReturn_t nvmlDeviceGetCount_v2(unsigned *count) {
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned index, struct device **device) {
     REQUIRE_INIT();
     REQUIRE(device && index < (unsigned)gpu_count);
+    if (gpus[index].lost) return GPU_IS_LOST;
     *device = &gpus[index];
     return OK;
 }

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ctk.cdi.validate import validate_text
 from ctk.cli.app import main
 from tests.fake_nvml import FakeNode
 
@@ -83,6 +84,11 @@ def test_generate_golden(
     assert (code, err) == (0, "")
     text = out.replace(str(node.root), "/HOST")
     assert text == _golden(golden, text)
+    report = validate_text(out, golden)
+    assert (report.problems, report.minimum_version) == (
+        (),
+        report.spec and report.spec["cdiVersion"],
+    )
 
 
 @pytest.mark.integration
@@ -187,3 +193,45 @@ def test_broken_node_fails_and_keeps_the_output(
     assert output.read_bytes() == b"# the old spec\n"
     assert output.stat().st_mode & 0o777 == 0o600
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["nvidia.yaml"]
+
+
+@pytest.mark.integration
+def test_unknown_device_id(fake_node: MakeNode, capsys: pytest.CaptureFixture[str]) -> None:
+    node = fake_node("dgx-a100")
+    assert main(["cdi", "generate", *_roots(node), "--device-id", "2:7"]) == 2
+    assert capsys.readouterr() == (
+        "",
+        "error: --device-id 2:7: no such GPU or MIG device\n"
+        "hint: devices on this node: 0, 1, 2:0, 2:1, 2:2, 3, 4, 5:0, 5:1, 6, 7, "
+        "or a GPU/MIG UUID, all, none\n",
+    )
+
+
+@pytest.mark.integration
+def test_device_id_none(fake_node: MakeNode, capsys: pytest.CaptureFixture[str]) -> None:
+    node = fake_node("workstation")
+    flags = ["--device-id", "none", "--disable-hook", "all", "--format", "json"]
+    assert main(["cdi", "generate", *_roots(node), *flags]) == 0
+    spec = json.loads(capsys.readouterr().out)
+    assert (spec["cdiVersion"], spec["devices"]) == (
+        "0.5.0",
+        [{"name": "none", "containerEdits": {"env": ["NVCT_EMPTY_DEVICE="]}}],
+    )
+
+
+@pytest.mark.integration
+def test_a_broken_gpu_does_not_block_the_others(
+    fake_node: MakeNode, capsys: pytest.CaptureFixture[str]
+) -> None:
+    node = fake_node("dgx-a100")
+    _break(node, "dev/nvidia3")
+    flags = ["--device-id", "0", "--device-id", "5:1", "--format", "json"]
+    assert main(["cdi", "generate", *_roots(node), *flags]) == 0
+    spec = json.loads(capsys.readouterr().out)
+    assert [d["name"] for d in spec["devices"]] == [
+        "0",
+        "5:1",
+        "GPU-a1000000-8f3c-4b1e-9d2a-000000000000",
+        "MIG-5b7d0002-6c7f-5a2b-9d44-000000000002",
+        "all",
+    ]

@@ -159,8 +159,21 @@ def test_read_nvml_errors(
     ],
 )
 def test_error_knob(knob: str, message: str, fake_node: Callable[[str], FakeNode]) -> None:
+    """The fake's `error` line fails nvmlInit like a real driver would."""
     node = fake_node("workstation")
     node.topology.write_text(node.topology.read_text() + f"error {knob}\n")
     with pytest.raises(CtkError) as caught:
         read_nvml(node.driver_root)
     assert caught.value.message == message
+
+
+@pytest.mark.integration
+def test_lost_gpu(fake_node: Callable[[str], FakeNode]) -> None:
+    node = fake_node("dgx-a100")
+    node.topology.write_text(node.topology.read_text() + "lost 3\n")
+    with pytest.raises(CtkError) as caught:
+        read_nvml(node.driver_root)
+    assert (caught.value.message, caught.value.hint) == (
+        "GPU 3 failed: GPU is lost",
+        "the GPU fell off the bus: look for Xid 79 in dmesg; reset the GPU or reboot",
+    )

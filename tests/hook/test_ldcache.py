@@ -128,6 +128,20 @@ def test_image_link_to_absolute_etc_stays_in_root(
             "{tmp}/ldconfig: ldconfig is not an executable file",
             id="not-executable",
         ),
+        pytest.param(
+            "script",
+            ["--ldconfig-path", "{tmp}/ldconfig"],
+            "{tmp}/ldconfig: ldconfig is not an ELF program;"
+            " only a static ldconfig runs safely in the container",
+            id="script",
+        ),
+        pytest.param(
+            None,
+            ["--ldconfig-path", "/bin/ls"],
+            "/bin/ls: ldconfig is dynamically linked;"
+            " only a static ldconfig runs safely in the container",
+            id="dynamic-ldconfig",
+        ),
     ],
 )
 def test_refused(
@@ -146,8 +160,9 @@ def test_refused(
     elif setup == "etc-escape":
         shutil.rmtree(bundle.rootfs / "etc")
         os.symlink("../../host/etc", bundle.rootfs / "etc")
-    elif setup == "not-executable":
+    elif setup in ("not-executable", "script"):
         (tmp_path / "ldconfig").write_text("#!/bin/sh\n")
+        (tmp_path / "ldconfig").chmod(0o755 if setup == "script" else 0o644)
     before_root, before_host = snapshot(bundle.rootfs), snapshot(bundle.outside)
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     assert run_hook(monkeypatch, bundle, "update-ldcache", *args) == 1

@@ -119,7 +119,7 @@ def test_absolute_root_path_and_state_file(
         pytest.param(
             ["bogus"],
             "unknown command 'bogus' (one of: create-symlinks, update-ldcache, chmod,"
-            " enable-cuda-compat, disable-device-node-modification)",
+            " enable-cuda-compat, update-application-profile, disable-device-node-modification)",
             id="unknown-command",
         ),
         pytest.param(["chmod", "--mode"], "chmod: option --mode needs a value", id="missing-value"),
@@ -167,6 +167,9 @@ HEAVY = [
     "jsonschema",
     "pynvml",
     "subprocess",
+    "json",
+    "re",
+    "enum",
 ]
 
 

@@ -1,0 +1,421 @@
+"""`ctk runtime configure|unconfigure` end to end: errors, dry run, symlinks, backups, locks."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from ctk.cli.app import main
+
+REPO = Path(__file__).resolve().parents[2]
+V2 = """\
+version = 2
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+"""
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["runtime", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    ("runtime", "name", "content", "error"),
+    [
+        pytest.param(
+            "containerd",
+            "config.toml",
+            "version = 2\n[plugins\n",
+            "not valid TOML: Expected ']' at the end of a table declaration (at line 2, column 9)",
+            id="malformed-toml",
+        ),
+        pytest.param(
+            "containerd",
+            "config.toml",
+            'version = "2"\n',
+            "`version` must be an integer (1, 2 or 3), found a string",
+            id="version-not-integer",
+        ),
+        pytest.param(
+            "containerd",
+            "config.toml",
+            "version = 2\nimports = 7\n",
+            "`imports` must be an array of strings",
+            id="imports-not-array",
+        ),
+        pytest.param(
+            "containerd",
+            "config.toml",
+            'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\ncontainerd = { runtimes = {} }\n',
+            '`plugins."io.containerd.grpc.v1.cri".containerd` is an inline table; '
+            "ctk edits only [tables]",
+            id="inline-table",
+        ),
+        pytest.param(
+            "docker",
+            "daemon.json",
+            "",
+            "empty file, expected a JSON object",
+            id="empty-daemon-json",
+        ),
+        pytest.param(
+            "docker",
+            "daemon.json",
+            '{"debug": true,\n "runtimes": ',
+            "not valid JSON: Expecting value (line 2, column 14)",
+            id="truncated-json",
+        ),
+        pytest.param(
+            "docker",
+            "daemon.json",
+            '{"runtimes": ["nvidia"]}\n',
+            "`runtimes` must be an object, found an array",
+            id="runtimes-not-object",
+        ),
+        pytest.param(
+            "docker",
+            "daemon.json",
+            '{"features": true}\n',
+            "`features` must be an object, found a boolean",
+            id="features-not-object",
+        ),
+        pytest.param(
+            "crio",
+            "crio.conf",
+            "[crio.runtime]\nruntimes = 1\n",
+            "`crio.runtime.runtimes` must be a table, found a number",
+            id="crio-runtimes-not-table",
+        ),
+    ],
+)
+def test_bad_input_is_refused_and_untouched(
+    runtime: str,
+    name: str,
+    content: str,
+    error: str,
+    *,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = tmp_path / name
+    config.write_text(content)
+    drop_in = ["--drop-in-config="] if runtime != "docker" else []
+    code, out, err = run(
+        capsys, "configure", "--runtime", runtime, "--config", str(config), *drop_in
+    )
+    assert (code, out) == (1, "")
+    assert err.splitlines()[0] == f"error: {config}: {error}"
+    assert config.read_text() == content
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+
+
+def test_config_that_is_a_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "configure", "--runtime", "docker", "--config", str(tmp_path))
+    assert (code, out, err) == (
+        1,
+        "",
+        f"error: {tmp_path}: cannot read: Is a directory\n"
+        "hint: pass the path of a file, not of a directory\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        pytest.param(
+            ["--runtime", "docker", "--drop-in-config", "/etc/docker/99.json"],
+            "error: docker has no drop-in configs\nhint: drop --drop-in-config\n",
+            id="docker-drop-in",
+        ),
+        pytest.param(
+            ["--runtime", "containerd", "--drop-in-config", "conf.d/99-nvidia.toml"],
+            "error: --drop-in-config must be an absolute path, not 'conf.d/99-nvidia.toml'\n",
+            id="relative-drop-in",
+        ),
+        pytest.param(
+            ["--runtime", "docker", "--nvidia-runtime-name", "runc"],
+            "error: dockerd reserves the runtime name 'runc'\nhint: use a name like nvidia\n",
+            id="docker-runc-name",
+        ),
+        pytest.param(
+            ["--runtime", "docker", "--nvidia-runtime-path", "nvidia-container-runtime"],
+            "error: --nvidia-runtime-path must be absolute, not 'nvidia-container-runtime'\n"
+            "hint: for example /usr/bin/nvidia-container-runtime\n",
+            id="relative-runtime-path",
+        ),
+    ],
+)
+def test_usage_errors(
+    args: list[str], error: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config"
+    assert run(capsys, "configure", "--config", str(config), *args) == (2, "", error)
+    assert not config.exists()
+
+
+def test_k3s_generated_config_points_at_template(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    directory = tmp_path / "var/lib/rancher/k3s/agent/etc/containerd"
+    directory.mkdir(parents=True)
+    (directory / "config.toml").write_text(V2)
+    (directory / "config.toml.tmpl").write_text('{{ template "base" . }}\n')
+    code, out, err = run(
+        capsys, "configure", "--runtime", "containerd", "--config", str(directory / "config.toml")
+    )
+    config, template = directory / "config.toml", directory / "config.toml.tmpl"
+    assert (code, out, err) == (
+        1,
+        "",
+        f"error: {config}: is generated by k3s/RKE2 from the template {template} at every "
+        "start; a change here would be lost\n"
+        f"hint: edit {template} instead (k3s and RKE2 also add the nvidia runtime themselves "
+        "when they find nvidia-container-runtime)\n",
+    )
+    code, out, err = run(capsys, "configure", "--runtime", "containerd", "--config", str(template))
+    assert (code, err.splitlines()[0]) == (
+        1,
+        f"error: {template}: is a Go template (k3s/RKE2 config.toml.tmpl), not TOML; ctk does "
+        "not edit templates",
+    )
+    assert config.read_text() == V2
+    assert sorted(p.name for p in directory.iterdir()) == ["config.toml", "config.toml.tmpl"]
+
+
+def test_rke2_config_without_template_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    directory = tmp_path / "var/lib/rancher/rke2/agent/etc/containerd"
+    directory.mkdir(parents=True)
+    config = directory / "config.toml"
+    config.write_text(V2)
+    code, _, err = run(capsys, "configure", "--runtime", "containerd", "--config", str(config))
+    assert (code, err.splitlines()[0]) == (
+        1,
+        f"error: {config}: is regenerated by k3s/RKE2 at every start; a change here would be lost",
+    )
+
+
+def test_dry_run_prints_diff_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "daemon.json"
+    config.write_text('{\n  "debug": true\n}')
+    code, out, err = run(
+        capsys, "configure", "--runtime", "docker", "--config", str(config), "--dry-run"
+    )
+    assert (code, err) == (0, "")
+    assert out == (
+        f"--- {config}\n"
+        f"+++ {config}\n"
+        "@@ -1,3 +1,9 @@\n"
+        " {\n"
+        '-  "debug": true\n'
+        "-}\n"
+        "\\ No newline at end of file\n"
+        '+  "debug": true,\n'
+        '+  "runtimes": {\n'
+        '+    "nvidia": {\n'
+        '+      "path": "/usr/bin/nvidia-container-runtime",\n'
+        '+      "args": []\n'
+        "+    }\n"
+        "+  }\n"
+        "+}\n"
+    )
+    assert config.read_text() == '{\n  "debug": true\n}'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["daemon.json"]
+
+
+def test_dry_run_of_new_drop_in(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "crio.conf"
+    config.write_text('[crio.runtime]\ncgroup_manager = "systemd"\n')
+    drop_in = tmp_path / "crio.conf.d" / "99-nvidia.toml"
+    code, out, err = run(
+        capsys,
+        "configure",
+        "--runtime",
+        "crio",
+        "--config",
+        str(config),
+        "--drop-in-config",
+        str(drop_in),
+        "--dry-run",
+    )
+    assert (code, err) == (0, "")
+    assert out == (
+        "--- /dev/null\n"
+        f"+++ {drop_in}\n"
+        "@@ -0,0 +1,4 @@\n"
+        "+# Written by `ctk runtime configure`; `ctk runtime unconfigure` removes it.\n"
+        "+[crio.runtime.runtimes.nvidia]\n"
+        '+runtime_path = "/usr/bin/nvidia-container-runtime"\n'
+        '+runtime_type = "oci"\n'
+    )
+    assert not drop_in.parent.exists()
+
+
+def test_writes_through_symlink_and_keeps_mode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real = tmp_path / "real" / "config.toml"
+    real.parent.mkdir()
+    real.write_text(V2)
+    real.chmod(0o600)
+    link = tmp_path / "config.toml"
+    link.symlink_to(real)
+    code, out, _ = run(
+        capsys, "configure", "--runtime", "containerd", "--config", str(link), "--drop-in-config="
+    )
+    assert (code, out.splitlines()[0]) == (0, f"updated {link}")
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert (real.stat().st_mode & 0o777) == 0o600
+    assert "BinaryName" in real.read_text()
+    assert (
+        run(
+            capsys,
+            "unconfigure",
+            "--runtime",
+            "containerd",
+            "--config",
+            str(link),
+            "--drop-in-config=",
+        )[0]
+        == 0
+    )
+    assert real.read_text() == V2
+    assert sorted(p.name for p in real.parent.iterdir()) == ["config.toml"]
+
+
+def test_backup_keeps_old_bytes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "daemon.json"
+    config.write_text('{"debug": true}\n')
+    code, _, _ = run(
+        capsys, "configure", "--runtime", "docker", "--config", str(config), "--backup"
+    )
+    assert code == 0
+    assert (tmp_path / "daemon.json.bak").read_text() == '{"debug": true}\n'
+    assert config.read_text() == (
+        '{"debug": true, "runtimes": {"nvidia": {"path": "/usr/bin/nvidia-container-runtime",'
+        ' "args": []}}}\n'
+    )
+
+
+def test_unconfigure_keeps_features_cdi_it_did_not_set(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    original = '{\n  "features": {\n    "cdi": true\n  }\n}\n'
+    config = tmp_path / "daemon.json"
+    config.write_text(original)
+    args = ["--runtime", "docker", "--config", str(config)]
+    assert run(capsys, "configure", *args, "--cdi.enabled", "--set-as-default")[0] == 0
+    assert run(capsys, "unconfigure", *args) == (
+        0,
+        f"updated {config}\nRestart docker to apply the change: systemctl restart docker\n",
+        "",
+    )
+    assert config.read_text() == original
+    assert run(capsys, "unconfigure", *args) == (
+        0,
+        "docker has nothing of ctk's to remove; nothing changed\n",
+        "",
+    )
+
+
+def test_unconfigure_keeps_user_edits_made_after_configure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(V2)
+    args = ["--runtime", "containerd", "--config", str(config), "--drop-in-config="]
+    assert run(capsys, "configure", *args, "--cdi.enabled")[0] == 0
+    # The user now adds a setting to the CRI table that ctk created.
+    text = config.read_text().replace(
+        "enable_cdi = true\n", 'enable_cdi = true\ncdi_spec_dirs = ["/etc/cdi"]\n'
+    )
+    config.write_text(text)
+    assert run(capsys, "unconfigure", *args)[0] == 0
+    assert config.read_text() == (
+        "version = 2\n"
+        "\n"
+        '[plugins."io.containerd.grpc.v1.cri"]\n'
+        'cdi_spec_dirs = ["/etc/cdi"]\n'
+        '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n'
+        '  runtime_type = "io.containerd.runc.v2"\n'
+    )
+
+
+def test_concurrent_runs_lose_nothing(tmp_path: Path) -> None:
+    config = tmp_path / "daemon.json"
+    config.write_text("{}\n")
+    codes: list[int] = []
+
+    def configure(name: str) -> None:
+        codes.append(
+            main(
+                [
+                    "runtime",
+                    "configure",
+                    "--runtime",
+                    "docker",
+                    "--config",
+                    str(config),
+                    "--nvidia-runtime-name",
+                    name,
+                ]
+            )
+        )
+
+    threads = [threading.Thread(target=configure, args=(f"nvidia{i}",)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert codes == [0, 0, 0, 0]
+    runtimes = json.loads(config.read_text())["runtimes"]
+    assert sorted(runtimes) == ["nvidia0", "nvidia1", "nvidia2", "nvidia3"]
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="needs root and setpriv to run ctk as another user",
+)
+def test_permission_denied_is_a_clear_error(tmp_path: Path) -> None:
+    as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable]
+    probe = subprocess.run(
+        [*as_nobody, "-m", "ctk.cli.app", "runtime", "--help"],
+        cwd=REPO,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    if probe.returncode != 0:
+        pytest.skip(f"{sys.executable} cannot run ctk as user nobody")
+    config = tmp_path / "config.toml"
+    config.write_text(V2)
+    config.chmod(0o600)
+    command = ["-m", "ctk.cli.app", "runtime", "configure", "--runtime", "containerd"]
+    result = subprocess.run(
+        [*as_nobody, *command, "--config", str(config)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (
+        1,
+        "",
+        f"error: {config}: cannot read: Permission denied\n"
+        "hint: run as root (sudo) or choose a path you can access\n",
+    )
+    assert config.read_text() == V2

@@ -1,0 +1,221 @@
+"""The real consumers read what ctk wrote: containerd 1.6 `config dump` and dockerd 20.10.
+
+containerd: the merged effective config (main file plus every import, as containerd itself
+merges them) must hold the nvidia runtime with the options of the runtime it was copied from, the
+expected default runtime, and every setting of the input files. dockerd: started on the written
+daemon.json, `docker info` must list the nvidia runtime with its path and the default runtime.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import tomllib
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctk.cli.app import main
+from ctk.runtime_config.inspect import deep_merge
+from tests.runtime.corpus import Case, cases
+
+pytestmark = pytest.mark.integration
+
+CONTAINERD = shutil.which("containerd")
+DOCKERD = shutil.which("dockerd")
+DOCKER_CLIENT = "/usr/bin/docker"  # the 20.10 client; a newer one may come first on PATH
+IS_ROOT = os.geteuid() == 0
+V1_PLUGINS = {"cri": "io.containerd.grpc.v1.cri"}
+
+CONTAINERD_CASES = [
+    pytest.param(c, id=c.id)
+    for c in cases()
+    if c.engine == "containerd" and "v3" not in c.id  # 1.6 ignores version 3 tables
+]
+DOCKER_CASES = [pytest.param(c, id=c.id) for c in cases() if c.engine == "docker"]
+
+
+def containerd_dump(config: Path) -> dict[str, Any]:
+    assert CONTAINERD is not None
+    result = subprocess.run(
+        [CONTAINERD, "--config", str(config), "config", "dump"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return tomllib.loads(result.stdout)
+
+
+def _input_settings(root: Path) -> dict[str, Any]:
+    """Every setting of the input files, merged key by key, v1 plugin names made v2."""
+    merged: dict[str, Any] = {}
+    for path in sorted((root / "etc" / "containerd").rglob("*.toml")):
+        data = tomllib.loads(path.read_text())
+        for key in ("imports", "version"):
+            data.pop(key, None)
+        plugins = data.get("plugins", {})
+        data["plugins"] = {V1_PLUGINS.get(k, k): v for k, v in plugins.items()}
+        merged = deep_merge(merged, data)
+    return merged
+
+
+def _assert_contains(actual: Mapping[str, Any], wanted: Mapping[str, Any], where: str) -> None:
+    for key, value in wanted.items():
+        assert key in actual, f"{where}.{key} is missing from the dump"
+        if isinstance(value, dict):
+            _assert_contains(actual[key], value, f"{where}.{key}")
+        else:
+            assert actual[key] == value, f"{where}.{key}"
+
+
+@pytest.mark.skipif(CONTAINERD is None, reason="containerd is not installed")
+@pytest.mark.parametrize("case", CONTAINERD_CASES)
+def test_containerd_config_dump(case: Case, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    case.install(root)
+    settings = _input_settings(root)
+    cri = settings.get("plugins", {}).get("io.containerd.grpc.v1.cri", {})
+    runtimes = cri.get("containerd", {}).get("runtimes", {})
+    default_before = cri.get("containerd", {}).get("default_runtime_name", "runc")
+    args = case.args(root)
+    assert main(["runtime", "configure", *args]) == 0
+
+    dump = containerd_dump(root / "etc" / "containerd" / "config.toml")
+    dumped_cri = dump["plugins"]["io.containerd.grpc.v1.cri"]
+    nvidia = dumped_cri["containerd"]["runtimes"]["nvidia"]
+    source = runtimes.get(default_before) or runtimes.get("runc") or {}
+    binary_key = "Runtime" if "v1" in nvidia["runtime_type"] else "BinaryName"
+    assert nvidia["runtime_type"] == source.get("runtime_type", "io.containerd.runc.v2")
+    assert nvidia["options"][binary_key] == "/usr/bin/nvidia-container-runtime"
+    assert nvidia["options"].get("SystemdCgroup") == source.get("options", {}).get("SystemdCgroup")
+    expected_default = "nvidia" if "--set-as-default" in args else default_before
+    assert dumped_cri["containerd"]["default_runtime_name"] == expected_default
+    if "--set-as-default" in args:
+        cri.get("containerd", {}).pop("default_runtime_name", None)
+    cri.pop("enable_cdi", None)  # containerd 1.6 has no CDI and drops the key
+    _assert_contains(dump, settings, "(config)")
+
+
+@pytest.mark.skipif(CONTAINERD is None, reason="containerd is not installed")
+def test_containerd_dump_of_v3_config_is_accepted(tmp_path: Path) -> None:
+    case = next(c for c in cases() if c.id == "containerd/v3-containerd2")
+    root = tmp_path / "root"
+    case.install(root)
+    assert main(["runtime", "configure", *case.args(root)]) == 0
+    dump = containerd_dump(root / "etc" / "containerd" / "config.toml")
+    # containerd 1.6 parses version 3 (and our import) but does not know its plugin names.
+    assert str(root / "etc/containerd/conf.d/99-nvidia.toml") in dump["imports"]
+
+
+@contextlib.contextmanager
+def dockerd(config: Path, work: Path) -> Iterator[str]:
+    """Run dockerd on ``config`` with throwaway state under ``work``; yield its socket."""
+    sock = work / "sock"
+    data = json.loads(config.read_text())
+    args = [
+        str(DOCKERD),
+        "--config-file",
+        str(config),
+        "--exec-root",
+        str(work / "exec"),
+        "--pidfile",
+        str(work / "pid"),
+        "-H",
+        f"unix://{sock}",
+        "--iptables=false",
+        "--ip6tables=false",
+        "--ip-forward=false",
+        "--ip-masq=false",
+        "--bridge=none",
+    ]
+    if "data-root" not in data:
+        args += ["--data-root", str(work / "data")]
+    log = (work / "log").open("w")
+    process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not sock.exists():
+            assert process.poll() is None, (work / "log").read_text()
+            assert time.monotonic() < deadline, "dockerd did not start"
+            time.sleep(0.05)
+        yield str(sock)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=5)
+        log.close()
+        for mount in (work / "data", work / "exec"):
+            if os.path.ismount(mount):  # dockerd bind-mounts its roots; a killed one leaves them
+                subprocess.run(["umount", "-l", str(mount)], check=False, timeout=10)
+
+
+def docker_info(sock: str) -> tuple[dict[str, Any], str]:
+    deadline = time.monotonic() + 10
+    while True:
+        result = subprocess.run(
+            [
+                DOCKER_CLIENT,
+                "-H",
+                f"unix://{sock}",
+                "info",
+                "--format",
+                "{{json .Runtimes}}\t{{.DefaultRuntime}}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        if result.returncode == 0:
+            runtimes, default = result.stdout.strip().split("\t")
+            return json.loads(runtimes), default
+        assert time.monotonic() < deadline, result.stderr
+        time.sleep(0.1)
+
+
+@pytest.mark.skipif(
+    DOCKERD is None or not Path(DOCKER_CLIENT).exists() or not IS_ROOT,
+    reason="dockerd 20.10 and /usr/bin/docker (docker.io) and root are needed",
+)
+@pytest.mark.parametrize("case", DOCKER_CASES)
+def test_dockerd_runs_with_written_daemon_json(case: Case, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    case.install(root)
+    config = root / "etc" / "docker" / "daemon.json"
+    if config.exists() and "data-root" in json.loads(config.read_text()):
+        pytest.fail("corpus daemon.json files must not point dockerd at a real data-root")
+    args = case.args(root)
+    assert main(["runtime", "configure", *args]) == 0
+    path = (
+        args[args.index("--nvidia-runtime-path") + 1]
+        if "--nvidia-runtime-path" in args
+        else ("/usr/bin/nvidia-container-runtime")
+    )
+    before = json.loads(config.read_text())
+    # Unix socket paths are limited to 108 bytes: dockerd's state needs a short directory.
+    work = Path(tempfile.mkdtemp(prefix="ctk-dockerd-"))
+    try:
+        with dockerd(config, work) as sock:
+            runtimes, default = docker_info(sock)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    assert runtimes["nvidia"] == {"path": path}
+    expected_default = (
+        "nvidia" if "--set-as-default" in args else before.get("default-runtime", "runc")
+    )
+    assert default == expected_default
+    for name, runtime in before["runtimes"].items():
+        assert runtimes[name]["path"] == runtime["path"]
