@@ -111,19 +111,32 @@ def _cuda_need(cuda_version: str | None, image_env: Path | None) -> CudaNeed | N
     from ctk.host import files
 
     text = files.read_text(image_env) or ""
-    need = need_from_env(parse_env_file(text), str(image_env))
+    try:
+        env = parse_env_file(text)
+    except CtkError as exc:
+        raise CtkError(
+            f"{image_env}: {exc.message}", hint="KEY=VALUE lines or a JSON list"
+        ) from exc
+    need = need_from_env(env, str(image_env))
     if need is None:
         raise CtkError(
             f"{image_env}: no NVIDIA_REQUIRE_* or CUDA_VERSION line",
-            hint="e.g. `docker image inspect IMAGE --format '{{join .Config.Env \"\\n\"}}' > env`",
+            hint="e.g. `docker image inspect IMAGE --format '{{json .Config.Env}}' > env`",
         )
     return need
 
 
 def parse_env_file(text: str) -> dict[str, str]:
-    """KEY=VALUE lines (`export`, quotes and comments allowed), as docker inspect prints them."""
+    """KEY=VALUE lines (`export`, quotes, comments), or the JSON list `docker inspect` prints."""
     env = {}
-    for raw in text.splitlines():
+    lines = text.splitlines()
+    if text.lstrip().startswith("["):
+        try:
+            items = json.loads(text)
+        except ValueError as exc:
+            raise CtkError(f"not a JSON list of KEY=VALUE strings: {exc}") from exc
+        lines = [item for item in items if isinstance(item, str)] if isinstance(items, list) else []
+    for raw in lines:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue

@@ -192,7 +192,18 @@ def test_image_env_without_cuda_lines(tmp_path: Path, capsys: pytest.CaptureFixt
         1,
         "",
         f"error: {env}: no NVIDIA_REQUIRE_* or CUDA_VERSION line\n"
-        "hint: e.g. `docker image inspect IMAGE --format '{{join .Config.Env \"\\n\"}}' > env`\n",
+        "hint: e.g. `docker image inspect IMAGE --format '{{json .Config.Env}}' > env`\n",
+    )
+
+
+def test_image_env_bad_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    env = tmp_path / "env.json"
+    env.write_text('["CUDA_VERSION=12.4"')
+    assert doctor(capsys, "--image-env", str(env)) == (
+        1,
+        "",
+        f"error: {env}: not a JSON list of KEY=VALUE strings: Expecting ',' delimiter: "
+        "line 1 column 21 (char 20)\nhint: KEY=VALUE lines or a JSON list\n",
     )
 
 

@@ -164,8 +164,16 @@ def test_judge(
     assert (verdict.satisfied, verdict.mvc_applies) == (satisfied, mvc)
 
 
-def test_parse_env_file() -> None:
-    text = "# image env\nexport A=1\nB='two words'\nC=\"x=y\"\n\nnot a line\n"
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(
+            "# image env\nexport A=1\nB='two words'\nC=\"x=y\"\n\nnot a line\n", id="lines"
+        ),
+        pytest.param('["A=1", "B=two words", "C=x=y"]\n', id="docker-inspect-json"),
+    ],
+)
+def test_parse_env_file(text: str) -> None:
     assert parse_env_file(text) == {"A": "1", "B": "two words", "C": "x=y"}
 
 
