@@ -285,3 +285,4 @@ class NodeFacts:
     container: ContainerFacts = field(default_factory=ContainerFacts)
     kubernetes: Mapping[str, Any] | None = None
     gpu_processes: tuple[GpuProcess, ...] | Unavailable = ()
+    advisories: tuple[Any, ...] = ()

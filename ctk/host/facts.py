@@ -916,6 +916,14 @@ def detect_where(g: Gatherer, env: Mapping[str, str]) -> Where:
 # --- all of it ----------------------------------------------------------------------------
 
 
+def advisories() -> tuple[Any, ...]:
+    """The packaged toolkit CVE table."""
+    from ctk.doctor.advisories import parse_advisories
+
+    text = resources.files("ctk.data").joinpath("toolkit-cves.csv").read_text("utf-8")
+    return parse_advisories(text)
+
+
 def cuda_table() -> tuple[Any, ...]:
     """The packaged CUDA/driver compatibility table."""
     text = resources.files("ctk.data").joinpath("cuda-driver-compat.csv").read_text("utf-8")
@@ -992,6 +1000,7 @@ def gather(
         cdi=cdi,
         container=container,
         gpu_processes=processes,
+        advisories=g.timed("advisories", advisories),
     )
     return facts, tuple(g.timings)
 

@@ -75,7 +75,7 @@ SCENARIOS = [
     ),
     pytest.param(
         "old-toolkit-cgroupv2",
-        {"host.cgroup-v2-legacy-stack", "toolkit.too-old"},
+        {"host.cgroup-v2-legacy-stack", "toolkit.too-old", "toolkit.security-outdated"},
         set(),
         id="old-toolkit-cgroup-v2",
     ),
@@ -111,6 +111,14 @@ SCENARIOS = [
     pytest.param("nvml-not-found", {"lib.nvml-not-found"}, set(), id="nvml-not-found"),
     pytest.param("libcuda-not-found", {"lib.libcuda-not-found"}, set(), id="libcuda-not-found"),
     pytest.param("gpu-leftover", {"gpu.leftover-processes"}, set(), id="gpu-leftover-zombie"),
+    pytest.param("gpu-vfio", {"driver.gpu-not-enumerated"}, set(), id="gpu-bound-to-vfio"),
+    pytest.param("toolkit-cve", {"toolkit.security-outdated"}, set(), id="toolkit-1.17.3-cves"),
+    pytest.param(
+        "envvar-default",
+        {"toolkit.unprivileged-envvar-accepted"},
+        set(),
+        id="unprivileged-envvar-with-nvidia-default",
+    ),
     pytest.param("cdi-invalid", {"cdi.spec-invalid"}, set(), id="cdi-invalid"),
     pytest.param("crio-no-runtime", {"crio.runtime-not-configured"}, set(), id="crio-no-runtime"),
     pytest.param("k3s", {"containerd.managed-config"}, set(), id="k3s-managed-config"),

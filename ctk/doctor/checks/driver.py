@@ -5,7 +5,18 @@ from __future__ import annotations
 import re
 
 from ctk.doctor.facts import LibFacts, NodeFacts, NvmlFacts
-from ctk.doctor.model import HOST_ONLY, Evidence, Result, Severity, Where, check, fail, ok, skip
+from ctk.doctor.model import (
+    HOST_ONLY,
+    Evidence,
+    Result,
+    Severity,
+    Status,
+    Where,
+    check,
+    fail,
+    ok,
+    skip,
+)
 
 PROC_VERSION = "/proc/driver/nvidia/version"
 OPERATOR_DOCS = (
@@ -229,3 +240,36 @@ def uvm_missing(facts: NodeFacts) -> Result:
         *evidence,
         commands=("sudo modprobe nvidia-uvm && sudo nvidia-modprobe -u -c=0",),
     )
+
+
+@check(
+    "driver.gpu-not-enumerated",
+    severity=Severity.WARNING,
+    title="every NVIDIA GPU on the PCI bus is enumerated by the driver",
+    remedy="Find why the driver skipped it: vfio-pci binding, exclusion, or an init failure.",
+    sources=(OPERATOR_DOCS, "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"),
+    depends_on=("driver.not-loaded",),
+    where=HOST_ONLY,
+)
+def gpu_not_enumerated(facts: NodeFacts) -> Result:
+    """PCI GPUs missing from `/proc/driver/nvidia/gpus` (vfio-pci, excluded, RmInitAdapter)."""
+    kernel = facts.kernel
+    enumerated = {gpu.bdf.lower() for gpu in kernel.gpus if not gpu.excluded}
+    missing = [gpu for gpu in kernel.pci_gpus if gpu.bdf.lower() not in enumerated]
+    if not missing:
+        return ok(f"{len(kernel.pci_gpus)} PCI GPU(s), all enumerated")
+    summary = (
+        f"{len(missing)} of {len(kernel.pci_gpus)} NVIDIA GPU(s) on the PCI bus are not "
+        "enumerated by the driver"
+    )
+    evidence = tuple(
+        Evidence(f"/sys/bus/pci/devices/{gpu.bdf}/driver", gpu.driver or "no driver bound")
+        for gpu in missing
+    )
+    commands = (
+        "sudo dmesg | grep -iE 'RmInitAdapter|NVRM'",
+        "# vfio-pci is intended on VM passthrough hosts; otherwise drain and reboot",
+    )
+    if enumerated:
+        return Result(status=Status.WARN, summary=summary, evidence=evidence, commands=commands)
+    return fail(summary, *evidence, commands=commands, severity=Severity.ERROR)

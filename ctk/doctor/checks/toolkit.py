@@ -361,3 +361,77 @@ def cgroup_v2_legacy_stack(facts: NodeFacts) -> Result:
         Evidence("/var/lib/dpkg/status", f"libnvidia-container {_shown(version)}"),
         commands=(UPGRADE,),
     )
+
+
+@check(
+    "toolkit.security-outdated",
+    severity=Severity.WARNING,
+    title="the toolkit has the fixes for published container escapes",
+    remedy="Upgrade all toolkit packages, then restart the engines.",
+    sources=(
+        "https://github.com/NVIDIA/nvidia-container-toolkit/issues/934",
+        "https://nvidia.custhelp.com/app/answers/detail/a_id/5659",
+    ),
+    where=HOST_ONLY,
+)
+def security_outdated(facts: NodeFacts) -> Result:
+    """Toolkit version below the fix of a CVE in `ctk/data/toolkit-cves.csv`."""
+    version = toolkit_version(facts)
+    if version is None:
+        return skip("the toolkit version is unknown")
+    open_cves = [a for a in facts.advisories if version < a.fixed]
+    if not open_cves:
+        return ok(f"toolkit {_shown(version)} has every published fix")
+    return warn(
+        f"toolkit {_shown(version)} is affected by "
+        + ", ".join(a.cve for a in open_cves)
+        + " (container escape)",
+        *(
+            Evidence(
+                a.cve,
+                f"{a.summary}; fixed in {_shown(a.fixed)}"
+                + ("" if a.verified else " (fixed version from secondary reports)"),
+            )
+            for a in open_cves
+        ),
+        commands=(UPGRADE, "sudo systemctl restart docker containerd   # the engines you use"),
+    )
+
+
+@check(
+    "toolkit.unprivileged-envvar-accepted",
+    severity=Severity.WARNING,
+    title="unprivileged containers cannot take GPUs through NVIDIA_VISIBLE_DEVICES",
+    remedy="Refuse the env var from unprivileged containers; allocate by volume mounts or CDI.",
+    sources=("https://github.com/NVIDIA/k8s-device-plugin/issues/61",),
+    depends_on=("toolkit.config-invalid",),
+    where=HOST_ONLY,
+)
+def unprivileged_envvar_accepted(facts: NodeFacts) -> Result:
+    """nvidia as default runtime + the env var accepted = any container can take every GPU."""
+    if runtime_mode(facts) is None:
+        return skip("the toolkit is not installed")
+    data = facts.toolkit.config.data or {}
+    accepted = data.get("accept-nvidia-visible-devices-envvar-when-unprivileged", True)
+    defaults = [
+        engine
+        for engine in (facts.docker, facts.containerd, facts.crio)
+        if engine.installed and engine.default_runtime == "nvidia"
+    ]
+    if accepted is not True or not defaults:
+        return ok("the env var is refused, or nvidia is no engine's default runtime")
+    return warn(
+        "nvidia is the default runtime and unprivileged containers may set "
+        "NVIDIA_VISIBLE_DEVICES: any container can take every GPU, bypassing the scheduler",
+        Evidence(
+            facts.toolkit.config.path or CONFIG,
+            "accept-nvidia-visible-devices-envvar-when-unprivileged = true (default)",
+        ),
+        *(Evidence(e.config_path, "default runtime nvidia") for e in defaults),
+        commands=(
+            "sudo nvidia-ctk config --in-place --set "
+            "accept-nvidia-visible-devices-envvar-when-unprivileged=false",
+            "sudo nvidia-ctk config --in-place --set "
+            "accept-nvidia-visible-devices-as-volume-mounts=true",
+        ),
+    )
