@@ -7,8 +7,10 @@ adapters: `os.stat` for device nodes, `os.statvfs` for `/dev/shm`, NVML through 
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import os
+import posixpath
 import re
 import stat
 import threading
@@ -151,10 +153,41 @@ class Gatherer:
         return host is not None and (host.exists() or host.is_symlink())
 
     def glob(self, pattern: str) -> list[str]:
-        """Paths (as seen inside the root) matching ``pattern``; sorted."""
-        base = str(self.root.root).rstrip("/")
-        found = glob.glob(base + pattern)
-        return sorted("/" + os.path.relpath(p, base or "/") for p in found)
+        """Paths (as seen inside the root) matching ``pattern``, sorted.
+
+        Each directory is resolved inside the root before it is listed, so neither `..` nor a
+        symlink leads the match out of the root.
+        """
+        current = ["/"]
+        for part in (p for p in posixpath.normpath("/" + pattern).split("/") if p):
+            if not glob.has_magic(part):
+                current = [posixpath.join(base, part) for base in current]
+                continue
+            matched = []
+            for base in current:
+                host = self.host(base)
+                try:
+                    names = sorted(os.listdir(host)) if host is not None else []
+                except OSError:
+                    continue
+                hidden = part.startswith(".")
+                matched += [
+                    posixpath.join(base, name)
+                    for name in names
+                    if fnmatch.fnmatchcase(name, part) and (hidden or not name.startswith("."))
+                ]
+            current = matched
+        return sorted(path for path in current if self.exists(path))
+
+    def link_target(self, directory: str, name: str) -> str | None:
+        """The target of symlink ``directory/name`` (the directory resolved inside the root)."""
+        host = self.host(directory)
+        if host is None:
+            return None
+        try:
+            return os.readlink(host / name)
+        except OSError:
+            return None
 
     def bounded(self, step: str, function: Callable[[], T], default: T, timeout: float) -> T:
         """Run ``function`` in a daemon thread; ``default`` when it does not finish in time."""
@@ -223,10 +256,8 @@ def _pci_gpus(g: Gatherer) -> tuple[PciGpu, ...]:
         klass = (g.text(f"{device}/class") or "").strip()
         if vendor != "0x10de" or not klass.startswith(("0x0300", "0x0302")):
             continue
-        host = g.host(f"{device}/driver")
-        driver = None
-        if host is not None and host.is_symlink():
-            driver = os.path.basename(os.readlink(host))
+        target = g.link_target(device, "driver")
+        driver = os.path.basename(target) if target else None
         gpus.append(PciGpu(bdf=os.path.basename(device), driver=driver))
     return tuple(gpus)
 
@@ -561,6 +592,9 @@ def _engine(
 
     readable = g.readable(path)
     base = EngineFacts(engine=engine, installed=installed, config_path=path)
+    host = g.host(path)
+    if host is not None and host.exists() and not host.is_file():
+        return replace(base, config_exists=True, error="not a regular file")
     if readable is False:
         return EngineFacts(
             engine=engine,

@@ -29,7 +29,10 @@ NVML_LIB_RM_MISMATCH = 18
 
 def driver_version_evidence(facts: NodeFacts) -> Evidence:
     """`/proc/driver/nvidia/version: 550.54.15` (or `missing`)."""
-    return Evidence(PROC_VERSION, facts.kernel.driver_version or "missing")
+    kernel = facts.kernel
+    if kernel.driver_version is None and kernel.version_line is not None:
+        return Evidence(PROC_VERSION, f"no version in {kernel.version_line!r}")
+    return Evidence(PROC_VERSION, kernel.driver_version or "missing")
 
 
 def nvml_error(facts: NodeFacts) -> int | None:
