@@ -31,6 +31,12 @@ REPO = Path(__file__).resolve().parents[2]
             id="truncated-json",
         ),
         pytest.param(
+            "{bad",
+            "container state on stdin: not valid JSON: Expecting property name enclosed in"
+            " double quotes (line 1, column 2)",
+            id="unquoted-key",
+        ),
+        pytest.param(
             "[1]",
             "container state on stdin: not an OCI container state (expected a JSON object)",
             id="not-object",
@@ -67,6 +73,12 @@ def test_bad_state_is_one_line(
             "{b}/config.json: not valid JSON: Expecting property name enclosed in double quotes"
             " (line 1, column 2)",
             id="bad-config",
+        ),
+        pytest.param(
+            '{"root": {path: "x"}}',
+            "{b}/config.json: not valid JSON: Expecting property name enclosed in double quotes"
+            " (line 1, column 11)",
+            id="unquoted-nested-key",
         ),
         pytest.param('{"root": {}}', "{b}/config.json: has no root.path", id="no-root-path"),
         pytest.param(
