@@ -44,7 +44,7 @@ def loads(text: str) -> object:
     start = _skip_space(text, 0)
     try:
         value, end = scan(text, start)
-    except Exception:  # noqa: BLE001 - the scanner's own errors are not all JSONDecodeErrors
+    except Exception:  # the scanner raises SystemError when json.decoder is not imported yet
         # Invalid input is rare and not time-critical: let json itself name the problem.
         return _loads_slow(text)
     end = _skip_space(text, end)
