@@ -155,7 +155,6 @@ def doctor_case(bin_dir: Path, tmp: Path, stack: contextlib.ExitStack) -> Case:
     try:
         sys.path.insert(0, str(REPO))
         from tests.doctor.nodes import materialise  # type: ignore[import-not-found]
-
         from tests.fake_nvml import TOPOLOGY_ENV, build_library  # type: ignore[import-not-found]
 
         library = build_library(tmp / "fake-nvml")

@@ -1,15 +1,304 @@
-"""`ctk doctor`: diagnose a GPU container node (issue 5)."""
+"""`ctk doctor`: diagnose a GPU container node, name the root cause, give the exact fix."""
 
 from __future__ import annotations
 
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
 import typer
 
-from ctk.errors import UsageError
+from ctk import __version__
+from ctk.doctor.facts import CudaNeed, NodeFacts
+from ctk.doctor.model import Finding, Fix, Group, Status
+from ctk.errors import CtkError, UsageError
+
+SCHEMA_ID = "ctk.doctor/v1"
+
+ROOT = typer.Option(
+    Path("/"), "--root", help="Diagnose the host filesystem mounted here (e.g. /host)."
+)
+JSON = typer.Option(False, "--json", help="Print one versioned JSON document (see docs/doctor.md).")
+LIST = typer.Option(False, "--list", help="List every check with a one-line description.")
+CHECK = typer.Option([], "--check", help="Show only this check (repeatable).")
+GROUP = typer.Option([], "--group", help="Show only this layer (repeatable).")
+VERBOSE = typer.Option(False, "--verbose", "-v", help="Details for every check, not only problems.")
+STRICT = typer.Option(False, "--strict", help="Also fail (exit 1) on warnings and unknowns.")
+FIX = typer.Option(False, "--fix", help="Apply the fixes ctk implements, after confirmation.")
+YES = typer.Option(False, "--yes", "-y", help="Do not ask before applying --fix.")
+CUDA = typer.Option(None, "--cuda-version", help="Check the driver against this CUDA version.")
+IMAGE_ENV = typer.Option(
+    None, "--image-env", help="An image's environment (KEY=VALUE lines) to check CUDA against."
+)
+NVML_TIMEOUT = typer.Option(5.0, "--nvml-timeout", help="Seconds to wait for NVML.", min=0.1)
 
 
-def doctor() -> None:
+def doctor(
+    *,
+    root: Path = ROOT,
+    as_json: bool = JSON,
+    list_checks: bool = LIST,
+    check: list[str] = CHECK,
+    group: list[Group] = GROUP,
+    verbose: bool = VERBOSE,
+    strict: bool = STRICT,
+    fix: bool = FIX,
+    yes: bool = YES,
+    cuda_version: str | None = CUDA,
+    image_env: Path | None = IMAGE_ENV,
+    nvml_timeout: float = NVML_TIMEOUT,
+) -> None:
     """Find what is broken on a GPU container node and how to fix it."""
-    raise UsageError("ctk doctor is not implemented yet")
+    from ctk.doctor.model import REGISTRY
+    from ctk.doctor.run import select
+
+    if list_checks:
+        _print_list()
+        raise typer.Exit(0)
+    unknown_ids = [c for c in check if c not in REGISTRY]
+    if unknown_ids:
+        raise UsageError(
+            f"unknown check id: {', '.join(unknown_ids)}", hint="`ctk doctor --list` lists them"
+        )
+    if fix and as_json:
+        raise UsageError("--fix and --json cannot be combined", hint="run --fix without --json")
+    if not root.is_dir():
+        raise CtkError(f"{root}: not a directory", hint="--root takes the mounted host's `/`")
+    need = _cuda_need(cuda_version, image_env)
+    shown = select(ids=check, groups=[g.value for g in group])
+    facts, findings, timings = _diagnose(root, need, shown, nvml_timeout)
+    from ctk.doctor.run import summarize
+
+    summary = summarize(findings, strict=strict)
+    if as_json:
+        sys.stdout.write(json.dumps(to_json(facts, findings, timings, strict=strict), indent=2))
+        sys.stdout.write("\n")
+        raise typer.Exit(summary.exit_code)
+    from ctk.cli import doctor_render
+
+    doctor_render.report(facts, findings, verbose=verbose, strict=strict)
+    if fix:
+        code = _fix(root, need, shown, findings, yes=yes, nvml_timeout=nvml_timeout)
+        raise typer.Exit(code)
+    raise typer.Exit(summary.exit_code)
+
+
+def _diagnose(
+    root: Path, need: CudaNeed | None, shown: Sequence[str], nvml_timeout: float
+) -> tuple[NodeFacts, tuple[Finding, ...], tuple[Any, ...]]:
+    from ctk.doctor.run import diagnose
+    from ctk.host.facts import gather
+
+    facts, timings = gather(root, cuda_need=need, nvml_timeout=nvml_timeout)
+    return facts, diagnose(facts, show=shown), timings
+
+
+def _cuda_need(cuda_version: str | None, image_env: Path | None) -> CudaNeed | None:
+    from ctk.doctor.cuda import need_from_env, parse_version
+
+    if cuda_version is not None and image_env is not None:
+        raise UsageError("--cuda-version and --image-env cannot be combined")
+    if cuda_version is not None:
+        if parse_version(cuda_version) is None:
+            raise UsageError(
+                f"--cuda-version {cuda_version!r} is not a version", hint="e.g. --cuda-version 12.4"
+            )
+        return CudaNeed(source="--cuda-version", requirements=(f"cuda>={cuda_version}",))
+    if image_env is None:
+        return None
+    from ctk.host import files
+
+    text = files.read_text(image_env) or ""
+    try:
+        env = parse_env_file(text)
+    except CtkError as exc:
+        raise CtkError(
+            f"{image_env}: {exc.message}", hint="KEY=VALUE lines or a JSON list"
+        ) from exc
+    need = need_from_env(env, str(image_env))
+    if need is None:
+        raise CtkError(
+            f"{image_env}: no NVIDIA_REQUIRE_* or CUDA_VERSION line",
+            hint="e.g. `docker image inspect IMAGE --format '{{json .Config.Env}}' > env`",
+        )
+    return need
+
+
+def parse_env_file(text: str) -> dict[str, str]:
+    """KEY=VALUE lines (`export`, quotes, comments), or the JSON list `docker inspect` prints."""
+    env = {}
+    lines = text.splitlines()
+    if text.lstrip().startswith("["):
+        try:
+            items = json.loads(text)
+        except ValueError as exc:
+            raise CtkError(f"not a JSON list of KEY=VALUE strings: {exc}") from exc
+        lines = [item for item in items if isinstance(item, str)] if isinstance(items, list) else []
+    for raw in lines:
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        line = line.removeprefix("export ").strip()
+        key, sep, value = line.partition("=")
+        if sep and key:
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                value = value[1:-1]
+            env[key.strip()] = value
+    return env
+
+
+def _print_list() -> None:
+    import ctk.doctor.run  # noqa: F401  (fills the registry)
+    from ctk.doctor.model import REGISTRY, checks_in_order
+
+    checks = checks_in_order(REGISTRY)
+    width = max(len(c.id) for c in checks)
+    for item in checks:
+        sys.stdout.write(f"{item.id:<{width}}  {item.severity.value:<7}  {item.title}\n")
+
+
+def to_json(
+    facts: NodeFacts, findings: Sequence[Finding], timings: Sequence[Any], *, strict: bool = False
+) -> dict[str, Any]:
+    """The `ctk.doctor/v1` document (docs/doctor.md, ctk/schemas/doctor-v1.json)."""
+    from ctk.doctor.run import summarize
+
+    summary = summarize(findings, strict=strict)
+    return {
+        "schema": SCHEMA_ID,
+        "ctk_version": __version__,
+        "context": {
+            "where": facts.where.value,
+            "root": facts.root,
+            "is_root": facts.is_root,
+            "cuda_requirement": facts.cuda_need.source if facts.cuda_need else None,
+        },
+        "checks": [_finding_json(f) for f in findings],
+        "summary": {
+            **summary.counts,
+            "root_cause": summary.root_cause,
+            "needs_root": summary.needs_root,
+            "exit_code": summary.exit_code,
+        },
+        "timings": [
+            {"step": t.step, "seconds": round(t.seconds, 4), "timed_out": t.timed_out}
+            for t in timings
+        ],
+    }
+
+
+def _finding_json(finding: Finding) -> dict[str, Any]:
+    return {
+        "id": finding.check,
+        "group": finding.group.value,
+        "status": finding.status.value,
+        "severity": finding.severity.value,
+        "title": finding.title,
+        "summary": finding.summary,
+        "evidence": [{"source": e.source, "value": e.value} for e in finding.evidence],
+        "remedy": (
+            {
+                "text": finding.remedy,
+                "commands": list(finding.commands),
+                "fixable": bool(finding.fixes),
+            }
+            if finding.remedy is not None
+            else None
+        ),
+        "sources": list(finding.sources),
+        "blocked_by": list(finding.blocked_by),
+    }
+
+
+# --- --fix --------------------------------------------------------------------------------
+
+ENGINE_CONFIGS = {
+    "docker": "/etc/docker/daemon.json",
+    "containerd": "/etc/containerd/config.toml",
+    "crio": "/etc/crio/crio.conf",
+}
+
+
+def fix_argv(fix: Fix, root: Path) -> list[str] | None:
+    """The ctk command line that applies ``fix`` to the node under ``root`` (None: not there)."""
+    argv = list(fix.argv)
+    if str(root) == "/":
+        return argv
+    if argv[:2] == ["runtime", "configure"]:
+        engine = next(a.split("=", 1)[1] for a in argv if a.startswith("--runtime="))
+        # in place: a drop-in's import line would name the path under --root
+        drop_in = [] if engine == "docker" else ["--drop-in-config="]
+        return [*argv, f"--config={root}{ENGINE_CONFIGS[engine]}", *drop_in]
+    if argv[:2] == ["system", "create-dev-char-symlinks"]:
+        return [*argv, f"--root={root}", f"--dev-char-path={root}/dev/char"]
+    # a spec generated under --root would name host paths with the root's prefix
+    return None
+
+
+def planned_fixes(findings: Sequence[Finding]) -> list[tuple[Fix, list[str]]]:
+    """Each distinct fix of a failing or warning finding, with the findings it answers."""
+    plan: dict[tuple[str, ...], tuple[Fix, list[str]]] = {}
+    for finding in findings:
+        if finding.status not in (Status.FAIL, Status.WARN):
+            continue
+        for fix in finding.fixes:
+            plan.setdefault(fix.argv, (fix, []))[1].append(finding.check)
+    return list(plan.values())
+
+
+def _fix(
+    root: Path,
+    need: CudaNeed | None,
+    shown: Sequence[str],
+    findings: Sequence[Finding],
+    *,
+    yes: bool,
+    nvml_timeout: float,
+) -> int:
+    from ctk.cli.app import main
+    from ctk.doctor.run import summarize
+
+    plan = planned_fixes(findings)
+    out = sys.stdout
+    if not plan:
+        out.write("\nNothing that ctk can fix by itself; apply the commands shown above.\n")
+        return summarize(findings).exit_code
+    commands = []
+    out.write("\nctk can fix these findings itself:\n")
+    for fix, ids in plan:
+        argv = fix_argv(fix, root)
+        shown_argv = (
+            "ctk " + " ".join(argv)
+            if argv
+            else "(run it on the node itself: not possible under --root)"
+        )
+        out.write(f"  {fix.description} ({', '.join(ids)})\n    {shown_argv}\n")
+        if argv:
+            commands.append(argv)
+    if not commands:
+        return summarize(findings).exit_code
+    if not yes and not typer.confirm("Apply these fixes?", default=False):
+        out.write("Nothing changed.\n")
+        return summarize(findings).exit_code
+    for argv in commands:
+        out.write(f"$ ctk {' '.join(argv)}\n")
+        out.flush()
+        code = main(argv)
+        if code != 0:
+            out.write(f"fix failed (exit {code}); stopping\n")
+            return 1
+    affected = sorted({i for _, ids in plan for i in ids})
+    _, after, _ = _diagnose(root, need, shown, nvml_timeout)
+    before = {f.check: f for f in findings}
+    out.write("\nAfter the fixes:\n")
+    for finding in after:
+        if finding.check in affected:
+            was = before[finding.check].status.value
+            out.write(f"  {finding.check}: {was} -> {finding.status.value}  {finding.summary}\n")
+    return summarize(after).exit_code
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,289 @@
+"""CDI spec checks (`cdi.*`): present, fresh, complete, valid, not in conflict."""
+
+from __future__ import annotations
+
+from ctk.doctor.checks.mig import GENERATE, GENERATE_FIX, GPU_KIND, spec_device_names
+from ctk.doctor.checks.toolkit import runtime_mode, toolkit_version
+from ctk.doctor.facts import NodeFacts, NvmlFacts, SpecFile
+from ctk.doctor.model import (
+    HOST_ONLY,
+    Evidence,
+    Result,
+    Severity,
+    check,
+    fail,
+    ok,
+    skip,
+    unknown,
+    warn,
+)
+
+CDI_SUPPORT = (
+    "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/cdi-support.html"
+)
+CDI_SPEC = "https://github.com/cncf-tags/container-device-interface/blob/main/SPEC.md"
+REFRESH_UNITS = ("nvidia-cdi-refresh.path", "ctk-cdi-refresh.path")
+ENABLE_REFRESH = "sudo systemctl enable --now nvidia-cdi-refresh.path"
+REFRESH_TOOLKIT = (1, 18)
+MAX_EVIDENCE = 3
+
+
+def unreadable(facts: NodeFacts) -> Result | None:
+    """The `unknown` result when the spec directories could not be read."""
+    problem = facts.cdi.unreadable
+    if problem is None:
+        return None
+    return unknown(
+        f"cannot read the CDI spec directories: {problem.reason}", needs_root=problem.needs_root
+    )
+
+
+def gpu_specs(facts: NodeFacts) -> tuple[SpecFile, ...]:
+    """The spec files of kind nvidia.com/gpu."""
+    return tuple(spec for spec in facts.cdi.specs if spec.kind == GPU_KIND)
+
+
+def cdi_consumers(facts: NodeFacts) -> list[Evidence]:
+    """What on this node relies on CDI specs."""
+    users = []
+    if runtime_mode(facts) == "cdi":
+        users.append(Evidence(facts.toolkit.config.path, 'nvidia-container-runtime.mode = "cdi"'))
+    if facts.docker.installed and facts.docker.cdi_enabled:
+        users.append(Evidence(facts.docker.config_path, "features.cdi = true"))
+    if facts.containerd.installed and facts.containerd.cdi_enabled:
+        users.append(Evidence(facts.containerd.config_path, "enable_cdi = true"))
+    if "podman" in facts.toolkit.binaries:
+        users.append(Evidence(facts.toolkit.binaries["podman"], "podman uses CDI natively"))
+    return users
+
+
+@check(
+    "cdi.spec-invalid",
+    severity=Severity.ERROR,
+    title="CDI spec files parse and pass validation",
+    remedy="Run `ctk cdi validate` on the file; regenerate it or delete hand-edited files.",
+    sources=(CDI_SPEC,),
+    where=HOST_ONLY,
+)
+def spec_invalid(facts: NodeFacts) -> Result:
+    """A broken spec makes every CDI request on the node fail."""
+    blocked = unreadable(facts)
+    if blocked is not None:
+        return blocked
+    broken = [spec for spec in facts.cdi.specs if spec.problems]
+    if not broken:
+        return ok(f"{len(facts.cdi.specs)} spec file(s) valid")
+    return fail(
+        f"{len(broken)} CDI spec file(s) are invalid: " + ", ".join(s.path for s in broken),
+        *(Evidence(spec.path, spec.problems[0]) for spec in broken),
+        commands=tuple(f"ctk cdi validate {spec.path}" for spec in broken),
+    )
+
+
+@check(
+    "cdi.spec-missing",
+    severity=Severity.ERROR,
+    title="an nvidia.com/gpu CDI spec exists",
+    remedy="Generate the spec; enable the refresh unit so it stays current.",
+    sources=(CDI_SUPPORT, "https://github.com/NVIDIA/nvidia-container-toolkit/issues/146"),
+    depends_on=("driver.not-loaded",),
+    where=HOST_ONLY,
+)
+def spec_missing(facts: NodeFacts) -> Result:
+    """`unresolvable CDI devices nvidia.com/gpu=all`."""
+    blocked = unreadable(facts)
+    if blocked is not None:
+        return blocked
+    specs = gpu_specs(facts)
+    if specs:
+        devices = sorted({name for spec in specs for name in spec.devices})
+        return ok(f"{len(devices)} nvidia.com/gpu device(s) in " + ", ".join(s.path for s in specs))
+    users = cdi_consumers(facts)
+    if not users:
+        return skip("no CDI spec, and nothing on this node uses CDI")
+    return fail(
+        "no nvidia.com/gpu CDI spec in " + ", ".join(facts.cdi.dirs) + ": CDI requests fail "
+        "with 'unresolvable CDI devices nvidia.com/gpu=all'",
+        *users,
+        *(Evidence(d, "no nvidia.com/gpu spec") for d in facts.cdi.dirs),
+        commands=(GENERATE, "ctk cdi list", ENABLE_REFRESH),
+        fixes=(GENERATE_FIX,),
+    )
+
+
+def _stale_evidence(spec: SpecFile, module: str | None) -> list[Evidence]:
+    evidence = []
+    other = sorted(v for v in spec.driver_versions if v != module)
+    if other:
+        evidence.append(Evidence(spec.path, f"generated for driver {', '.join(other)}"))
+    evidence += [
+        Evidence(spec.path, f"mounts {path} (missing)")
+        for path in spec.missing_host_paths[:MAX_EVIDENCE]
+    ]
+    if len(spec.missing_host_paths) > MAX_EVIDENCE:
+        extra = len(spec.missing_host_paths) - MAX_EVIDENCE
+        evidence.append(Evidence(spec.path, f"... and {extra} more missing host paths"))
+    evidence += [Evidence(spec.path, f"hook {path} (missing)") for path in spec.missing_hook_paths]
+    return evidence
+
+
+@check(
+    "cdi.spec-stale",
+    severity=Severity.ERROR,
+    title="the CDI spec matches the running driver",
+    remedy="Regenerate the spec; enable the refresh unit so driver upgrades regenerate it.",
+    sources=(CDI_SUPPORT, "https://github.com/NVIDIA/nvidia-container-toolkit/issues/1828"),
+    depends_on=(
+        "driver.not-loaded",
+        "driver.library-mismatch",
+        "driver.uvm-missing",
+        "dev.nodes-missing",
+        "dev.mig-cap-nodes-missing",
+        "lib.nvml-not-found",
+        "cdi.spec-invalid",
+        "cdi.spec-missing",
+    ),
+    where=HOST_ONLY,
+)
+def spec_stale(facts: NodeFacts) -> Result:
+    """Versioned library paths, `--host-driver-version`, host paths and hooks vs the node."""
+    specs = gpu_specs(facts)
+    if not specs:
+        return skip("no nvidia.com/gpu CDI spec")
+    module = facts.kernel.driver_version
+    evidence = [e for spec in specs for e in _stale_evidence(spec, module)]
+    if not evidence:
+        return ok(f"the spec matches driver {module}; all host paths exist")
+    generated = sorted({v for spec in specs for v in spec.driver_versions if v != module})
+    summary = (
+        f"{', '.join(s.path for s in specs)} was generated for driver {', '.join(generated)} "
+        f"but driver {module} is loaded"
+        if generated
+        else f"{', '.join(s.path for s in specs)} refers to host files that no longer exist"
+    )
+    return fail(
+        summary + ": containers fail at creation or get mismatched libraries",
+        Evidence("/proc/driver/nvidia/version", module or "unknown"),
+        *evidence,
+        commands=(GENERATE, ENABLE_REFRESH),
+        fixes=(GENERATE_FIX,),
+    )
+
+
+def _gpu_names(facts: NodeFacts) -> list[tuple[str, tuple[str, ...], str]]:
+    """(label, names that cover the GPU, device node) for each GPU the node has."""
+    if isinstance(facts.nvml, NvmlFacts) and facts.nvml.error_code is None and facts.nvml.gpus:
+        return [
+            (f"GPU {g.index} ({g.uuid})", (str(g.index), g.uuid), f"/dev/nvidia{g.minor}")
+            for g in facts.nvml.gpus
+        ]
+    return [(f"{g.bdf} ({g.uuid})", (g.uuid,), f"/dev/nvidia{g.minor}") for g in facts.kernel.gpus]
+
+
+@check(
+    "cdi.spec-incomplete",
+    severity=Severity.ERROR,
+    title="the CDI spec covers every GPU and has `all`",
+    remedy="Regenerate the spec.",
+    sources=(CDI_SUPPORT,),
+    depends_on=("cdi.spec-stale",),
+    where=HOST_ONLY,
+)
+def spec_incomplete(facts: NodeFacts) -> Result:
+    """A GPU added or replaced since generation, or no `all` device."""
+    specs = gpu_specs(facts)
+    if not specs:
+        return skip("no nvidia.com/gpu CDI spec")
+    names = spec_device_names(facts)
+    nodes = {path for spec in specs for paths in spec.device_node_paths.values() for path in paths}
+    missing = [
+        label
+        for label, aliases, node in _gpu_names(facts)
+        if not any(alias in names for alias in aliases) and node not in nodes
+    ]
+    problems = [Evidence("GPU", f"{label} has no CDI device") for label in missing]
+    if "all" not in names:
+        problems.append(Evidence(", ".join(s.path for s in specs), "no device named all"))
+    if not problems:
+        return ok(f"every GPU has a CDI entry ({len(names)} names)")
+    return fail(
+        "the CDI spec does not cover the node's devices: " + "; ".join(e.value for e in problems),
+        *problems,
+        commands=(GENERATE,),
+        fixes=(GENERATE_FIX,),
+    )
+
+
+@check(
+    "cdi.spec-conflict",
+    severity=Severity.WARNING,
+    title="no CDI device is defined in two spec files",
+    remedy="Keep one spec file per kind (usually the refresh unit's /var/run/cdi/nvidia.yaml).",
+    sources=("https://github.com/cncf-tags/container-device-interface/blob/main/pkg/cdi/doc.go",),
+    depends_on=("cdi.spec-invalid",),
+    where=HOST_ONLY,
+)
+def spec_conflict(facts: NodeFacts) -> Result:
+    """The higher-priority directory wins silently; edits to the other file do nothing."""
+    if not facts.cdi.conflicts:
+        return ok("no conflicting device definitions")
+    return warn(
+        f"{len(facts.cdi.conflicts)} CDI device(s) are defined in more than one spec file; "
+        "the later directory wins silently",
+        *(Evidence("CDI", conflict) for conflict in facts.cdi.conflicts[:MAX_EVIDENCE]),
+        commands=("sudo rm /etc/cdi/nvidia.yaml   # keep the one the refresh unit owns",),
+    )
+
+
+@check(
+    "cdi.refresh-disabled",
+    severity=Severity.WARNING,
+    title="the CDI spec is regenerated on boot and driver upgrades",
+    remedy="Enable the nvidia-cdi-refresh.path unit.",
+    sources=(CDI_SUPPORT,),
+    depends_on=("cdi.spec-missing",),
+    where=HOST_ONLY,
+)
+def refresh_disabled(facts: NodeFacts) -> Result:
+    """A spec in tmpfs `/var/run/cdi` vanishes at reboot; one in `/etc/cdi` goes stale."""
+    if facts.cdi.refresh_enabled:
+        return ok("a CDI refresh unit is enabled")
+    specs = gpu_specs(facts)
+    version = toolkit_version(facts)
+    volatile = [s.path for s in specs if s.path.startswith(("/var/run/", "/run/"))]
+    if volatile:
+        reason = f"{volatile[0]} lives in a tmpfs and disappears at reboot"
+    elif specs and version is not None and version >= REFRESH_TOOLKIT:
+        reason = f"{specs[0].path} goes stale at the next driver upgrade"
+    else:
+        return ok("no refresh unit needed (no volatile spec, toolkit < 1.18)")
+    return warn(
+        f"no CDI refresh unit is enabled: {reason}",
+        Evidence("/etc/systemd/system", "nvidia-cdi-refresh.path not enabled"),
+        commands=(ENABLE_REFRESH,),
+    )
+
+
+@check(
+    "cdi.management-spec-missing",
+    severity=Severity.ERROR,
+    title="the management.nvidia.com/gpu spec exists where Kubernetes uses CDI",
+    remedy="Restart the toolkit daemonset (GPU Operator) or generate the management spec.",
+    sources=("https://github.com/NVIDIA/nvidia-container-toolkit/issues/1239",),
+    depends_on=("cdi.spec-missing",),
+    where=HOST_ONLY,
+)
+def management_spec_missing(facts: NodeFacts) -> Result:
+    """The device plugin in CDI mode requests `management.nvidia.com/gpu` devices."""
+    kube = facts.kubernetes
+    if kube is None or kube.get("device_list_strategy") not in ("cdi-cri", "cdi-annotations"):
+        return skip("no Kubernetes device plugin in CDI mode")
+    if any(spec.kind == "management.nvidia.com/gpu" for spec in facts.cdi.specs):
+        return ok("management.nvidia.com/gpu spec present")
+    return fail(
+        "the device plugin uses CDI but no management.nvidia.com/gpu spec exists",
+        Evidence(", ".join(facts.cdi.dirs), "no management.nvidia.com/gpu spec"),
+        commands=(
+            "kubectl -n gpu-operator rollout restart daemonset/nvidia-container-toolkit-daemonset",
+        ),
+    )

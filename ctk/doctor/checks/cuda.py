@@ -1,0 +1,199 @@
+"""CUDA compatibility checks (`cuda.*`): the driver against what a workload needs."""
+
+from __future__ import annotations
+
+from ctk.doctor import cuda as compat
+from ctk.doctor.facts import CudaNeed, NodeFacts, NvmlFacts
+from ctk.doctor.model import (
+    Evidence,
+    Result,
+    Severity,
+    check,
+    fail,
+    ok,
+    skip,
+    unknown,
+    warn,
+)
+
+RELEASE_NOTES = "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html"
+MVC_DOCS = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
+FORWARD_DOCS = "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html"
+DATA_CENTER_BRANDS = frozenset({"tesla", "nvidia", "datacenter", "quadro_rtx", "nvidiartx"})
+NO_NEED = (
+    "no CUDA requirement to check (use --cuda-version or --image-env, or run in the container)"
+)
+
+
+def host_cuda(facts: NodeFacts) -> compat.HostCuda | None:
+    """Driver version, CUDA version (NVML, else the table) and GPU brands of the host."""
+    driver = compat.parse_version(facts.kernel.driver_version or "")
+    if driver is None:
+        return None
+    cuda: tuple[int, ...] | None = None
+    brands: frozenset[str] = frozenset()
+    if isinstance(facts.nvml, NvmlFacts) and facts.nvml.error_code is None:
+        cuda = facts.nvml.cuda_version
+        brands = frozenset(g.brand.lower() for g in facts.nvml.gpus if g.brand)
+    if cuda is None:
+        cuda = compat.host_cuda_from_driver(facts.cuda_table, driver)
+    return compat.HostCuda(
+        driver=driver, driver_text=facts.kernel.driver_version or "", cuda=cuda, brands=brands
+    )
+
+
+def _evidence(need: CudaNeed, host: compat.HostCuda) -> tuple[Evidence, ...]:
+    shown_cuda = compat.format_version(host.cuda) if host.cuda else "unknown"
+    items = [
+        Evidence("/proc/driver/nvidia/version", host.driver_text),
+        Evidence("driver CUDA version", shown_cuda),
+    ]
+    items += [Evidence(need.source, f"NVIDIA_REQUIRE: {expr}") for expr in need.requirements]
+    if need.cuda_version:
+        items.append(Evidence(need.source, f"CUDA_VERSION={need.cuda_version}"))
+    if need.disable_require:
+        items.append(Evidence(need.source, "NVIDIA_DISABLE_REQUIRE=true"))
+    return tuple(items)
+
+
+def _judge(facts: NodeFacts) -> tuple[CudaNeed, compat.HostCuda, compat.Verdict] | Result:
+    need = facts.cuda_need
+    if need is None:
+        return skip(NO_NEED)
+    host = host_cuda(facts)
+    if host is None:
+        return unknown("the driver version is unknown")
+    verdict = compat.judge(need, host, facts.cuda_table)
+    if verdict.beyond_table and not verdict.satisfied:
+        wanted = compat.format_version(verdict.required or ())
+        return unknown(f"CUDA {wanted} is newer than ctk's compatibility table: upgrade ctk")
+    return need, host, verdict
+
+
+def _upgrade_commands(verdict: compat.Verdict, host: compat.HostCuda) -> tuple[str, ...]:
+    commands = []
+    if verdict.row is not None and verdict.row.min_driver is not None:
+        minimum = verdict.row.min_driver_text
+        note = "" if verdict.row.verified else " (unverified table value)"
+        commands.append(
+            f"upgrade the driver to >= {minimum}{note}: "
+            f"sudo apt-get install nvidia-driver-{verdict.row.min_driver[0]} && sudo reboot"
+        )
+    if host.cuda is not None:
+        commands.append(
+            f"or use an image built for CUDA {compat.format_version(host.cuda)} or older"
+        )
+    if verdict.required is not None:
+        major, minor = verdict.required[:2]
+        if host.brands & DATA_CENTER_BRANDS:
+            commands.append(
+                f"or (data-center GPUs only) add cuda-compat-{major}-{minor} to the image "
+                "(forward compatibility)"
+            )
+        elif host.brands:
+            commands.append("forward compatibility (cuda-compat) is not supported on this GPU")
+    return tuple(commands)
+
+
+@check(
+    "cuda.driver-too-old",
+    severity=Severity.ERROR,
+    title="the driver supports the CUDA version the workload needs",
+    remedy="Upgrade the driver, or use an image built for the host's CUDA version.",
+    sources=(
+        RELEASE_NOTES,
+        "https://github.com/NVIDIA/nvidia-container-toolkit/issues/152",
+        "https://github.com/NVIDIA/nvidia-docker/issues/1442",
+    ),
+    depends_on=("driver.not-loaded",),
+)
+def driver_too_old(facts: NodeFacts) -> Result:
+    """`unsatisfied condition: cuda>=12.8` at start, or CUDA error 35 at run time."""
+    judged = _judge(facts)
+    if isinstance(judged, Result):
+        return judged
+    need, host, verdict = judged
+    evidence = _evidence(need, host)
+    if verdict.satisfied:
+        return ok("the driver satisfies the workload's CUDA requirement", *evidence)
+    wanted = compat.format_version(verdict.required) if verdict.required else "the requirement"
+    shown_cuda = compat.format_version(host.cuda) if host.cuda else "an unknown CUDA version"
+    if need.disable_require:
+        if verdict.mvc_applies:
+            return ok(
+                f"CUDA {wanted} runs on driver {host.driver_text} only through "
+                "minor-version compatibility (see cuda.minor-compat-only)",
+                *evidence,
+            )
+        summary = (
+            f"the workload needs CUDA {wanted} but the driver supports {shown_cuda}; the "
+            "requirement check is disabled, so it fails at run time with error 35 "
+            "(CUDA driver version is insufficient)"
+        )
+    else:
+        summary = (
+            f"the workload needs CUDA {wanted} but driver {host.driver_text} "
+            f"supports {shown_cuda}: the runtime refuses the container "
+            f"(unsatisfied condition: cuda>={wanted})"
+        )
+        if verdict.mvc_applies:
+            summary += (
+                "; it would probably run under minor-version compatibility with "
+                "NVIDIA_DISABLE_REQUIRE=1 (no PTX JIT, no newer APIs)"
+            )
+    return fail(summary, *evidence, commands=_upgrade_commands(verdict, host))
+
+
+@check(
+    "cuda.minor-compat-only",
+    severity=Severity.WARNING,
+    title="the workload does not depend on minor-version compatibility",
+    remedy="Upgrade the driver to the full minimum for the workload's CUDA version.",
+    sources=(MVC_DOCS,),
+    depends_on=("driver.not-loaded",),
+)
+def minor_compat_only(facts: NodeFacts) -> Result:
+    """Runs only through MVC: PTX JIT and APIs newer than the driver fail."""
+    judged = _judge(facts)
+    if isinstance(judged, Result):
+        return judged
+    need, host, verdict = judged
+    evidence = _evidence(need, host)
+    if verdict.satisfied or not verdict.mvc_applies or not need.disable_require:
+        return ok("minor-version compatibility is not relied on", *evidence)
+    wanted = compat.format_version(verdict.required or ())
+    return warn(
+        f"CUDA {wanted} runs on driver {host.driver_text} only through "
+        "minor-version compatibility: kernels shipped as PTX fail to JIT and newer APIs "
+        "return 'not supported'",
+        *evidence,
+        commands=_upgrade_commands(verdict, host),
+    )
+
+
+@check(
+    "cuda.requirement-check-disabled",
+    severity=Severity.INFO,
+    title="the runtime's CUDA requirement check is active",
+    remedy="Unset NVIDIA_DISABLE_REQUIRE so that incompatible containers fail early and clearly.",
+    sources=(
+        "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/"
+        "docker-specialized.html",
+    ),
+    depends_on=("driver.not-loaded",),
+)
+def requirement_check_disabled(facts: NodeFacts) -> Result:
+    """`NVIDIA_DISABLE_REQUIRE` hides the clear 'unsatisfied condition' error."""
+    judged = _judge(facts)
+    if isinstance(judged, Result):
+        return judged
+    need, host, verdict = judged
+    if not need.disable_require:
+        return ok("the requirement check is active")
+    if verdict.satisfied:
+        return ok("NVIDIA_DISABLE_REQUIRE is set, but the driver satisfies the requirement")
+    return warn(
+        "NVIDIA_DISABLE_REQUIRE is set: the runtime does not refuse this container although "
+        "the driver does not meet its CUDA requirement",
+        *_evidence(need, host),
+    )

@@ -1,0 +1,466 @@
+"""Container engine checks (`docker.*`, `containerd.*`, `crio.*`)."""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+
+from ctk.doctor.checks.toolkit import runtime_mode
+from ctk.doctor.facts import EngineFacts, NodeFacts, RuntimeEntry
+from ctk.doctor.model import (
+    HOST_ONLY,
+    Evidence,
+    Fix,
+    Result,
+    Severity,
+    check,
+    fail,
+    ok,
+    skip,
+    unknown,
+    warn,
+)
+
+INSTALL_GUIDE = (
+    "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
+)
+CONTAINERD_DROP_IN_DIR = "/etc/containerd/conf.d"
+
+
+def _configure(engine: str, *extra: str) -> Fix:
+    return Fix(
+        ("runtime", "configure", f"--runtime={engine}", *extra),
+        f"add the nvidia runtime to the {engine} configuration",
+    )
+
+
+def _not_installed(engine: EngineFacts) -> Result | None:
+    if not engine.installed:
+        return skip(f"{engine.engine} is not installed")
+    if engine.needs_root:
+        return unknown(f"{engine.config_path} is not readable without root", needs_root=True)
+    if engine.error is not None:
+        return skip(f"{engine.config_path} does not parse (see its config check)")
+    return None
+
+
+def _nvidia_runtime(engine: EngineFacts) -> tuple[RuntimeEntry | None, list[Evidence]]:
+    runtime = engine.runtimes.get("nvidia")
+    where = engine.config_path or engine.engine
+    if runtime is None:
+        names = ", ".join(sorted(engine.runtimes)) or "none"
+        return None, [Evidence(where, f"runtimes: {names} (no nvidia)")]
+    if runtime.binary and not runtime.binary_exists:
+        return None, [Evidence(where, f"nvidia runtime binary {runtime.binary} is missing")]
+    return runtime, [Evidence(where, f"nvidia -> {runtime.binary or 'default binary'}")]
+
+
+def _toml_bool(value: bool | None) -> str:
+    return "true" if value else "false"
+
+
+def docker_cgroup_driver(facts: NodeFacts) -> str:
+    """Docker's cgroup driver: `exec-opts`, else systemd on cgroup v2 + systemd, else cgroupfs."""
+    if facts.docker.cgroup_driver:
+        return facts.docker.cgroup_driver
+    if facts.kernel.cgroup_version == 2 and facts.kernel.systemd_init:
+        return "systemd"
+    return "cgroupfs"
+
+
+@check(
+    "docker.daemon-json-invalid",
+    severity=Severity.ERROR,
+    title="/etc/docker/daemon.json parses",
+    remedy="Fix the reported line; dockerd refuses to start with a broken daemon.json.",
+    sources=("https://docs.docker.com/engine/daemon/",),
+    where=HOST_ONLY,
+)
+def daemon_json_invalid(facts: NodeFacts) -> Result:
+    """Trailing commas and friends: dockerd will not start."""
+    docker = facts.docker
+    blocked = _not_installed(docker)
+    if blocked is not None and docker.error is None:
+        return blocked
+    if docker.error is None:
+        state = "valid" if docker.config_exists else "absent (defaults apply)"
+        return ok(f"{docker.config_path} {state}")
+    return fail(
+        f"{docker.config_path} does not parse: {docker.error}",
+        Evidence(docker.config_path, docker.error),
+        commands=(f"sudo dockerd --validate --config-file {docker.config_path}",),
+    )
+
+
+@check(
+    "docker.snap",
+    severity=Severity.ERROR,
+    title="Docker is not the snap package",
+    remedy="Remove the Docker snap and install Docker Engine from Docker's repository.",
+    sources=(
+        "https://github.com/canonical/docker-snap/issues/148",
+        "https://github.com/NVIDIA/nvidia-docker/issues/1637",
+    ),
+    where=HOST_ONLY,
+)
+def docker_snap(facts: NodeFacts) -> Result:
+    """Snap confinement hides the host's driver libraries and the toolkit."""
+    if not facts.docker_snap:
+        return ok("Docker is not a snap")
+    return fail(
+        "Docker is installed as a snap: its confinement hides the host driver libraries and "
+        "the NVIDIA runtime",
+        Evidence("/snap/bin/docker", "present"),
+        commands=("sudo snap remove docker", "install Docker Engine from download.docker.com"),
+    )
+
+
+@check(
+    "docker.runtime-not-configured",
+    severity=Severity.ERROR,
+    title="Docker has the nvidia runtime",
+    remedy="Add the nvidia runtime to daemon.json and restart Docker.",
+    sources=(
+        "https://github.com/NVIDIA/nvidia-docker/issues/1243",
+        "https://github.com/NVIDIA/nvidia-container-toolkit/issues/522",
+        INSTALL_GUIDE,
+    ),
+    depends_on=("toolkit.not-installed", "docker.daemon-json-invalid", "docker.snap"),
+    where=HOST_ONLY,
+)
+def docker_runtime(facts: NodeFacts) -> Result:
+    """`unknown or invalid runtime name: nvidia` / `could not select device driver ""`."""
+    blocked = _not_installed(facts.docker)
+    if blocked is not None:
+        return blocked
+    runtime, evidence = _nvidia_runtime(facts.docker)
+    if runtime is not None:
+        default = facts.docker.default_runtime or "runc"
+        return ok(f"nvidia runtime configured (default runtime {default})", *evidence)
+    return fail(
+        "Docker has no usable nvidia runtime: `docker run --runtime=nvidia` fails with "
+        "'unknown or invalid runtime name: nvidia'",
+        *evidence,
+        commands=(
+            "sudo ctk runtime configure --runtime=docker",
+            "sudo systemctl restart docker",
+        ),
+        fixes=(_configure("docker"),),
+    )
+
+
+@check(
+    "docker.rootless-config",
+    severity=Severity.ERROR,
+    title="rootless Docker's own daemon.json has the nvidia runtime",
+    remedy="Configure the user's daemon.json and restart the user's Docker.",
+    sources=(INSTALL_GUIDE,),
+    depends_on=("toolkit.not-installed",),
+    where=HOST_ONLY,
+)
+def rootless_config(facts: NodeFacts) -> Result:
+    """The system-wide daemon.json does not apply to rootless daemons."""
+    rootless = facts.docker_rootless
+    if rootless is None:
+        return skip("no rootless Docker found")
+    runtime, evidence = _nvidia_runtime(rootless)
+    if runtime is not None and rootless.error is None:
+        return ok("rootless daemon.json has the nvidia runtime", *evidence)
+    if rootless.error is not None:
+        evidence = [Evidence(rootless.config_path, rootless.error)]
+    return fail(
+        f"rootless Docker reads {rootless.config_path}, which has no nvidia runtime",
+        *evidence,
+        commands=(
+            f"ctk runtime configure --runtime=docker --config={rootless.config_path}",
+            "systemctl --user restart docker",
+        ),
+    )
+
+
+def _cdi_wanted(facts: NodeFacts) -> bool:
+    return runtime_mode(facts) == "cdi"
+
+
+@check(
+    "docker.cdi-not-enabled",
+    severity=Severity.WARNING,
+    title="Docker has CDI enabled where CDI is used",
+    remedy="Enable CDI in daemon.json (features.cdi) and restart Docker.",
+    sources=("https://github.com/cncf-tags/container-device-interface/issues/84",),
+    depends_on=("docker.runtime-not-configured",),
+    where=HOST_ONLY,
+)
+def docker_cdi(facts: NodeFacts) -> Result:
+    """`--device nvidia.com/gpu=...` needs Docker 25+ with CDI switched on."""
+    blocked = _not_installed(facts.docker)
+    if blocked is not None:
+        return blocked
+    if not _cdi_wanted(facts):
+        return ok("CDI is not required (toolkit mode is not cdi)")
+    if facts.docker.cdi_enabled:
+        return ok("CDI enabled in daemon.json")
+    return warn(
+        "the toolkit uses CDI but Docker's CDI support is off: `--device nvidia.com/gpu=...` "
+        "fails with 'could not select device driver \"cdi\"'",
+        Evidence(facts.docker.config_path, "features.cdi not true"),
+        commands=(
+            "sudo ctk runtime configure --runtime=docker --cdi.enabled",
+            "sudo systemctl restart docker",
+        ),
+    )
+
+
+@check(
+    "docker.cgroup-driver",
+    severity=Severity.INFO,
+    title="Docker's cgroup driver",
+    remedy="Informational: the systemd driver needs /dev/char links or CDI.",
+    sources=("https://github.com/NVIDIA/nvidia-container-toolkit/issues/48",),
+    depends_on=("docker.daemon-json-invalid",),
+    where=HOST_ONLY,
+)
+def docker_cgroup(facts: NodeFacts) -> Result:
+    """Reports the cgroup driver and cgroup version."""
+    blocked = _not_installed(facts.docker)
+    if blocked is not None:
+        return blocked
+    driver = docker_cgroup_driver(facts)
+    source = "exec-opts" if facts.docker.cgroup_driver else "default"
+    return ok(
+        f"cgroup driver {driver} ({source}), cgroup v{facts.kernel.cgroup_version}",
+        Evidence(facts.docker.config_path, f"native.cgroupdriver={driver} ({source})"),
+    )
+
+
+@check(
+    "containerd.drop-in-not-imported",
+    severity=Severity.ERROR,
+    title="containerd imports the NVIDIA drop-in",
+    remedy="Add the conf.d glob to imports in config.toml (or rerun runtime configure).",
+    sources=("https://github.com/NVIDIA/nvidia-container-toolkit/blob/main/CHANGELOG.md",),
+    where=HOST_ONLY,
+)
+def drop_in_not_imported(facts: NodeFacts) -> Result:
+    """A regenerated config.toml lost its `imports`, and the drop-in silently vanished."""
+    containerd = facts.containerd
+    if not containerd.installed or not containerd.drop_ins:
+        return skip("no containerd drop-in files")
+    orphans = [
+        path
+        for path in containerd.drop_ins
+        if not any(fnmatch.fnmatchcase(path, pattern) for pattern in containerd.imports)
+    ]
+    if not orphans:
+        return ok(f"{len(containerd.drop_ins)} drop-in(s) imported")
+    imports = ", ".join(containerd.imports) or "none"
+    return fail(
+        f"containerd ignores {', '.join(orphans)}: {containerd.config_path} does not import it",
+        Evidence(containerd.config_path, f"imports: {imports}"),
+        *(Evidence(path, "exists, not imported") for path in orphans),
+        commands=(
+            "sudo ctk runtime configure --runtime=containerd",
+            '# or add: imports = ["/etc/containerd/conf.d/*.toml"] at the top of config.toml',
+            "sudo systemctl restart containerd",
+        ),
+        fixes=(_configure("containerd"),),
+    )
+
+
+@check(
+    "containerd.runtime-not-configured",
+    severity=Severity.ERROR,
+    title="containerd has the nvidia runtime",
+    remedy="Add the nvidia runtime to containerd's config and restart containerd.",
+    sources=(
+        "https://github.com/NVIDIA/gpu-operator/issues/413",
+        "https://github.com/NVIDIA/k8s-device-plugin/issues/479",
+    ),
+    depends_on=("toolkit.not-installed",),
+    where=HOST_ONLY,
+)
+def containerd_runtime(facts: NodeFacts) -> Result:
+    """`no runtime for "nvidia" is configured`."""
+    containerd = facts.containerd
+    blocked = _not_installed(containerd)
+    if blocked is not None and containerd.error is None:
+        return blocked
+    if containerd.error is not None:
+        return fail(
+            f"{containerd.config_path} does not parse: {containerd.error}",
+            Evidence(containerd.config_path, containerd.error),
+            commands=(f"containerd --config {containerd.config_path} config dump",),
+        )
+    runtime, evidence = _nvidia_runtime(containerd)
+    if runtime is not None:
+        default = containerd.default_runtime or "runc"
+        return ok(f"nvidia runtime configured (default runtime {default})", *evidence)
+    return fail(
+        "containerd has no usable nvidia runtime: pods fail with "
+        "'no runtime for \"nvidia\" is configured'",
+        *evidence,
+        commands=(
+            "sudo ctk runtime configure --runtime=containerd",
+            "sudo systemctl restart containerd",
+        ),
+        fixes=(_configure("containerd"),),
+    )
+
+
+@check(
+    "containerd.systemd-cgroup-mismatch",
+    severity=Severity.ERROR,
+    title="the nvidia runtime uses the same cgroup driver as runc",
+    remedy="Set SystemdCgroup on the nvidia runtime's options to match runc, restart containerd.",
+    sources=(
+        "https://github.com/NVIDIA/nvidia-container-toolkit/issues/28",
+        "https://github.com/k3s-io/k3s/issues/8470",
+    ),
+    depends_on=("containerd.runtime-not-configured",),
+    where=HOST_ONLY,
+)
+def systemd_cgroup_mismatch(facts: NodeFacts) -> Result:
+    """runc with SystemdCgroup = true, nvidia without (or the reverse)."""
+    containerd = facts.containerd
+    if not containerd.installed:
+        return skip("containerd is not installed")
+    runc = containerd.runtimes.get("runc")
+    nvidia = containerd.runtimes.get("nvidia")
+    if runc is None or nvidia is None:
+        return skip("runc or nvidia runtime not configured")
+    if bool(runc.systemd_cgroup) == bool(nvidia.systemd_cgroup):
+        return ok(f"runc and nvidia agree: SystemdCgroup = {_toml_bool(runc.systemd_cgroup)}")
+    want = "true" if runc.systemd_cgroup else "false"
+    return fail(
+        "the nvidia runtime's SystemdCgroup differs from runc's: pods fail with "
+        "'expected cgroupsPath to be of format \"slice:prefix:name\"' or land in the wrong "
+        "hierarchy",
+        Evidence(containerd.config_path, f"runc SystemdCgroup = {_toml_bool(runc.systemd_cgroup)}"),
+        Evidence(
+            containerd.config_path, f"nvidia SystemdCgroup = {_toml_bool(nvidia.systemd_cgroup)}"
+        ),
+        commands=(
+            f"set SystemdCgroup = {want} under the nvidia runtime's options",
+            "sudo systemctl restart containerd",
+        ),
+    )
+
+
+@check(
+    "containerd.not-default-no-runtimeclass",
+    severity=Severity.ERROR,
+    title="Kubernetes pods can reach the nvidia runtime",
+    remedy="Make nvidia the default runtime, or create a RuntimeClass with handler nvidia.",
+    sources=("https://github.com/NVIDIA/k8s-device-plugin",),
+    depends_on=("containerd.runtime-not-configured",),
+    where=HOST_ONLY,
+)
+def not_default_no_runtimeclass(facts: NodeFacts) -> Result:
+    """Neither default runtime nor a RuntimeClass: GPU pods run under runc."""
+    if facts.kubernetes is None:
+        return skip("no Kubernetes node facts")
+    containerd = facts.containerd
+    if containerd.default_runtime == "nvidia":
+        return ok("nvidia is containerd's default runtime")
+    handlers = set(facts.kubernetes.get("runtimeclass_handlers", ()))
+    if "nvidia" in handlers:
+        return ok("a RuntimeClass has handler nvidia")
+    return fail(
+        "nvidia is neither containerd's default runtime nor the handler of a RuntimeClass: "
+        "GPU pods run under runc and see no GPU",
+        Evidence(containerd.config_path, f"default_runtime_name = {containerd.default_runtime}"),
+        Evidence("RuntimeClasses", ", ".join(sorted(handlers)) or "none"),
+        commands=(
+            "sudo ctk runtime configure --runtime=containerd --set-as-default",
+            "# or: kubectl apply a RuntimeClass nvidia (handler: nvidia)",
+        ),
+    )
+
+
+@check(
+    "containerd.cdi-disabled",
+    severity=Severity.WARNING,
+    title="containerd's CDI support is on where CDI is used",
+    remedy="Enable CDI in containerd's CRI plugin (containerd 1.7+), restart containerd.",
+    sources=("https://github.com/kubernetes-sigs/kind/pull/3530",),
+    depends_on=("containerd.runtime-not-configured",),
+    where=HOST_ONLY,
+)
+def containerd_cdi(facts: NodeFacts) -> Result:
+    """`cdi_spec_dirs` configured (or cdi-cri requested) but `enable_cdi` off."""
+    containerd = facts.containerd
+    if not containerd.installed:
+        return skip("containerd is not installed")
+    wanted = bool(containerd.cdi_spec_dirs) or bool(
+        facts.kubernetes and facts.kubernetes.get("device_list_strategy") == "cdi-cri"
+    )
+    if not wanted:
+        return ok("native CDI is not requested")
+    if containerd.cdi_enabled:
+        return ok("enable_cdi = true")
+    return warn(
+        "containerd is set up for CDI (cdi_spec_dirs) but enable_cdi is not true",
+        Evidence(containerd.config_path, "enable_cdi not true"),
+        commands=(
+            "sudo ctk runtime configure --runtime=containerd --cdi.enabled",
+            "sudo systemctl restart containerd",
+        ),
+    )
+
+
+@check(
+    "containerd.managed-config",
+    severity=Severity.INFO,
+    title="containerd's config is not regenerated by a distribution",
+    remedy="Edit config.toml.tmpl (k3s/RKE2) instead of config.toml; restart k3s.",
+    sources=("https://docs.k3s.io/advanced",),
+    where=HOST_ONLY,
+)
+def managed_config(facts: NodeFacts) -> Result:
+    """k3s/RKE2 rewrite config.toml at every start."""
+    managed = facts.containerd.managed_by
+    if managed is None:
+        return ok("containerd's config is not managed by k3s/RKE2")
+    return warn(
+        f"containerd's config is generated by {managed} at every start: edits to config.toml "
+        "are lost",
+        Evidence(facts.containerd.config_path, f"managed by {managed}"),
+        commands=(
+            f"put custom settings in {posixpath.dirname(facts.containerd.config_path)}"
+            "/config.toml.tmpl",
+            f"sudo systemctl restart {managed}",
+        ),
+    )
+
+
+@check(
+    "crio.runtime-not-configured",
+    severity=Severity.ERROR,
+    title="CRI-O has the nvidia runtime",
+    remedy="Add the nvidia runtime to CRI-O's configuration and restart CRI-O.",
+    sources=(INSTALL_GUIDE,),
+    depends_on=("toolkit.not-installed",),
+    where=HOST_ONLY,
+)
+def crio_runtime(facts: NodeFacts) -> Result:
+    """No `[crio.runtime.runtimes.nvidia]` and no OCI hook."""
+    crio = facts.crio
+    blocked = _not_installed(crio)
+    if blocked is not None and crio.error is None:
+        return blocked
+    if crio.error is not None:
+        return fail(
+            f"{crio.config_path} does not parse: {crio.error}",
+            Evidence(crio.config_path, crio.error),
+        )
+    runtime, evidence = _nvidia_runtime(crio)
+    if runtime is not None:
+        return ok("nvidia runtime configured", *evidence)
+    if facts.toolkit.oci_hooks:
+        return ok("the (deprecated) NVIDIA OCI hook is installed")
+    return fail(
+        "CRI-O has no usable nvidia runtime",
+        *evidence,
+        commands=("sudo ctk runtime configure --runtime=crio", "sudo systemctl restart crio"),
+        fixes=(_configure("crio"),),
+    )

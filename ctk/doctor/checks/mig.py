@@ -1,0 +1,252 @@
+"""MIG checks (`mig.*`): "MIG devices invisible"."""
+
+from __future__ import annotations
+
+from ctk.doctor.facts import NodeFacts, NvmlGpu, Unavailable
+from ctk.doctor.model import (
+    HOST_ONLY,
+    INSIDE,
+    Evidence,
+    Fix,
+    Result,
+    Severity,
+    check,
+    fail,
+    ok,
+    skip,
+    unknown,
+    warn,
+)
+
+MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/"
+GPU_KIND = "nvidia.com/gpu"
+GENERATE = "sudo ctk cdi generate --output=/var/run/cdi/nvidia.yaml"
+GENERATE_FIX = Fix(
+    ("cdi", "generate", "--output=/var/run/cdi/nvidia.yaml"),
+    "generate the CDI spec for the current devices into /var/run/cdi/nvidia.yaml",
+)
+
+
+def nvml_gpus(facts: NodeFacts) -> tuple[NvmlGpu, ...] | Result:
+    """NVML's GPUs, or the `unknown` result a check returns without NVML."""
+    nvml = facts.nvml
+    if isinstance(nvml, Unavailable):
+        return unknown(f"NVML facts unavailable: {nvml.reason}", needs_root=nvml.needs_root)
+    if nvml.error_code is not None:
+        return unknown(f"NVML failed: {nvml.error} ({nvml.error_code})")
+    return nvml.gpus
+
+
+def _mig_gpus(facts: NodeFacts) -> tuple[NvmlGpu, ...] | Result:
+    gpus = nvml_gpus(facts)
+    if isinstance(gpus, Result):
+        return gpus
+    enabled = tuple(g for g in gpus if g.mig_current == 1)
+    return enabled if enabled else skip("MIG is not enabled on any GPU")
+
+
+@check(
+    "mig.mode-pending",
+    severity=Severity.WARNING,
+    title="no MIG mode change is pending",
+    remedy="Stop the GPU's clients and reset it (or reboot) so the MIG mode change takes effect.",
+    sources=(MIG_GUIDE, "https://github.com/NVIDIA/gpu-operator/issues/1845"),
+    depends_on=("driver.not-loaded", "driver.library-mismatch", "lib.nvml-not-found"),
+    where=HOST_ONLY,
+)
+def mode_pending(facts: NodeFacts) -> Result:
+    """`nvmlDeviceGetMigMode` current != pending."""
+    gpus = nvml_gpus(facts)
+    if isinstance(gpus, Result):
+        return gpus
+    if gpus and all(g.mig_pending is None for g in gpus):
+        return skip("the NVML adapter does not report the pending MIG mode")
+    pending = [g for g in gpus if g.mig_pending is not None and g.mig_pending != g.mig_current]
+    if not pending:
+        return ok("no MIG mode change pending")
+    return warn(
+        f"MIG mode change pending on GPU {', '.join(str(g.index) for g in pending)}: "
+        "it takes effect after a GPU reset or reboot",
+        *(
+            Evidence(f"NVML GPU {g.index}", f"MIG current {g.mig_current}, pending {g.mig_pending}")
+            for g in pending
+        ),
+        commands=(
+            "sudo systemctl stop nvidia-persistenced nvidia-dcgm",
+            *(f"sudo nvidia-smi -i {g.index} -r" for g in pending),
+        ),
+    )
+
+
+@check(
+    "mig.enabled-without-instances",
+    severity=Severity.ERROR,
+    title="MIG-enabled GPUs have MIG devices",
+    remedy="Create GPU and compute instances (nvidia-smi mig or mig-parted).",
+    sources=(MIG_GUIDE, "https://github.com/NVIDIA/k8s-device-plugin/issues/225"),
+    depends_on=("driver.not-loaded", "driver.library-mismatch", "lib.nvml-not-found"),
+    where=HOST_ONLY,
+)
+def enabled_without_instances(facts: NodeFacts) -> Result:
+    """MIG on, no GPU instance: the GPU offers nothing to CUDA or containers."""
+    gpus = _mig_gpus(facts)
+    if isinstance(gpus, Result):
+        return gpus
+    empty = [g for g in gpus if not g.mig_devices]
+    if not empty:
+        count = sum(len(g.mig_devices) for g in gpus)
+        return ok(f"{count} MIG device(s) on {len(gpus)} MIG-enabled GPU(s)")
+    return fail(
+        f"MIG is enabled on GPU {', '.join(str(g.index) for g in empty)} but no GPU instance "
+        "exists: the GPU is unusable until instances are created (they do not survive reboot)",
+        *(Evidence(f"NVML GPU {g.index}", f"{g.name}: MIG on, 0 MIG devices") for g in empty),
+        commands=(
+            *(f"sudo nvidia-smi mig -i {g.index} -cgi <profile,...> -C" for g in empty),
+            "# list profiles: nvidia-smi mig -lgip; persistent layouts: nvidia-mig-parted apply",
+        ),
+    )
+
+
+def spec_device_names(facts: NodeFacts, kind: str = GPU_KIND) -> set[str]:
+    """All device names of ``kind`` in the CDI specs on disk."""
+    return {name for spec in facts.cdi.specs if spec.kind == kind for name in spec.devices}
+
+
+@check(
+    "mig.not-in-cdi-spec",
+    severity=Severity.ERROR,
+    title="every MIG device is in the CDI spec",
+    remedy="Regenerate the CDI spec after every MIG change.",
+    sources=(
+        "https://github.com/NVIDIA/nvidia-container-toolkit/issues/1828",
+        "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/cdi-support.html",
+    ),
+    depends_on=("driver.library-mismatch", "mig.enabled-without-instances"),
+    where=HOST_ONLY,
+)
+def not_in_cdi_spec(facts: NodeFacts) -> Result:
+    """MIG devices exist, the spec lacks `<gpu>:<mig>` / `MIG-<uuid>` entries."""
+    gpus = _mig_gpus(facts)
+    if isinstance(gpus, Result):
+        return gpus
+    names = spec_device_names(facts)
+    if not names:
+        return skip("no nvidia.com/gpu CDI spec (see cdi.spec-missing)")
+    missing = [
+        f"{gpu.index}:{i} ({mig.uuid})"
+        for gpu in gpus
+        for i, mig in enumerate(gpu.mig_devices)
+        if f"{gpu.index}:{i}" not in names and mig.uuid not in names
+    ]
+    if not missing:
+        return ok("every MIG device has a CDI entry")
+    spec_paths = sorted(spec.path for spec in facts.cdi.specs if spec.kind == GPU_KIND)
+    return fail(
+        f"{len(missing)} MIG device(s) are not in the CDI spec: requests for them fail with "
+        "'unresolvable CDI devices' (the refresh unit does not run on MIG changes)",
+        Evidence("NVML", "MIG devices " + ", ".join(missing)),
+        *(Evidence(path, "no entry for them") for path in spec_paths),
+        commands=(GENERATE,),
+        fixes=(GENERATE_FIX,),
+    )
+
+
+@check(
+    "mig.whole-gpu-in-container",
+    severity=Severity.WARNING,
+    title="the container got a MIG device, not a MIG-enabled parent GPU",
+    remedy="Request a MIG device (MIG-<uuid>, <gpu>:<mig>, or nvidia.com/mig-<profile>).",
+    sources=(MIG_GUIDE,),
+    depends_on=("driver.not-loaded", "driver.library-mismatch", "lib.nvml-not-found"),
+    where=INSIDE,
+)
+def whole_gpu_in_container(facts: NodeFacts) -> Result:
+    """A visible MIG-enabled parent without MIG handles gives CUDA no device."""
+    gpus = _mig_gpus(facts)
+    if isinstance(gpus, Result):
+        return gpus
+    parents = [g for g in gpus if not g.mig_devices]
+    if not parents:
+        return ok("the container sees MIG devices")
+    return warn(
+        "the container sees MIG-enabled GPU(s) without MIG devices: CUDA finds no usable device",
+        *(
+            Evidence(f"NVML GPU {g.index}", f"{g.uuid}: MIG enabled, no MIG device")
+            for g in parents
+        ),
+        commands=("docker run -e NVIDIA_VISIBLE_DEVICES=MIG-<uuid> ...",),
+    )
+
+
+def _kube(facts: NodeFacts) -> Result | None:
+    if facts.kubernetes is None:
+        return skip("no Kubernetes node facts (not a Kubernetes node or no kubeconfig)")
+    return None
+
+
+@check(
+    "mig.strategy-mismatch",
+    severity=Severity.ERROR,
+    title="the MIG strategy fits the node's MIG layout",
+    remedy="Switch the device plugin to the mixed strategy, or make the layout uniform.",
+    sources=("https://github.com/NVIDIA/gpu-operator/issues/460",),
+    depends_on=("driver.not-loaded", "driver.library-mismatch", "lib.nvml-not-found"),
+    where=HOST_ONLY,
+)
+def strategy_mismatch(facts: NodeFacts) -> Result:
+    """`single` needs every GPU MIG-enabled with one profile."""
+    blocked = _kube(facts)
+    if blocked is not None:
+        return blocked
+    gpus = nvml_gpus(facts)
+    if isinstance(gpus, Result):
+        return gpus
+    assert facts.kubernetes is not None
+    labels = facts.kubernetes.get("labels", {})
+    if labels.get("nvidia.com/mig.strategy") != "single":
+        return ok("the MIG strategy is not 'single'")
+    profiles = {m.profile for g in gpus for m in g.mig_devices}
+    mixed = any(g.mig_current != 1 for g in gpus) and any(g.mig_current == 1 for g in gpus)
+    if len(profiles) <= 1 and not mixed:
+        return ok("uniform MIG layout under the single strategy")
+    return fail(
+        "MIG strategy 'single' with a mixed layout: the device plugin advertises nothing",
+        Evidence("node label nvidia.com/mig.strategy", "single"),
+        Evidence("NVML", "profiles " + ", ".join(sorted(profiles)) if profiles else "MIG mixed"),
+        commands=("helm upgrade ... --set mig.strategy=mixed",),
+    )
+
+
+@check(
+    "mig.device-plugin-stale",
+    severity=Severity.WARNING,
+    title="the node advertises the current MIG layout",
+    remedy="Restart the device plugin after every MIG change.",
+    sources=("https://github.com/NVIDIA/k8s-device-plugin/issues/992",),
+    depends_on=("driver.not-loaded", "driver.library-mismatch", "lib.nvml-not-found"),
+    where=HOST_ONLY,
+)
+def device_plugin_stale(facts: NodeFacts) -> Result:
+    """Allocatable `nvidia.com/mig-*` counts differ from NVML's layout."""
+    blocked = _kube(facts)
+    if blocked is not None:
+        return blocked
+    gpus = nvml_gpus(facts)
+    if isinstance(gpus, Result):
+        return gpus
+    assert facts.kubernetes is not None
+    allocatable = facts.kubernetes.get("allocatable", {})
+    layout: dict[str, int] = {}
+    for gpu in gpus:
+        for mig in gpu.mig_devices:
+            key = f"nvidia.com/mig-{mig.profile}"
+            layout[key] = layout.get(key, 0) + 1
+    advertised = {k: int(v) for k, v in allocatable.items() if k.startswith("nvidia.com/mig-")}
+    if advertised == layout:
+        return ok("allocatable MIG resources match NVML")
+    return warn(
+        "the node advertises a MIG layout that differs from the GPUs' current one",
+        Evidence("node allocatable", str(dict(sorted(advertised.items())))),
+        Evidence("NVML", str(dict(sorted(layout.items())))),
+        commands=("kubectl -n <ns> rollout restart daemonset/nvidia-device-plugin-daemonset",),
+    )

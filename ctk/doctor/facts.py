@@ -1,0 +1,288 @@
+"""Everything the checks know about a node, gathered once by `ctk.host.facts`.
+
+Pure data: paths are as seen from inside the diagnosed root (`/dev/nvidia0`), never the path on
+the machine running ctk. A fact that could not be read is `Unavailable` with the reason, so a
+check can answer `unknown` instead of guessing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctk.doctor.model import Where
+
+
+@dataclass(frozen=True, slots=True)
+class Unavailable:
+    """A fact that could not be read: permission, timeout, missing tool."""
+
+    reason: str
+    needs_root: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PciGpu:
+    """An NVIDIA display/3D controller on the PCI bus."""
+
+    bdf: str
+    driver: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcGpu:
+    """A GPU the kernel module enumerated (`/proc/driver/nvidia/gpus/*/information`)."""
+
+    bdf: str
+    minor: int
+    uuid: str
+    model: str
+    excluded: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KernelFacts:
+    """The kernel side of the driver."""
+
+    driver_version: str | None = None
+    open_module: bool | None = None
+    version_line: str | None = None
+    modules: frozenset[str] = frozenset()
+    kernel_release: str = ""
+    module_built: bool | None = None
+    secure_boot: bool | None = None
+    pci_gpus: tuple[PciGpu, ...] = ()
+    gpus: tuple[ProcGpu, ...] = ()
+    params: Mapping[str, str] = field(default_factory=dict)
+    char_majors: Mapping[str, int] = field(default_factory=dict)
+    cgroup_version: int = 1
+    systemd_init: bool = False
+    selinux_enforcing: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceNode:
+    """A `/dev` entry as the doctor found it (None fields: not a character device)."""
+
+    path: str
+    major: int | None = None
+    minor: int | None = None
+    mode: int = 0
+    accessible: bool | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DevFacts:
+    """Device nodes, `/dev/char` links and MIG capability files."""
+
+    nodes: Mapping[str, DeviceNode] = field(default_factory=dict)
+    char_links: Mapping[str, str] = field(default_factory=dict)
+    mig_minors: Mapping[str, int] = field(default_factory=dict)
+    mig_caps: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Library:
+    """A shared library name the loader knows, and the file it resolves to."""
+
+    soname: str
+    path: str
+    target: str
+    exists: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LibFacts:
+    """Libraries the dynamic loader finds, from `ld.so.cache` or the library directories."""
+
+    source: str
+    libraries: Mapping[str, tuple[Library, ...]] = field(default_factory=dict)
+    stub_dirs_on_path: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MigDevice:
+    """A MIG device as NVML reports it."""
+
+    gi: int
+    ci: int
+    uuid: str
+    profile: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NvmlGpu:
+    """A GPU as NVML reports it."""
+
+    index: int
+    minor: int
+    uuid: str
+    name: str
+    bus_id: str = ""
+    brand: str = ""
+    mig_current: int | None = None
+    mig_pending: int | None = None
+    mig_devices: tuple[MigDevice, ...] = ()
+    memory_total: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NvmlFacts:
+    """What NVML said, or the NVML error code it raised at init."""
+
+    error_code: int | None = None
+    error: str = ""
+    driver_version: str = ""
+    cuda_version: tuple[int, int] | None = None
+    gpus: tuple[NvmlGpu, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CudaRow:
+    """One row of `ctk/data/cuda-driver-compat.csv`."""
+
+    cuda: tuple[int, ...]
+    min_driver: tuple[int, ...] | None
+    min_driver_mvc: tuple[int, ...] | None
+    min_driver_text: str = ""
+    verified: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CudaNeed:
+    """What the workload needs (`NVIDIA_REQUIRE_*`, `CUDA_VERSION`, `--cuda-version`)."""
+
+    source: str
+    requirements: tuple[str, ...] = ()
+    cuda_version: str | None = None
+    disable_require: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfigFile:
+    """A config file: its text, parsed data, or the parse error (line and column)."""
+
+    path: str
+    exists: bool = False
+    data: Mapping[str, Any] | None = None
+    error: str | None = None
+    needs_root: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuntimeEntry:
+    """A runtime an engine config declares."""
+
+    name: str
+    binary: str | None = None
+    binary_exists: bool = True
+    systemd_cgroup: bool | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineFacts:
+    """An engine's effective configuration as far as the doctor cares."""
+
+    engine: str
+    installed: bool = False
+    config_path: str = ""
+    config_exists: bool = False
+    error: str | None = None
+    needs_root: bool = False
+    runtimes: Mapping[str, RuntimeEntry] = field(default_factory=dict)
+    default_runtime: str | None = None
+    cdi_enabled: bool | None = None
+    cgroup_driver: str | None = None
+    imports: tuple[str, ...] = ()
+    drop_ins: tuple[str, ...] = ()
+    managed_by: str | None = None
+    version: str | None = None
+    cdi_spec_dirs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolkitFacts:
+    """NVIDIA Container Toolkit: binaries, packages, `config.toml`."""
+
+    binaries: Mapping[str, str] = field(default_factory=dict)
+    packages: Mapping[str, str] = field(default_factory=dict)
+    config: ConfigFile = field(default_factory=lambda: ConfigFile(path=""))
+    oci_hooks: tuple[str, ...] = ()
+    existing_paths: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpecFile:
+    """A CDI spec file, with what the checks read from it."""
+
+    path: str
+    kind: str | None = None
+    devices: tuple[str, ...] = ()
+    host_paths: tuple[str, ...] = ()
+    missing_host_paths: tuple[str, ...] = ()
+    hook_paths: tuple[str, ...] = ()
+    missing_hook_paths: tuple[str, ...] = ()
+    driver_versions: frozenset[str] = frozenset()
+    device_node_paths: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CdiFacts:
+    """The spec directories and what they hold."""
+
+    dirs: tuple[str, ...] = ()
+    specs: tuple[SpecFile, ...] = ()
+    conflicts: tuple[str, ...] = ()
+    refresh_enabled: bool = False
+    unreadable: Unavailable | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContainerFacts:
+    """What a process inside a container can see about itself."""
+
+    env: Mapping[str, str] = field(default_factory=dict)
+    shm_size: int | Unavailable | None = None
+    shm_is_host: bool = False
+    memlock: int | None = None
+    image_libraries: tuple[str, ...] = ()
+    preload: tuple[str, ...] = ()
+    has_torch: bool = False
+    allocation_markers: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuProcess:
+    """A process holding an NVIDIA device node open (`/proc/<pid>/fd`)."""
+
+    pid: int
+    state: str
+    command: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeFacts:
+    """All facts about one node; checks read, never gather."""
+
+    root: str = "/"
+    where: Where = Where.HOST
+    is_root: bool = True
+    kernel: KernelFacts = field(default_factory=KernelFacts)
+    dev: DevFacts = field(default_factory=DevFacts)
+    libs: LibFacts | Unavailable = field(default_factory=lambda: LibFacts(source="none"))
+    nvml: NvmlFacts | Unavailable = field(default_factory=lambda: Unavailable("not gathered"))
+    cuda_table: tuple[CudaRow, ...] = ()
+    cuda_need: CudaNeed | None = None
+    toolkit: ToolkitFacts = field(default_factory=ToolkitFacts)
+    docker: EngineFacts = field(default_factory=lambda: EngineFacts(engine="docker"))
+    docker_rootless: EngineFacts | None = None
+    docker_snap: bool = False
+    containerd: EngineFacts = field(default_factory=lambda: EngineFacts(engine="containerd"))
+    crio: EngineFacts = field(default_factory=lambda: EngineFacts(engine="crio"))
+    cdi: CdiFacts = field(default_factory=CdiFacts)
+    container: ContainerFacts = field(default_factory=ContainerFacts)
+    kubernetes: Mapping[str, Any] | None = None
+    gpu_processes: tuple[GpuProcess, ...] | Unavailable = ()
+    advisories: tuple[Any, ...] = ()

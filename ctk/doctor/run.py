@@ -1,0 +1,143 @@
+"""Run the checks over gathered facts: applicability, root-cause skipping, selection.
+
+Pure: facts in, findings out. Checks run dependencies first; a check whose dependency failed is
+skipped and names the root cause instead of reporting another symptom.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+import ctk.doctor.checks  # noqa: F401  (fills the registry)
+from ctk.doctor.facts import NodeFacts
+from ctk.doctor.model import (
+    REGISTRY,
+    Check,
+    Finding,
+    Group,
+    Result,
+    Severity,
+    Status,
+    checks_in_order,
+)
+
+
+def _finding(check: Check, result: Result, blocked_by: tuple[str, ...] = ()) -> Finding:
+    return Finding(
+        check=check.id,
+        group=check.group,
+        status=result.status,
+        severity=result.severity or check.severity,
+        title=check.title,
+        summary=result.summary,
+        evidence=result.evidence,
+        remedy=check.remedy if result.status in (Status.FAIL, Status.WARN) else None,
+        commands=result.commands,
+        sources=check.sources,
+        blocked_by=blocked_by,
+        fixes=result.fixes,
+        needs_root=result.needs_root,
+    )
+
+
+def _evaluate(check: Check, facts: NodeFacts, done: dict[str, Finding]) -> Finding:
+    if facts.where not in check.where:
+        places = "/".join(sorted(w.value for w in check.where))
+        return _finding(check, Result(status=Status.SKIP, summary=f"applies on {places} only"))
+    blocked: list[str] = []
+    for dep in check.depends_on:
+        finding = done[dep]
+        if finding.status is Status.FAIL and finding.severity is Severity.ERROR:
+            blocked.append(dep)
+        blocked.extend(b for b in finding.blocked_by if b not in blocked)
+    if blocked:
+        roots = tuple(dict.fromkeys(blocked))
+        summary = f"skipped: needs {', '.join(roots)} fixed first"
+        return _finding(check, Result(status=Status.SKIP, summary=summary), roots)
+    try:
+        result = check.run(facts)
+    except Exception as exc:  # a broken check must not take the whole report down
+        result = Result(
+            status=Status.UNKNOWN,
+            summary=f"check crashed ({type(exc).__name__}: {exc}); please report it",
+        )
+    return _finding(check, result)
+
+
+def evaluation_order(registry: dict[str, Check] = REGISTRY) -> tuple[Check, ...]:
+    """Every check after the checks it depends on (stack order otherwise)."""
+    ordered: dict[str, Check] = {}
+
+    def visit(check: Check, path: tuple[str, ...]) -> None:
+        if check.id in ordered:
+            return
+        if check.id in path:
+            raise ValueError(f"dependency cycle: {' -> '.join((*path, check.id))}")
+        for dep in check.depends_on:
+            visit(registry[dep], (*path, check.id))
+        ordered[check.id] = check
+
+    for check in checks_in_order(registry):
+        visit(check, ())
+    return tuple(ordered.values())
+
+
+def select(
+    *,
+    ids: Collection[str] = (),
+    groups: Collection[str] = (),
+    registry: dict[str, Check] = REGISTRY,
+) -> tuple[str, ...]:
+    """The check ids to show: the named ones and the named groups' (all when none named)."""
+    chosen = [
+        check.id
+        for check in checks_in_order(registry)
+        if (not ids and not groups) or check.id in ids or check.group.value in groups
+    ]
+    return tuple(chosen)
+
+
+def diagnose(
+    facts: NodeFacts,
+    *,
+    show: Sequence[str] | None = None,
+    registry: dict[str, Check] = REGISTRY,
+) -> tuple[Finding, ...]:
+    """Evaluate every check (dependencies need them) and return the shown ones in stack order."""
+    done: dict[str, Finding] = {}
+    for check in evaluation_order(registry):
+        done[check.id] = _evaluate(check, facts, done)
+    wanted = set(show) if show is not None else set(registry)
+    order = {group: i for i, group in enumerate(Group)}
+    ordered = sorted((f for f in done.values() if f.check in wanted), key=lambda f: order[f.group])
+    return tuple(ordered)
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """Counts per status, the root cause, and the exit code."""
+
+    counts: dict[str, int]
+    root_cause: str | None
+    needs_root: int
+    exit_code: int
+
+
+def summarize(findings: Sequence[Finding], *, strict: bool = False) -> Summary:
+    """Exit 1 when an error-severity check failed (with strict: any warning or unknown too)."""
+    counts = {status.value: 0 for status in Status}
+    for finding in findings:
+        counts[finding.status.value] += 1
+    errors = [f for f in findings if f.status is Status.FAIL and f.severity is Severity.ERROR]
+    problems = [f for f in findings if f.is_problem and f.severity is not Severity.INFO]
+    root = errors[0].check if errors else (problems[0].check if problems else None)
+    failing = bool(errors)
+    if strict:
+        failing = failing or bool(problems) or counts[Status.UNKNOWN.value] > 0
+    return Summary(
+        counts=counts,
+        root_cause=root,
+        needs_root=sum(1 for f in findings if f.needs_root),
+        exit_code=1 if failing else 0,
+    )

@@ -1,0 +1,330 @@
+"""Checks whose facts no fixture file carries (Kubernetes, NVML fields, permissions); the runner.
+
+Facts are built directly; each case names the check and the whole expected result.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ctk.cli import doctor_render
+from ctk.doctor.facts import (
+    CdiFacts,
+    DevFacts,
+    DeviceNode,
+    EngineFacts,
+    KernelFacts,
+    MigDevice,
+    NodeFacts,
+    NvmlFacts,
+    NvmlGpu,
+    ProcGpu,
+    Unavailable,
+)
+from ctk.doctor.model import REGISTRY, Evidence, Result, Severity, Status, Where, check
+from ctk.doctor.run import diagnose, summarize
+from ctk.host.facts import Gatherer
+from ctk.host.root import HostRoot
+
+GPU = NvmlGpu(index=0, minor=0, uuid="GPU-0", name="NVIDIA A100-SXM4-80GB")
+MIG = MigDevice(gi=1, ci=0, uuid="MIG-1", profile="3g.40gb")
+DRIVER = KernelFacts(
+    driver_version="550.54.15",
+    gpus=(ProcGpu(bdf="0000:62:00.0", minor=0, uuid="GPU-0", model="A100"),),
+    char_majors={"nvidia-uvm": 510},
+)
+
+
+def nvml(*gpus: NvmlGpu) -> NvmlFacts:
+    return NvmlFacts(driver_version="550.54.15", cuda_version=(12, 4), gpus=gpus)
+
+
+def run(check_id: str, facts: NodeFacts) -> Result:
+    return REGISTRY[check_id].run(facts)
+
+
+CASES = [
+    pytest.param(
+        "dev.permission-denied",
+        NodeFacts(
+            kernel=replace(DRIVER, params={"DeviceFileMode": "432"}),
+            dev=DevFacts(
+                nodes={
+                    "/dev/nvidiactl": DeviceNode(
+                        path="/dev/nvidiactl", major=195, minor=255, mode=0o660, accessible=False
+                    ),
+                    "/dev/nvidia0": DeviceNode(
+                        path="/dev/nvidia0", major=195, minor=0, mode=0o660, accessible=True
+                    ),
+                }
+            ),
+        ),
+        Result(
+            status=Status.FAIL,
+            summary="the current user cannot open the NVIDIA device nodes",
+            evidence=(
+                Evidence("/dev/nvidiactl", "mode 0660, no access"),
+                Evidence("/proc/driver/nvidia/params", "DeviceFileMode 0660"),
+            ),
+            commands=(
+                "sudo usermod -aG <device group> $USER",
+                "# or: echo 'options nvidia NVreg_DeviceFileMode=0666' | "
+                "sudo tee /etc/modprobe.d/nvidia.conf, then reload the module",
+            ),
+        ),
+        id="permission-denied",
+    ),
+    pytest.param(
+        "mig.mode-pending",
+        NodeFacts(nvml=nvml(replace(GPU, mig_current=0, mig_pending=1))),
+        Result(
+            status=Status.WARN,
+            summary="MIG mode change pending on GPU 0: it takes effect after a GPU reset or reboot",
+            evidence=(Evidence("NVML GPU 0", "MIG current 0, pending 1"),),
+            commands=(
+                "sudo systemctl stop nvidia-persistenced nvidia-dcgm",
+                "sudo nvidia-smi -i 0 -r",
+            ),
+        ),
+        id="mig-mode-pending",
+    ),
+    pytest.param(
+        "mig.strategy-mismatch",
+        NodeFacts(
+            nvml=nvml(
+                replace(GPU, mig_current=1, mig_devices=(MIG, replace(MIG, profile="1g.10gb")))
+            ),
+            kubernetes={"labels": {"nvidia.com/mig.strategy": "single"}},
+        ),
+        Result(
+            status=Status.FAIL,
+            summary="MIG strategy 'single' with a mixed layout: the device plugin advertises "
+            "nothing",
+            evidence=(
+                Evidence("node label nvidia.com/mig.strategy", "single"),
+                Evidence("NVML", "profiles 1g.10gb, 3g.40gb"),
+            ),
+            commands=("helm upgrade ... --set mig.strategy=mixed",),
+        ),
+        id="mig-strategy-single-mixed",
+    ),
+    pytest.param(
+        "mig.device-plugin-stale",
+        NodeFacts(
+            nvml=nvml(replace(GPU, mig_current=1, mig_devices=(MIG,))),
+            kubernetes={"allocatable": {"nvidia.com/gpu": "1"}},
+        ),
+        Result(
+            status=Status.WARN,
+            summary="the node advertises a MIG layout that differs from the GPUs' current one",
+            evidence=(
+                Evidence("node allocatable", "{}"),
+                Evidence("NVML", "{'nvidia.com/mig-3g.40gb': 1}"),
+            ),
+            commands=("kubectl -n <ns> rollout restart daemonset/nvidia-device-plugin-daemonset",),
+        ),
+        id="device-plugin-stale",
+    ),
+    pytest.param(
+        "containerd.not-default-no-runtimeclass",
+        NodeFacts(
+            containerd=EngineFacts(
+                engine="containerd",
+                installed=True,
+                config_path="/etc/containerd/config.toml",
+                default_runtime="runc",
+            ),
+            kubernetes={"runtimeclass_handlers": ["kata"]},
+        ),
+        Result(
+            status=Status.FAIL,
+            summary="nvidia is neither containerd's default runtime nor the handler of a "
+            "RuntimeClass: GPU pods run under runc and see no GPU",
+            evidence=(
+                Evidence("/etc/containerd/config.toml", "default_runtime_name = runc"),
+                Evidence("RuntimeClasses", "kata"),
+            ),
+            commands=(
+                "sudo ctk runtime configure --runtime=containerd --set-as-default",
+                "# or: kubectl apply a RuntimeClass nvidia (handler: nvidia)",
+            ),
+        ),
+        id="no-default-no-runtimeclass",
+    ),
+    pytest.param(
+        "cdi.management-spec-missing",
+        NodeFacts(kubernetes={"device_list_strategy": "cdi-cri"}),
+        Result(
+            status=Status.FAIL,
+            summary="the device plugin uses CDI but no management.nvidia.com/gpu spec exists",
+            evidence=(Evidence("", "no management.nvidia.com/gpu spec"),),
+            commands=(
+                "kubectl -n gpu-operator rollout restart "
+                "daemonset/nvidia-container-toolkit-daemonset",
+            ),
+        ),
+        id="management-spec-missing",
+    ),
+    pytest.param(
+        "hami.memory-limit-not-enforced",
+        NodeFacts(
+            where=Where.POD,
+            nvml=nvml(replace(GPU, memory_total=80 * 1024**3)),
+            container=replace(NodeFacts().container, env={"CUDA_DEVICE_MEMORY_LIMIT_0": "4096m"}),
+        ),
+        Result(
+            status=Status.FAIL,
+            summary="NVML reports the full GPU memory, not HAMi's limit: the limit is not enforced",
+            evidence=(Evidence("NVML GPU 0", "total 81920 MiB > limit 4096 MiB"),),
+            commands=("see hami.libvgpu-not-loaded",),
+        ),
+        id="hami-memory",
+    ),
+    pytest.param(
+        "mig.whole-gpu-in-container",
+        NodeFacts(where=Where.CONTAINER, nvml=nvml(replace(GPU, mig_current=1))),
+        Result(
+            status=Status.WARN,
+            summary="the container sees MIG-enabled GPU(s) without MIG devices: CUDA finds no "
+            "usable device",
+            evidence=(Evidence("NVML GPU 0", "GPU-0: MIG enabled, no MIG device"),),
+            commands=("docker run -e NVIDIA_VISIBLE_DEVICES=MIG-<uuid> ...",),
+        ),
+        id="whole-gpu-in-container",
+    ),
+    pytest.param(
+        "docker.daemon-json-invalid",
+        NodeFacts(
+            docker=EngineFacts(
+                engine="docker",
+                installed=True,
+                config_path="/etc/docker/daemon.json",
+                config_exists=True,
+                needs_root=True,
+            )
+        ),
+        Result(
+            status=Status.UNKNOWN,
+            summary="/etc/docker/daemon.json is not readable without root",
+            needs_root=True,
+        ),
+        id="unreadable-daemon-json-is-unknown",
+    ),
+    pytest.param(
+        "cdi.spec-missing",
+        NodeFacts(
+            kernel=DRIVER,
+            cdi=CdiFacts(
+                unreadable=Unavailable("/etc/cdi: cannot list: Permission denied", needs_root=True)
+            ),
+        ),
+        Result(
+            status=Status.UNKNOWN,
+            summary="cannot read the CDI spec directories: /etc/cdi: cannot list: Permission "
+            "denied",
+            needs_root=True,
+        ),
+        id="unreadable-spec-dir-is-unknown",
+    ),
+    pytest.param(
+        "mig.enabled-without-instances",
+        NodeFacts(nvml=Unavailable("NVML did not answer within 5 s")),
+        Result(
+            status=Status.UNKNOWN,
+            summary="NVML facts unavailable: NVML did not answer within 5 s",
+        ),
+        id="nvml-timeout-is-unknown",
+    ),
+]
+
+
+@pytest.mark.parametrize(("check_id", "facts", "expected"), CASES)
+def test_check(check_id: str, facts: NodeFacts, expected: Result) -> None:
+    assert run(check_id, facts) == expected
+
+
+def test_every_check_is_tested_failing() -> None:
+    """Each check fires in a scenario or a case above, so removing one fails a test."""
+    from tests.doctor.test_scenarios import SCENARIOS
+
+    fired = {c for p in SCENARIOS for c in p.values[1]} | {p.values[0] for p in CASES}
+    informational = {"docker.cgroup-driver"}
+    assert set(REGISTRY) - fired == informational
+
+
+def test_a_crashing_check_is_unknown_not_fatal() -> None:
+    registry = dict(REGISTRY)
+
+    @check("driver.crash-test", severity=Severity.ERROR, title="t", remedy="r")
+    def crash(facts: NodeFacts) -> Result:
+        raise KeyError("boom")
+
+    registry["driver.crash-test"] = REGISTRY.pop("driver.crash-test")
+    findings = diagnose(NodeFacts(), show=["driver.crash-test"], registry=registry)
+    assert [(f.check, f.status, f.summary) for f in findings] == [
+        ("driver.crash-test", Status.UNKNOWN, "check crashed (KeyError: 'boom'); please report it")
+    ]
+
+
+def test_needs_root_is_summarised(capsys: pytest.CaptureFixture[str]) -> None:
+    facts = CASES[-3].values[1]
+    findings = diagnose(facts, show=["docker.daemon-json-invalid"])
+    assert summarize(findings).needs_root == 1
+    doctor_render.report(facts, findings, verbose=False, strict=False)
+    assert capsys.readouterr().out == (
+        "ctk doctor: host, root /, root, ctk 0.1.0\n"
+        "\n"
+        "docker\n"
+        "  [?]    docker.daemon-json-invalid  /etc/docker/daemon.json is not readable without "
+        "root\n"
+        "\n"
+        "0 error(s), 0 warning(s), 0 ok, 0 skipped, 1 unknown.\n"
+        "1 check(s) need root; rerun with sudo for a full report.\n"
+    )
+    assert summarize(findings, strict=True).exit_code == 1
+
+
+def test_a_hanging_step_is_bounded(tmp_path: Path) -> None:
+    release = threading.Event()
+    gatherer = Gatherer(HostRoot(tmp_path))
+    got = gatherer.bounded("nvml", lambda: release.wait(5) and "late", "default", 0.05)
+    release.set()
+    assert (got, gatherer.timings[0].step, gatherer.timings[0].timed_out) == (
+        "default",
+        "nvml",
+        True,
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "marks"),
+    [
+        pytest.param(
+            {"FORCE_COLOR": "1"},
+            ["\x1b[32m\u2713\x1b[0m", "\x1b[31m\u2717\x1b[0m"],
+            id="terminal-symbols",
+        ),
+        pytest.param({"FORCE_COLOR": "1", "NO_COLOR": "1"}, ["[ok]", "[FAIL]"], id="no-color"),
+    ],
+)
+def test_symbols_only_on_a_colour_terminal(
+    env: dict[str, str],
+    marks: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("TERM", raising=False)
+    findings = diagnose(NodeFacts(), show=["driver.nouveau-loaded", "driver.not-loaded"])
+    doctor_render.report(NodeFacts(), findings, verbose=False, strict=False)
+    lines = [
+        line
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("  ") and " driver." in line
+    ]
+    assert [line.split()[0] for line in lines] == marks

@@ -1,0 +1,222 @@
+"""`ctk doctor` end to end through `main()`: exact text, selection, flags, usage errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ctk.cli.app import main
+from tests.doctor.nodes import Node, materialise
+from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
+from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
+
+
+@pytest.fixture
+def node(
+    request: pytest.FixtureRequest,
+    fake_nvml_library: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Node]:
+    try:
+        with materialise(request.param, tmp_path, fake_nvml_library) as built:
+            monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
+            yield built
+    except SkipNode as exc:
+        pytest.skip(str(exc))
+
+
+def doctor(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["doctor", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+CUDA_OLD_DRIVER = """\
+ctk doctor: container, root {root}, root, ctk 0.1.0
+
+cuda
+  [FAIL] cuda.driver-too-old              the workload needs CUDA 12.8 but driver 535.104.05 \
+supports 12.2: the runtime refuses the container (unsatisfied condition: cuda>=12.8); it would \
+probably run under minor-version compatibility with NVIDIA_DISABLE_REQUIRE=1 (no PTX JIT, no newer \
+APIs)
+         evidence  /proc/driver/nvidia/version: 535.104.05
+                   driver CUDA version: 12.2
+                   process environment: NVIDIA_REQUIRE: cuda>=12.8 brand=tesla,driver>=470,\
+driver<471
+                   process environment: CUDA_VERSION=12.8.1
+         remedy    Upgrade the driver, or use an image built for the host's CUDA version.
+         fix       upgrade the driver to >= 570.26: sudo apt-get install nvidia-driver-570 && \
+sudo reboot
+                   or use an image built for CUDA 12.2 or older
+         docs      https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html
+  [ok]   cuda.minor-compat-only           minor-version compatibility is not relied on
+  [ok]   cuda.requirement-check-disabled  the requirement check is active
+
+1 error(s), 0 warning(s), 2 ok, 0 skipped, 0 unknown. Fix first: cuda.driver-too-old.
+"""
+
+
+@pytest.mark.parametrize("node", ["container-old-driver"], indirect=True)
+def test_group_report_is_exact(node: Node, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = doctor(capsys, "--root", str(node.root), "--group", "cuda")
+    assert (code, out, err) == (1, CUDA_OLD_DRIVER.format(root=node.root), "")
+
+
+NO_DRIVER_CHECK = """\
+ctk doctor: host, root {root}, root, ctk 0.1.0
+
+driver
+  [FAIL] driver.not-loaded  no NVIDIA kernel module is loaded
+         evidence  /proc/driver/nvidia/version: missing
+                   /sys/bus/pci/devices: NVIDIA GPUs: 0000:62:00.0 (no driver), 0000:63:00.0 \
+(no driver)
+                   NVML: nvmlInit: Driver Not Loaded (9)
+         remedy    Load the module and read why it fails; rebuild it for the running kernel if \
+needed.
+         fix       sudo modprobe nvidia
+                   sudo dmesg | grep -iE 'nvrm|nvidia'
+         docs      https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/\
+troubleshooting.html
+
+cdi
+  [skip] 1 skipped: 1 need driver.not-loaded fixed first
+
+1 error(s), 0 warning(s), 0 ok, 1 skipped, 0 unknown. Fix first: driver.not-loaded.
+"""
+
+
+@pytest.mark.parametrize("node", ["no-driver"], indirect=True)
+def test_selected_checks_still_skip_behind_the_root_cause(
+    node: Node, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = doctor(
+        capsys,
+        "--root",
+        str(node.root),
+        "--check",
+        "driver.not-loaded",
+        "--check",
+        "cdi.spec-stale",
+    )
+    assert (code, out, err) == (1, NO_DRIVER_CHECK.format(root=node.root), "")
+
+
+@pytest.mark.parametrize("node", ["systemd-legacy"], indirect=True)
+def test_warnings_fail_only_with_strict(node: Node, capsys: pytest.CaptureFixture[str]) -> None:
+    assert doctor(capsys, "--root", str(node.root), "--json")[0] == 0
+    code, out, _ = doctor(capsys, "--root", str(node.root), "--json", "--strict")
+    assert (code, json.loads(out)["summary"]["exit_code"]) == (1, 1)
+
+
+@pytest.mark.parametrize("node", ["healthy"], indirect=True)
+@pytest.mark.parametrize(
+    ("flag", "expected"),
+    [
+        pytest.param(["--cuda-version", "12.4"], "ok", id="cuda-12.4-ok-on-550"),
+        pytest.param(["--cuda-version", "12.8"], "fail", id="cuda-12.8-too-new-for-550"),
+        pytest.param(["--cuda-version", "13.9"], "unknown", id="beyond-the-table"),
+    ],
+)
+def test_cuda_version_flag(
+    node: Node, flag: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = doctor(
+        capsys, "--root", str(node.root), "--json", "--check", "cuda.driver-too-old", *flag
+    )
+    check = json.loads(out)["checks"][0]
+    assert (code, check["id"], check["status"]) == (
+        1 if expected == "fail" else 0,
+        "cuda.driver-too-old",
+        expected,
+    )
+
+
+@pytest.mark.parametrize("node", ["healthy"], indirect=True)
+def test_image_env_file(node: Node, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    env = tmp_path / "image.env"
+    env.write_text(
+        "PATH=/usr/local/cuda/bin:/usr/bin\n"
+        'export NVIDIA_REQUIRE_CUDA="cuda>=12.6 brand=tesla,driver>=470,driver<471"\n'
+        "CUDA_VERSION=12.6.3\n"
+    )
+    code, out, _ = doctor(
+        capsys, "--root", str(node.root), "--json", "--group", "cuda", "--image-env", str(env)
+    )
+    document = json.loads(out)
+    statuses = {c["id"]: c["status"] for c in document["checks"]}
+    assert (code, document["context"]["cuda_requirement"], statuses) == (
+        1,
+        str(env),
+        {
+            "cuda.driver-too-old": "fail",
+            "cuda.minor-compat-only": "ok",
+            "cuda.requirement-check-disabled": "ok",
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "err"),
+    [
+        pytest.param(
+            ["--check", "nope.none"],
+            "error: unknown check id: nope.none\nhint: `ctk doctor --list` lists them\n",
+            id="unknown-check",
+        ),
+        pytest.param(
+            ["--cuda-version", "twelve"],
+            "error: --cuda-version 'twelve' is not a version\nhint: e.g. --cuda-version 12.4\n",
+            id="bad-cuda-version",
+        ),
+        pytest.param(
+            ["--root", "/no/such/dir"],
+            "error: /no/such/dir: not a directory\nhint: --root takes the mounted host's `/`\n",
+            id="missing-root",
+        ),
+    ],
+)
+def test_usage_errors(args: list[str], err: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, got = doctor(capsys, *args)
+    expected_code = 1 if "--root" in args else 2
+    assert (code, out, got) == (expected_code, "", err)
+
+
+def test_image_env_without_cuda_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    env = tmp_path / "env"
+    env.write_text("PATH=/bin\n")
+    assert doctor(capsys, "--image-env", str(env)) == (
+        1,
+        "",
+        f"error: {env}: no NVIDIA_REQUIRE_* or CUDA_VERSION line\n"
+        "hint: e.g. `docker image inspect IMAGE --format '{{json .Config.Env}}' > env`\n",
+    )
+
+
+def test_image_env_bad_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    env = tmp_path / "env.json"
+    env.write_text('["CUDA_VERSION=12.4"')
+    assert doctor(capsys, "--image-env", str(env)) == (
+        1,
+        "",
+        f"error: {env}: not a JSON list of KEY=VALUE strings: Expecting ',' delimiter: "
+        "line 1 column 21 (char 20)\nhint: KEY=VALUE lines or a JSON list\n",
+    )
+
+
+def test_bad_group_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = doctor(capsys, "--group", "gpus")
+    assert code == 2
+    assert "Invalid value for '--group'" in err
+
+
+def test_list_names_every_check_once(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = doctor(capsys, "--list")
+    ids = [line.split()[0] for line in out.splitlines()]
+    assert (code, len(ids), len(set(ids))) == (0, 63, 63)
+    assert out.splitlines()[0] == (
+        "driver.nouveau-loaded                   error    the nouveau driver does not hold the GPU"
+    )

@@ -1,0 +1,70 @@
+"""`ctk doctor --fix`: plan, confirmation, the real ctk command, re-check."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ctk.cli.app import main
+from tests.doctor.nodes import materialise
+from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
+from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
+
+DAEMON_JSON = "etc/docker/daemon.json"
+
+
+@pytest.fixture
+def docker_node(
+    fake_nvml_library: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Path:
+    try:
+        with materialise("docker-no-runtime", tmp_path, fake_nvml_library) as node:
+            monkeypatch.setenv(TOPOLOGY_ENV, str(node.topology))
+            yield node.root
+    except SkipNode as exc:
+        pytest.skip(str(exc))
+
+
+def test_fix_configures_docker_and_rechecks(
+    docker_node: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = docker_node / DAEMON_JSON
+    assert main(["doctor", "--root", str(docker_node), "--fix", "--yes"]) == 0
+    out = capsys.readouterr().out
+    tail = out[out.index("ctk can fix these findings itself:") :]
+    assert tail == (
+        "ctk can fix these findings itself:\n"
+        "  add the nvidia runtime to the docker configuration (docker.runtime-not-configured)\n"
+        f"    ctk runtime configure --runtime=docker --config={config}\n"
+        f"$ ctk runtime configure --runtime=docker --config={config}\n"
+        f"updated {config}\n"
+        "Restart docker to apply the change: systemctl restart docker\n"
+        "\nAfter the fixes:\n"
+        "  docker.runtime-not-configured: fail -> ok  nvidia runtime configured "
+        "(default runtime runc)\n"
+    )
+    written = json.loads(config.read_text())
+    assert written["runtimes"]["nvidia"]["path"] == "/usr/bin/nvidia-container-runtime"
+    assert written["log-driver"] == "json-file"
+
+
+def test_fix_declined_changes_nothing(
+    docker_node: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = docker_node / DAEMON_JSON
+    before = config.read_bytes()
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO("n\n"))
+    assert main(["doctor", "--root", str(docker_node), "--fix"]) == 1
+    assert capsys.readouterr().out.endswith("Apply these fixes? [y/N]: Nothing changed.\n")
+    assert config.read_bytes() == before
+
+
+def test_fix_with_json_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["doctor", "--fix", "--json"]) == 2
+    assert capsys.readouterr().err == (
+        "error: --fix and --json cannot be combined\nhint: run --fix without --json\n"
+    )
