@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ctk.runtime_config import containerd, crio, docker
 from ctk.runtime_config.changes import (
+    FINAL_NEWLINE,
     Change,
     Edit,
     merge_records,
@@ -115,7 +116,11 @@ def _with_record(inputs: Inputs, edit: Edit) -> FileChange:
         return FileChange(inputs.config, inputs.config_text, after)
     if after == "" and inputs.config_text is None:
         return FileChange(inputs.config, None, None)
-    new = (*whole_file_change(inputs.config_text), *edit.changes)
+    newline: tuple[Change, ...] = ()
+    added_newline = any(c.keys == FINAL_NEWLINE for c in edit.changes)
+    if inputs.config_text and not inputs.config_text.endswith("\n") and not added_newline:
+        newline = (Change(FINAL_NEWLINE, False, None, None),)
+    new = (*whole_file_change(inputs.config_text), *edit.changes, *newline)
     return FileChange(inputs.config, inputs.config_text, after, merge_records(inputs.record, new))
 
 
@@ -143,6 +148,8 @@ def unconfigure(runtime: Runtime, inputs: Inputs, runtime_name: str) -> Plan:
 
 
 def _undone(inputs: Inputs, text: str, new: str, *, blank: bool | None = None) -> FileChange:
+    if any(c.keys == FINAL_NEWLINE for c in inputs.record) and new.endswith("\n"):
+        new = new[:-1]
     blank = not new.strip() if blank is None else blank
     after = restore_whole_file(new, inputs.record, blank=blank)
     if after == text:

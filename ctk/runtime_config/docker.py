@@ -83,9 +83,11 @@ def unconfigure(name: str, text: str, runtime_name: str, record: Sequence[Change
 
 
 def _undo(text: str, change: Change, runtime_name: str) -> str:
-    if change.keys == FINAL_NEWLINE:
-        return text[:-1] if text.endswith("\n") and not text.endswith("\n\n") else text
-    if not change.keys or change.keys[:2] == ("runtimes", runtime_name):
+    if (
+        not change.keys
+        or change.keys == FINAL_NEWLINE
+        or change.keys[:2] == ("runtimes", runtime_name)
+    ):
         return text
     parent = jsonedit.find_object(text, change.keys[:-1])
     if parent is None:
