@@ -81,7 +81,9 @@ def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs
     if runtime is Runtime.CONTAINERD:
         found = host_engines.containerd_imports(config_path, text or "", drop_in)
         for name in found.missing:
-            sys.stderr.write(f"warning: {config_path} imports {name}, which does not exist\n")
+            sys.stderr.write(
+                f"warning: containerd is told to import {name}, which does not exist\n"
+            )
         before, after = found.before, found.after
     else:
         crio_before, crio_after = host_engines.crio_drop_ins(Path(drop_in))

@@ -97,6 +97,43 @@ def containerd_imports(main: Path, main_text: str, drop_in: str) -> ContainerdFi
     return ContainerdFiles(tuple(order[:index]), tuple(order[index + 1 :]), tuple(missing))
 
 
+def containerd_config_files(main: Path) -> tuple[tuple[str, str], ...]:
+    """containerd's main file and every file it imports, read, in containerd's load order.
+
+    A missing main file reads as empty (containerd's defaults); missing imports are skipped.
+    This is the input `ctk.runtime_config.inspect.inspect_containerd` expects.
+    """
+    text = files.read_text(main, missing_ok=True) or ""
+    order: list[tuple[str, str]] = [(str(main), text)]
+    pending = _resolve(main, _imports(str(main), text), None)
+    loaded = {str(main)}
+    while pending:
+        name = pending.pop(0)
+        if name in loaded:
+            continue
+        loaded.add(name)
+        imported = files.read_text(Path(name), missing_ok=True)
+        if imported is not None:
+            order.append((name, imported))
+            pending.extend(_resolve(Path(name), _imports(name, imported), None))
+    return tuple(order)
+
+
+def crio_config_files(config: Path, drop_in_dir: Path) -> tuple[tuple[str, str], ...]:
+    """crio.conf (empty when missing) and the files of its drop-in directory, in CRI-O's order."""
+    text = files.read_text(config, missing_ok=True) or ""
+    try:
+        names = sorted(p.name for p in drop_in_dir.iterdir() if p.is_file())
+    except FileNotFoundError:
+        names = []
+    except OSError as exc:
+        raise CtkError(f"{drop_in_dir}: cannot list: {exc.strerror}") from exc
+    return (
+        (str(config), text),
+        *((str(drop_in_dir / n), files.read_text(drop_in_dir / n) or "") for n in names),
+    )
+
+
 def _imports(name: str, text: str) -> list[str]:
     value = load_toml(name, text).get("imports", [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -104,18 +141,18 @@ def _imports(name: str, text: str) -> list[str]:
     return value
 
 
-def _resolve(including: Path, imports: list[str], drop_in: str) -> list[str]:
+def _resolve(including: Path, imports: list[str], drop_in: str | None) -> list[str]:
     out: list[str] = []
     for entry in imports:
         if "*" in entry or "?" in entry or "[" in entry:
             matches = set(glob.glob(entry))
-            if PurePosixPath(drop_in).match(os.path.abspath(entry)):
+            if drop_in is not None and PurePosixPath(drop_in).match(os.path.abspath(entry)):
                 matches.add(drop_in)
             out.extend(sorted(matches))
         elif os.path.isabs(entry):
             out.append(entry)
         else:
-            out.append(str(including.parent / entry))
+            out.append(os.path.normpath(including.parent / entry))
     return out
 
 
