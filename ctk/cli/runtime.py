@@ -27,7 +27,12 @@ from ctk.runtime_config.plan import FileChange, Plan, unified_diff
 
 app = typer.Typer(no_args_is_help=True, help="Configure container engines for the nvidia runtime.")
 
-RUNTIME = typer.Option(Runtime.DOCKER, "--runtime", help="The container engine to configure.")
+RUNTIME = typer.Option(
+    Runtime.DOCKER,
+    "--runtime",
+    show_default=False,
+    help="The container engine to configure (default: docker).",
+)
 CONFIG = typer.Option(
     None,
     "--config",
@@ -40,7 +45,12 @@ DROP_IN = typer.Option(
     help="The drop-in file to write (default: /etc/containerd/conf.d/99-nvidia.toml, "
     '/etc/crio/crio.conf.d/99-nvidia.toml); "" edits the config in place.',
 )
-NAME = typer.Option(DEFAULT_RUNTIME_NAME, "--nvidia-runtime-name", help="Name of the runtime.")
+NAME = typer.Option(
+    DEFAULT_RUNTIME_NAME,
+    "--nvidia-runtime-name",
+    show_default=False,
+    help=f"Name of the runtime (default: {DEFAULT_RUNTIME_NAME}).",
+)
 
 
 def _check_name(runtime: Runtime, name: str) -> None:
@@ -170,7 +180,8 @@ def configure(
         DEFAULT_RUNTIME_PATH,
         "--nvidia-runtime-path",
         "--runtime-path",
-        help="The runtime binary the engine should run.",
+        show_default=False,
+        help=f"The runtime binary the engine should run (default: {DEFAULT_RUNTIME_PATH}).",
     ),
     set_as_default: bool = typer.Option(
         False,

@@ -245,6 +245,8 @@ def finish(
     except CtkError:
         same = False
     before, after = (out, original) if undo else (original, out)
+    if same and not original.strip():
+        return document_from(data)  # a new file: lay it out afresh, with blank lines
     if not same or not _lines_kept(before, after, set(replaced)):
         raise CtkError(
             f"{name}: ctk cannot edit this file's layout without changing other lines; "
