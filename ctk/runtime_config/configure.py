@@ -6,7 +6,7 @@ writes it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ctk.runtime_config import containerd, crio, docker
 from ctk.runtime_config.changes import (
@@ -77,6 +77,7 @@ def configure(runtime: Runtime, inputs: Inputs, request: RuntimeRequest) -> Plan
         )
     if uses_drop_in(runtime, inputs):
         assert inputs.drop_in is not None
+        request = _keep_earlier_choices(runtime, inputs, request)
         if runtime is Runtime.CONTAINERD:
             result = containerd.configure_drop_in(
                 (inputs.config, text), inputs.drop_in, inputs.before, inputs.after, request
@@ -101,6 +102,30 @@ def configure(runtime: Runtime, inputs: Inputs, request: RuntimeRequest) -> Plan
         edit = crio.configure_in_place(inputs.config, text, request)
     notes.extend(edit.notes)
     return Plan((_with_record(inputs, edit),), tuple(notes), tuple(warnings))
+
+
+def _keep_earlier_choices(
+    runtime: Runtime, inputs: Inputs, request: RuntimeRequest
+) -> RuntimeRequest:
+    """Keep the default runtime and CDI that an earlier run put into our drop-in.
+
+    The drop-in is written afresh from the other files; a run without --set-as-default must not
+    quietly take back the default an earlier run set (nvidia-ctk does).
+    """
+    if not inputs.drop_in or inputs.drop_in_text is None:
+        return request
+    assert inputs.drop_in is not None
+    if runtime is Runtime.CONTAINERD:
+        view = inspect_containerd([(inputs.drop_in, inputs.drop_in_text)])
+        default, cdi = view.default_runtime, view.cdi_enabled
+    else:
+        view = inspect_crio([(inputs.drop_in, inputs.drop_in_text)])
+        default, cdi = view.default_runtime, None
+    return replace(
+        request,
+        set_as_default=request.set_as_default or default == request.name,
+        enable_cdi=request.enable_cdi or cdi is True,
+    )
 
 
 def _crio_later(inputs: Inputs) -> list[str]:

@@ -419,3 +419,34 @@ def test_permission_denied_is_a_clear_error(tmp_path: Path) -> None:
         "hint: run as root (sudo) or choose a path you can access\n",
     )
     assert config.read_text() == V2
+
+
+@pytest.mark.parametrize(
+    ("runtime", "config_name", "config_text"),
+    [
+        pytest.param("containerd", "config.toml", V2, id="containerd"),
+        pytest.param(
+            "crio", "crio.conf", '[crio.runtime]\ncgroup_manager = "systemd"\n', id="crio"
+        ),
+    ],
+)
+def test_rerun_without_flags_keeps_default_and_cdi_in_drop_in(
+    runtime: str,
+    config_name: str,
+    config_text: str,
+    *,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = tmp_path / config_name
+    config.write_text(config_text)
+    drop_in = tmp_path / "conf.d" / "99-nvidia.toml"
+    args = ["--runtime", runtime, "--config", str(config), "--drop-in-config", str(drop_in)]
+    assert run(capsys, "configure", *args, "--set-as-default", "--cdi.enabled")[0] == 0
+    written = drop_in.read_text()
+    assert run(capsys, "configure", *args) == (
+        0,
+        f"{runtime} is already configured; nothing changed\n",
+        "",
+    )
+    assert drop_in.read_text() == written
