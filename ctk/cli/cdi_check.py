@@ -1,21 +1,298 @@
-"""`ctk cdi validate` and `ctk cdi list` (issue 2)."""
+"""`ctk cdi validate` and `ctk cdi list`: judge CDI specs, list the devices runtimes resolve."""
 
 from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 
 from ctk.errors import UsageError
 
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
+
+    from ctk.cdi.problems import Problem
+    from ctk.cdi.registry import Registry
+    from ctk.cdi.validate import SpecReport
+    from ctk.host.cdi_specs import SpecDir
+
+FILES_HELP = "Spec files to check ('-' reads standard input). Default: every spec in --spec-dir."
+SPEC_DIR_HELP = (
+    "A CDI spec directory, lowest priority first; repeat for more. "
+    "Default: /etc/cdi, then /var/run/cdi."
+)
+JSON_HELP = "Print the result as JSON."
+
+SpecDirs = Annotated[
+    list[Path] | None, typer.Option("--spec-dir", help=SPEC_DIR_HELP, show_default=False)
+]
+AsJson = Annotated[bool, typer.Option("--json", help=JSON_HELP)]
+
+
+def _spec_dirs(given: Sequence[Path] | None) -> list[PurePosixPath]:
+    from ctk.host.cdi_specs import DEFAULT_SPEC_DIRS
+
+    if not given:
+        return list(DEFAULT_SPEC_DIRS)
+    return [PurePosixPath(Path(d).absolute()) for d in given]
+
+
+def validate(
+    files: Annotated[list[Path] | None, typer.Argument(help=FILES_HELP, show_default=False)] = None,
+    spec_dir: SpecDirs = None,
+    as_json: AsJson = False,
+) -> None:
+    """Check CDI spec files against the CDI specification; exit 1 when any is invalid.
+
+    FILES are spec files ('-' reads standard input); without them, every spec in the spec
+    directories is checked, including conflicts between them.
+    """
+    from ctk.host import cdi_specs
+    from ctk.host.root import HostRoot
+
+    if files and spec_dir:
+        raise UsageError("give spec files or --spec-dir, not both")
+    if files:
+        reports = [_validate_one(path) for path in files]
+        entries = [SpecEntry(r, None) for r in reports]
+        dirs: list[SpecDir] = []
+    else:
+        wanted = _spec_dirs(spec_dir)
+        _require_dirs(spec_dir, wanted)
+        registry = cdi_specs.load_spec_dirs(wanted)
+        dirs = cdi_specs.spec_dirs(wanted, root=HostRoot())
+        entries = [SpecEntry(f.report, f.priority, f.conflicts) for f in registry.files]
+    if as_json:
+        _dump_json(_validate_json(entries, dirs), sys.stdout)
+    else:
+        _validate_text(entries, dirs, sys.stdout)
+    if not all(entry.valid for entry in entries):
+        raise typer.Exit(1)
+
+
+def _validate_one(path: Path) -> SpecReport:
+    from ctk.cdi.validate import validate_bytes
+    from ctk.host.cdi_specs import validate_file
+
+    if str(path) == "-":
+        return validate_bytes(sys.stdin.buffer.read(), "<stdin>").without_spec()
+    return validate_file(path).without_spec()
+
+
+def _require_dirs(given: Sequence[Path] | None, wanted: Sequence[PurePosixPath]) -> None:
+    """A --spec-dir the user named must exist (the default ones may be missing)."""
+    for directory in wanted if given else ():
+        if not Path(directory).is_dir():
+            reason = "is not a directory" if Path(directory).exists() else "does not exist"
+            raise UsageError(
+                f"--spec-dir {directory}: {reason}",
+                hint="pass a directory that holds CDI specs, e.g. /etc/cdi",
+            )
+
+
+def list_devices(spec_dir: SpecDirs = None, as_json: AsJson = False) -> None:
+    """List the CDI devices that container runtimes resolve from the spec directories."""
+    from ctk.host import cdi_specs
+    from ctk.host.root import HostRoot
+
+    wanted = _spec_dirs(spec_dir)
+    _require_dirs(spec_dir, wanted)
+    registry = cdi_specs.load_spec_dirs(wanted)
+    if as_json:
+        dirs = cdi_specs.spec_dirs(wanted, root=HostRoot())
+        _dump_json(_list_json(registry, dirs), sys.stdout)
+    else:
+        _list_text(registry, sys.stdout, sys.stderr)
+    if not registry.valid:
+        raise typer.Exit(1)
+
+
+@dataclass(frozen=True, slots=True)
+class SpecEntry:
+    """One spec to show: its report, its priority (spec-dir mode) and its conflicts."""
+
+    report: SpecReport
+    priority: int | None
+    conflicts: tuple[Problem, ...] = ()
+
+    @property
+    def problems(self) -> tuple[Problem, ...]:
+        return self.report.problems + self.conflicts
+
+    @property
+    def valid(self) -> bool:
+        return self.report.valid and not self.conflicts
+
+
+def _console(stream: TextIO) -> Console:
+    from rich.console import Console
+
+    return Console(file=stream, highlight=False, soft_wrap=True, emoji=False)
+
+
+def _where(source: str, problem: Problem) -> str:
+    if problem.line is None:
+        return source
+    return f"{source}:{problem.line}:{problem.column}"
+
+
+def _problem_text(source: str, problem: Problem) -> Text:
+    from rich.text import Text
+
+    from ctk.cdi.problems import format_path
+
+    style = "bold red" if problem.is_error else "yellow"
+    text = Text(f"{_where(source, problem)}: ")
+    text.append(problem.severity.value, style=style)
+    inside = f"{format_path(problem.path)}: " if problem.path else ""
+    text.append(f": {inside}{problem.message} [{problem.rule}]")
+    return text
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _verdict_text(entry: SpecEntry) -> Text:
+    from rich.text import Text
+
+    report = entry.report
+    errors = sum(p.is_error for p in entry.problems)
+    warnings = len(entry.problems) - errors
+    text = Text(f"{report.source}: ")
+    if entry.valid:
+        text.append("valid", style="bold green")
+        details = [
+            f"cdiVersion {report.declared_version}",
+            f"needs {report.minimum_version}",
+            _plural(len(report.device_names), "device"),
+        ]
+        if warnings:
+            details.append(_plural(warnings, "warning"))
+        text.append(f" ({', '.join(details)})")
+    else:
+        text.append("invalid", style="bold red")
+        counts = [_plural(errors, "error")] + ([_plural(warnings, "warning")] if warnings else [])
+        text.append(f" ({', '.join(counts)})")
+    return text
+
+
+def _validate_text(entries: Sequence[SpecEntry], dirs: Sequence[SpecDir], out: TextIO) -> None:
+    console = _console(out)
+    if not entries:
+        where = ", ".join(d.path for d in dirs)
+        console.print(f"no CDI spec files (*.json, *.yaml) in {where}", markup=False)
+        return
+    for entry in entries:
+        for problem in entry.problems:
+            console.print(_problem_text(entry.report.source, problem))
+        console.print(_verdict_text(entry))
+    if len(entries) > 1:
+        invalid = sum(not e.valid for e in entries)
+        console.print(
+            f"{_plural(len(entries), 'spec')}: {len(entries) - invalid} valid, {invalid} invalid",
+            markup=False,
+        )
+
+
+def _problem_json(problem: Problem) -> dict[str, object]:
+    from ctk.cdi.problems import format_path
+
+    return {
+        "severity": problem.severity.value,
+        "rule": problem.rule,
+        "message": problem.message,
+        "path": format_path(problem.path) if problem.path else None,
+        "line": problem.line,
+        "column": problem.column,
+    }
+
+
+def _qualified(report: SpecReport) -> list[str]:
+    if not report.kind:
+        return []
+    return [f"{report.kind}={name}" for name in report.device_names]
+
+
+def _validate_json(entries: Sequence[SpecEntry], dirs: Sequence[SpecDir]) -> dict[str, object]:
+    specs = []
+    for entry in entries:
+        report = entry.report
+        item: dict[str, object] = {
+            "path": report.source,
+            "valid": entry.valid,
+            "cdiVersion": report.declared_version,
+            "minimumVersion": report.minimum_version,
+            "kind": report.kind,
+            "devices": _qualified(report),
+            "problems": [_problem_json(p) for p in entry.problems],
+        }
+        if entry.priority is not None:
+            item["priority"] = entry.priority
+        specs.append(item)
+    result: dict[str, object] = {"valid": all(e.valid for e in entries), "specs": specs}
+    if dirs:
+        result["specDirs"] = [_dir_json(d) for d in dirs]
+    return result
+
+
+def _dir_json(directory: SpecDir) -> dict[str, object]:
+    return {"path": directory.path, "priority": directory.priority, "exists": directory.exists}
+
+
+def _dump_json(value: object, out: TextIO) -> None:
+    json.dump(value, out, indent=2, ensure_ascii=False)
+    out.write("\n")
+
+
+def _list_text(registry: Registry, out: TextIO, err: TextIO) -> None:
+    for device in registry.devices:
+        out.write(f"{device.name}\n")
+    console = _console(err)
+    for spec in registry.files:
+        for problem in spec.problems:
+            console.print(_problem_text(spec.path, problem))
+    skipped = sum(not spec.report.valid for spec in registry.files)
+    if skipped:
+        console.print(f"{_plural(skipped, 'invalid spec')} skipped", markup=False)
+
+
+def _list_json(registry: Registry, dirs: Sequence[SpecDir]) -> dict[str, object]:
+    devices = [
+        {
+            "name": str(device.name),
+            "kind": device.name.kind,
+            "device": device.name.name,
+            "source": device.source,
+            "priority": device.priority,
+        }
+        for device in registry.devices
+    ]
+    errors = [
+        {"file": spec.path, **_problem_json(problem)}
+        for spec in registry.files
+        for problem in spec.problems
+    ]
+    specs = [
+        {"path": spec.path, "priority": spec.priority, "valid": spec.valid}
+        for spec in registry.files
+    ]
+    return {
+        "valid": registry.valid,
+        "devices": devices,
+        "errors": errors,
+        "specs": specs,
+        "specDirs": [_dir_json(d) for d in dirs],
+    }
+
 
 def register(app: typer.Typer) -> None:
     """Add validate and list to the cdi group."""
-
-    @app.command("validate")
-    def validate() -> None:
-        """Check CDI spec files against the CDI specification."""
-        raise UsageError("ctk cdi validate is not implemented yet")
-
-    @app.command("list")
-    def list_devices() -> None:
-        """List the CDI devices that the spec directories offer."""
-        raise UsageError("ctk cdi list is not implemented yet")
+    app.command("validate")(validate)
+    app.command("list")(list_devices)

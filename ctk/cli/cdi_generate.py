@@ -1,16 +1,279 @@
-"""`ctk cdi generate` and `ctk cdi refresh` (issue 3)."""
+"""`ctk cdi generate` and `ctk cdi refresh` (issue 3): gather the node, build the spec, write it."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import typer
 
-from ctk.errors import UsageError
+from ctk.cdi.options import DEFAULT_HOOKS, DEFAULT_KINDS, HookName, Mode, NameStrategy, SpecFormat
+from ctk.errors import CtkError, UsageError
+
+if TYPE_CHECKING:  # the generator is imported when a command runs, not for `ctk --help`
+    from ctk.cdi.generate import GenerateOptions
+    from ctk.cdi.model import Spec
+
+DEFAULT_OUTPUT = Path("/etc/cdi/nvidia.yaml")
+EXTENSIONS = {".yaml": SpecFormat.YAML, ".json": SpecFormat.JSON}
+
+
+def default_hook_path() -> str:
+    """`nvidia-cdi-hook` from PATH, else the `ctk-hook` installed next to this Python."""
+    found = shutil.which("nvidia-cdi-hook")
+    if found:
+        return os.path.abspath(found)
+    return str(Path(sys.executable).parent / "ctk-hook")
+
+
+def _spec_format(output: Path | None, requested: SpecFormat | None) -> SpecFormat:
+    if output is None:
+        return requested or SpecFormat.YAML
+    implied = EXTENSIONS.get(output.suffix)
+    if implied is None:
+        raise UsageError(
+            f"--output {output}: a CDI spec file must end in .yaml or .json",
+            hint="container runtimes ignore other files in /etc/cdi and /var/run/cdi",
+        )
+    if requested is not None and requested is not implied:
+        raise UsageError(
+            f"--format {requested} does not match --output {output}",
+            hint=f"name the file {output.with_suffix('.' + requested.value)} or drop --format",
+        )
+    return implied
+
+
+def _kind(vendor: str | None, class_: str, mode: Mode) -> str:
+    from ctk.cdi.names import class_error, vendor_error
+
+    vendor = vendor or DEFAULT_KINDS[mode].split("/")[0]
+    for what, problem in (("vendor", vendor_error(vendor)), ("class", class_error(class_))):
+        if problem is not None:
+            raise UsageError(
+                f"invalid --{what}: {problem}", hint="a CDI kind is vendor/class: nvidia.com/gpu"
+            )
+    return f"{vendor}/{class_}"
+
+
+def _enabled_hooks(disabled: list[str], enabled: list[str]) -> frozenset[HookName]:
+    names = {h.value for h in HookName}
+    for flag, given in (("--disable-hook", disabled), ("--enable-hook", enabled)):
+        for name in given:
+            if name not in names and not (name == "all" and flag == "--disable-hook"):
+                choices = ", ".join(sorted(names)) + (", all" if flag == "--disable-hook" else "")
+                raise UsageError(f"{flag} {name}: unknown hook", hint=f"choose from {choices}")
+    hooks = set() if "all" in disabled else set(DEFAULT_HOOKS) - {HookName(n) for n in disabled}
+    return frozenset(hooks | {HookName(n) for n in enabled})
+
+
+def _options(
+    *,
+    mode: Mode,
+    vendor: str | None,
+    class_: str,
+    strategies: list[NameStrategy],
+    device_ids: list[str],
+    no_all_device: bool,
+    hook_path: str | None,
+    disable_hook: list[str],
+    enable_hook: list[str],
+    ldconfig_path: str | None,
+) -> GenerateOptions:
+    from ctk.cdi.discover import HookProgram
+    from ctk.cdi.generate import GenerateOptions
+
+    path = hook_path or default_hook_path()
+    if not os.path.isabs(path):
+        raise UsageError(
+            f"--hook-path {path}: must be an absolute path", hint="the runtime runs it"
+        )
+    return GenerateOptions(
+        kind=_kind(vendor, class_, mode),
+        mode=mode,
+        strategies=tuple(dict.fromkeys(strategies or (NameStrategy.INDEX, NameStrategy.UUID))),
+        device_ids=tuple(device_ids or ("all",)),
+        all_device=not no_all_device and "none" not in device_ids,
+        hooks=HookProgram(path, _enabled_hooks(disable_hook, enable_hook)),
+        ldconfig_path=ldconfig_path,
+    )
+
+
+def _write(output: Path, text: str) -> None:
+    from ctk.host import files
+
+    files.write_atomic(output, text, mode=0o644, make_parents=True)
+    target = files.write_target(output)
+    try:
+        os.chmod(target, 0o644)  # runtimes of any user must read it, whatever the old mode was
+    except OSError as exc:
+        raise CtkError(f"{target}: cannot set mode 0644: {exc.strerror}") from exc
+
+
+def _generate(
+    driver_root: Path, dev_root: Path, options: GenerateOptions, spec_format: SpecFormat
+) -> tuple[Spec, str]:
+    """Gather, build, render and check: the spec and its text."""
+    from ctk.cdi.generate import build_spec
+    from ctk.cdi.serialize import render
+    from ctk.host.driver import gather
+
+    node = gather(driver_root, dev_root, options.mode)
+    spec = build_spec(node.nvml, node.driver, options, version=node.driver_version)
+    return spec, _checked(render(spec, spec_format), spec_format)
+
+
+def _checked(text: str, spec_format: SpecFormat) -> str:
+    """``text`` after `ctk cdi validate`'s checks: an invalid spec is never written."""
+    from ctk.cdi.validate import validate_text
+
+    report = validate_text(text, f"nvidia.{spec_format.value}")
+    if not report.valid:
+        first = report.errors[0]
+        raise CtkError(
+            f"the generated spec is invalid ({first.rule}: {first.message}); nothing was written",
+            hint="this is a bug in ctk: report it with the output of --debug",
+        )
+    return text
+
+
+def _summary(spec: Spec) -> str:
+    return f"cdiVersion {spec.cdi_version}, kind {spec.kind}, {len(spec.devices)} devices"
+
+
+OUTPUT = typer.Option(None, "--output", "-o", help="Write here (.yaml or .json) [default: stdout].")
+REFRESH_OUTPUT = typer.Option(DEFAULT_OUTPUT, "--output", "-o", help="The spec to refresh.")
+
+
+def _changes(before: str, spec: Spec) -> str:
+    """Which device names came and went, for the refresh message."""
+    import yaml
+
+    try:
+        old = yaml.safe_load(before)
+        names = {str(d["name"]) for d in old["devices"]}
+    except (yaml.YAMLError, TypeError, KeyError):
+        return "; the old file was not a readable spec"
+    new = {d.name for d in spec.devices}
+    added, removed = sorted(new - names), sorted(names - new)
+    parts = [f"added {', '.join(added)}"] if added else []
+    parts += [f"removed {', '.join(removed)}"] if removed else []
+    return "; " + ("; ".join(parts) if parts else "device edits changed")
+
+
+DRIVER_ROOT = typer.Option(Path("/"), "--driver-root", help="Where the driver files are.")
+DEV_ROOT = typer.Option(
+    None, "--dev-root", help="Where /dev, /proc and /sys are [default: the driver root]."
+)
+FORMAT = typer.Option(None, "--format", help="yaml or json [default: from --output, else yaml].")
+MODE = typer.Option(Mode.NVML, "--mode", "--discovery-mode", help="How devices are found.")
+STRATEGY = typer.Option(
+    [], "--device-name-strategy", help="Device names (repeatable) [default: index and uuid]."
+)
+DEVICE_ID = typer.Option(
+    [], "--device-id", "--device", help="Only these devices: index, i:j, UUID, all, none."
+)
+NO_ALL = typer.Option(False, "--no-all-device", help="Leave out the `all` device.")
+VENDOR = typer.Option(
+    None,
+    "--vendor",
+    "--cdi-vendor",
+    help="The CDI vendor [default: nvidia.com; in management mode: management.nvidia.com].",
+)
+CLASS = typer.Option("gpu", "--class", "--cdi-class", help="The CDI class.")
+HOOK_PATH = typer.Option(
+    None,
+    "--hook-path",
+    "--nvidia-cdi-hook-path",
+    help="Hook program in the spec [default: nvidia-cdi-hook on PATH, else ctk-hook].",
+)
+DISABLE_HOOK = typer.Option([], "--disable-hook", help="Leave out a hook (repeatable, or all).")
+ENABLE_HOOK = typer.Option([], "--enable-hook", help="Add a hook that is off by default (chmod).")
+LDCONFIG = typer.Option(None, "--ldconfig-path", help="ldconfig for the update-ldcache hook.")
 
 
 def register(app: typer.Typer) -> None:
-    """Add generate to the cdi group."""
+    """Add generate and refresh to the cdi group."""
 
     @app.command("generate")
-    def generate() -> None:
+    def generate(
+        *,
+        output: Path | None = OUTPUT,
+        spec_format: SpecFormat | None = FORMAT,
+        mode: Mode = MODE,
+        driver_root: Path = DRIVER_ROOT,
+        dev_root: Path | None = DEV_ROOT,
+        strategies: list[NameStrategy] = STRATEGY,
+        device_ids: list[str] = DEVICE_ID,
+        no_all_device: bool = NO_ALL,
+        vendor: str | None = VENDOR,
+        class_: str = CLASS,
+        hook_path: str | None = HOOK_PATH,
+        disable_hook: list[str] = DISABLE_HOOK,
+        enable_hook: list[str] = ENABLE_HOOK,
+        ldconfig_path: str | None = LDCONFIG,
+    ) -> None:
         """Write a CDI spec for every GPU and MIG device of this node."""
-        raise UsageError("ctk cdi generate is not implemented yet")
+        fmt = _spec_format(output, spec_format)
+        options = _options(
+            mode=mode,
+            vendor=vendor,
+            class_=class_,
+            strategies=strategies,
+            device_ids=device_ids,
+            no_all_device=no_all_device,
+            hook_path=hook_path,
+            disable_hook=disable_hook,
+            enable_hook=enable_hook,
+            ldconfig_path=ldconfig_path,
+        )
+        spec, text = _generate(driver_root, dev_root or driver_root, options, fmt)
+        if output is None:
+            sys.stdout.write(text)
+            return
+        _write(output, text)
+        sys.stderr.write(f"wrote {output} ({_summary(spec)})\n")
+
+    @app.command("refresh")
+    def refresh(
+        *,
+        output: Path = REFRESH_OUTPUT,
+        mode: Mode = MODE,
+        driver_root: Path = DRIVER_ROOT,
+        dev_root: Path | None = DEV_ROOT,
+        strategies: list[NameStrategy] = STRATEGY,
+        vendor: str | None = VENDOR,
+        class_: str = CLASS,
+        hook_path: str | None = HOOK_PATH,
+        disable_hook: list[str] = DISABLE_HOOK,
+        enable_hook: list[str] = ENABLE_HOOK,
+        ldconfig_path: str | None = LDCONFIG,
+    ) -> None:
+        """Regenerate the spec only if the node changed (driver, GPUs, MIG layout, devices)."""
+        fmt = _spec_format(output, None)
+        options = _options(
+            mode=mode,
+            vendor=vendor,
+            class_=class_,
+            strategies=strategies,
+            device_ids=[],
+            no_all_device=False,
+            hook_path=hook_path,
+            disable_hook=disable_hook,
+            enable_hook=enable_hook,
+            ldconfig_path=ldconfig_path,
+        )
+        spec, text = _generate(driver_root, dev_root or driver_root, options, fmt)
+        from ctk.host import files
+
+        before = files.read_text(output, missing_ok=True)
+        if before == text:
+            sys.stderr.write(f"{output} is up to date ({_summary(spec)}); nothing written\n")
+            return
+        _write(output, text)
+        if before is None:
+            sys.stderr.write(f"created {output} ({_summary(spec)})\n")
+            return
+        sys.stderr.write(f"updated {output} ({_summary(spec)}{_changes(before, spec)})\n")

@@ -30,7 +30,6 @@ def build_app() -> click.Command:
         no_args_is_help=True,
         pretty_exceptions_enable=False,
         add_completion=False,
-        rich_markup_mode=None,
         context_settings={"help_option_names": ["-h", "--help"]},
     )
     app.callback()(_root)

@@ -1,15 +1,126 @@
-"""`ctk system`: node setup tasks (issue 6)."""
+"""`ctk system`: node setup tasks (issue 6): device nodes and their /dev/char links."""
 
 from __future__ import annotations
 
+from pathlib import Path, PurePosixPath
+from typing import Annotated
+
 import typer
 
-from ctk.errors import UsageError
+from ctk.errors import CtkError
 
 app = typer.Typer(no_args_is_help=True, help="Prepare the node: device nodes and /dev/char links.")
 
+DriverRoot = Annotated[
+    Path,
+    typer.Option(
+        "--driver-root",
+        "--root",
+        help="Root of the driver installation; /proc/devices and /dev are read under it.",
+    ),
+]
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Show what would change; change nothing.")]
+
+
+def _create_nodes(
+    driver_root: Path, dev_root: Path, *, control_devices: bool, dry_run: bool
+) -> None:
+    from ctk.host.root import HostRoot
+    from ctk.system.devices import Major, wanted_nodes
+    from ctk.system.nodes import make_node, node_state, read_driver_facts
+
+    facts = read_driver_facts(HostRoot(driver_root))
+    if Major.FRONTEND not in facts.majors and Major.NVIDIA not in facts.majors:
+        raise CtkError(
+            f"no NVIDIA driver loaded: {facts.source} lists no nvidia major",
+            hint="load the driver (modprobe nvidia), or pass --driver-root of a driver container",
+        )
+    dev = HostRoot(dev_root)
+    plan = [
+        (node, dev.path(node.path))
+        for node in wanted_nodes(facts.majors, facts.gpu_minors, control_devices=control_devices)
+    ]
+    for node, host_path in plan:
+        state = node_state(host_path, node)
+        if state not in ("missing", "ok"):
+            raise CtkError(
+                f"{host_path}: {state}, not c {node.major}:{node.minor}; refusing to replace it",
+                hint="remove it by hand if it is stale, then run this again",
+            )
+    for node, host_path in plan:
+        numbers = f"c {node.major}:{node.minor}"
+        if node_state(host_path, node) == "ok":
+            typer.echo(f"{'exists':<13} {host_path} ({numbers})")
+        elif dry_run:
+            typer.echo(f"{'would create':<13} {host_path} ({numbers})")
+        else:
+            make_node(host_path, node)
+            typer.echo(f"{'created':<13} {host_path} ({numbers})")
+
+
+@app.command("create-device-nodes")
+def create_device_nodes(
+    driver_root: DriverRoot = Path("/"),
+    dev_root: Annotated[
+        Path | None,
+        typer.Option(
+            "--dev-root", help="Root under which /dev is populated (default: the driver root)."
+        ),
+    ] = None,
+    control_devices: Annotated[
+        bool,
+        typer.Option(
+            "--control-devices", help="Also create nvidiactl, nvidia-modeset, nvidia-uvm(-tools)."
+        ),
+    ] = False,
+    dry_run: DryRun = False,
+) -> None:
+    """Create missing /dev/nvidia* nodes from /proc/devices and the driver's GPU list."""
+    _create_nodes(
+        driver_root, dev_root or driver_root, control_devices=control_devices, dry_run=dry_run
+    )
+
 
 @app.command("create-dev-char-symlinks")
-def create_dev_char_symlinks() -> None:
-    """Create /dev/char links for the NVIDIA device nodes."""
-    raise UsageError("ctk system create-dev-char-symlinks is not implemented yet")
+def create_dev_char_symlinks(
+    dev_char_path: Annotated[
+        Path, typer.Option("--dev-char-path", help="Where the <major>:<minor> links go.")
+    ] = Path("/dev/char"),
+    driver_root: DriverRoot = Path("/"),
+    create_device_nodes: Annotated[
+        bool,
+        typer.Option(
+            "--create-device-nodes", help="First create missing GPU and control device nodes."
+        ),
+    ] = False,
+    dry_run: DryRun = False,
+) -> None:
+    """Create /dev/char links for the NVIDIA device nodes (prevents NVML "Unknown Error")."""
+    from ctk.host.root import HostRoot
+    from ctk.system.devices import char_links
+    from ctk.system.nodes import find_nodes, link_state, make_link, read_driver_facts
+
+    if create_device_nodes:
+        _create_nodes(driver_root, driver_root, control_devices=True, dry_run=dry_run)
+    root = HostRoot(driver_root)
+    nodes = find_nodes(root, read_driver_facts(root).majors)
+    if not nodes:
+        typer.echo(f"No NVIDIA device nodes found in {driver_root}")
+        return
+    links = char_links(nodes, PurePosixPath(dev_char_path))
+    states = [(link, link_state(Path(link.link), Path(link.target))) for link in links]
+    for link, state in states:
+        if state == "blocked":
+            raise CtkError(
+                f"{link.link}: exists and is not a symlink; refusing to replace it",
+                hint="remove it by hand, or pass another --dev-char-path",
+            )
+    verbs = {"ok": "exists", "missing": "created", "replace": "replaced"}
+    for link, state in states:
+        verb = verbs[state]
+        if state != "ok":
+            if dry_run:
+                verb = "would create " if state == "missing" else "would replace"
+            else:
+                make_link(link)
+        typer.echo(f"{verb:<13} {link.link} -> {link.target}")

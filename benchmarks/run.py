@@ -1,0 +1,317 @@
+"""The benchmark suite: whole-process medians of ctk's commands next to bare `python -c pass`.
+
+Run from anywhere: `python benchmarks/run.py [--runs N] [--output docs/PERFORMANCE.md]`.
+
+ctk is installed (copied, byte-compiled, console scripts written with pip's template) into a
+temporary virtual environment that sees the running interpreter's packages through a `.pth`
+file, so `ctk` and `ctk-hook` are measured as installed programs, from the same environment as
+the `python -c pass` baseline. The
+commands are timed round-robin (one run of each, N times) so that load from other processes
+spreads evenly, and each figure is the median. Commands not implemented yet are reported as
+"not available". `bench_validate.py` lends its spec generator; `bench_generate.py`, when
+present, is run and its own table is quoted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH = REPO / "benchmarks"
+
+
+@dataclass
+class Case:
+    """One command line to time; ``target`` is the allowed multiple of `python -c pass`."""
+
+    name: str
+    argv: list[str]
+    stdin: str | None = None
+    target: float | None = None
+    note: str = ""
+    samples: list[float] = field(default_factory=list)
+    unavailable: str | None = None
+    max_runs: int | None = None  # for commands that take seconds
+    env: dict[str, str] | None = None
+
+    def wanted(self, runs: int) -> bool:
+        """Whether this case still needs a sample."""
+        limit = runs if self.max_runs is None else min(runs, self.max_runs)
+        return self.unavailable is None and len(self.samples) < limit
+
+
+SCRIPT = """#!{python}
+# -*- coding: utf-8 -*-
+import re
+import sys
+from {module} import {func}
+if __name__ == '__main__':
+    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])
+    sys.exit({func}())
+"""  # the console-script template pip writes (distlib's), so start-up matches an install
+
+
+def install(tmp: Path) -> Path:
+    """Install ctk into a fresh venv under ``tmp`` and return the venv's bin directory.
+
+    The package is copied into the venv's site-packages and byte-compiled, and its
+    `[project.scripts]` are written with pip's template: what `pip install .` produces, without
+    needing a build backend (or the network) at benchmark time.
+    """
+    venv = tmp / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin/python"
+    purelib = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
+    # the venv sees the dependencies of the interpreter running this script
+    (purelib / "_ctk_bench_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    shutil.copytree(REPO / "ctk", purelib / "ctk", ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([str(python), "-m", "compileall", "-q", str(purelib / "ctk")], check=True)
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    for name, entry in scripts.items():
+        module, func = entry.split(":")
+        script = venv / "bin" / name
+        script.write_text(SCRIPT.format(python=python, module=module, func=func))
+        script.chmod(0o755)
+    return venv / "bin"
+
+
+def hook_bundle(tmp: Path) -> str:
+    """A bundle for `ctk-hook create-symlinks`; returns the OCI state for stdin."""
+    bundle = tmp / "bundle"
+    (bundle / "rootfs/usr/lib/x86_64-linux-gnu").mkdir(parents=True)
+    (bundle / "config.json").write_text(json.dumps({"root": {"path": "rootfs"}}))
+    return json.dumps({"ociVersion": "1.0.2", "id": "bench", "bundle": str(bundle)})
+
+
+def load_bench(name: str) -> ModuleType | None:
+    """Import ``benchmarks/<name>.py`` (another helper's), or None when it is not there."""
+    path = BENCH / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"ctk_bench_{name}", path)
+    if not path.exists() or spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def validate_cases(tmp: Path, bin_dir: Path, python: str) -> list[Case]:
+    """1,000 specs from bench_validate's generator: validate them, and merely parse them."""
+    bench = load_bench("bench_validate")
+    spec_text: Callable[[int], str] | None = getattr(bench, "spec_text", None)
+    if spec_text is None:
+        missing = Case("ctk cdi validate (1,000 specs)", [])
+        missing.unavailable = "benchmarks/bench_validate.py (its spec generator) is not here yet"
+        return [missing]
+    specs = tmp / "specs"
+    specs.mkdir()
+    files = []
+    for index in range(1000):
+        path = specs / f"nvidia-{index:04d}.yaml"
+        path.write_text(spec_text(index), encoding="utf-8")
+        files.append(str(path))
+    parse = (
+        "import sys, yaml\nfor f in sys.argv[1:]:\n"
+        "    with open(f, 'rb') as s: yaml.load(s, Loader=yaml.CSafeLoader)\n"
+    )
+    return [
+        Case("yaml CSafeLoader parse (1,000 specs)", [python, "-c", parse, *files],
+             note="the floor for validate (issue 2: validate <= 2x this)", max_runs=5),
+        Case("ctk cdi validate (1,000 specs)", [str(bin_dir / "ctk"), "cdi", "validate", *files],
+             max_runs=5),
+    ]  # fmt: skip
+
+
+def doctor_case(bin_dir: Path, tmp: Path, stack: contextlib.ExitStack) -> Case:
+    """`ctk doctor` on the doctor tests' healthy node, built as those tests build it."""
+    case = Case("ctk doctor (healthy fixture node)", [], note="issue 5: under 1 s")
+    if not (REPO / "tests/doctor/nodes.py").exists():
+        case.unavailable = "tests/doctor/nodes.py (the doctor fixture builder) is not here yet"
+        return case
+    try:
+        sys.path.insert(0, str(REPO))
+        from tests.doctor.nodes import materialise  # type: ignore[import-not-found]
+
+        from tests.fake_nvml import TOPOLOGY_ENV, build_library  # type: ignore[import-not-found]
+
+        library = build_library(tmp / "fake-nvml")
+        node = stack.enter_context(materialise("healthy", tmp / "doctor", library))
+    except Exception as exc:  # another helper's code: report, do not crash the suite
+        case.unavailable = short(f"cannot build the healthy node: {type(exc).__name__}: {exc}")
+        return case
+    case.argv = [str(bin_dir / "ctk"), "doctor", "--root", str(node.root)]
+    case.env = {**os.environ, TOPOLOGY_ENV: str(node.topology)}
+    return case
+
+
+def short(text: str, limit: int = 120) -> str:
+    """One table-safe line of at most ``limit`` characters."""
+    text = text.replace("|", "/")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def time_round_robin(cases: list[Case], runs: int) -> None:
+    """Run every available case once per round, ``runs`` rounds (after one warm-up round)."""
+    for round_index in range(runs + 1):
+        for case in cases:
+            if not case.wanted(runs):
+                continue
+            start = time.perf_counter()
+            result = subprocess.run(
+                case.argv,
+                input=case.stdin,
+                capture_output=True,
+                text=True,
+                env=case.env,
+                check=False,
+            )
+            elapsed = time.perf_counter() - start
+            if result.returncode not in (0, 1) or "not implemented" in result.stderr:
+                last = (result.stderr.strip().splitlines() or ["no output"])[-1]
+                case.unavailable = short(f"exit {result.returncode}: {last}")
+            elif round_index > 0:
+                case.samples.append(elapsed)
+
+
+def generate_table() -> str:
+    """The output of bench_generate.py, run as its author meant, or why there is none."""
+    path = BENCH / "bench_generate.py"
+    if not path.exists():
+        return "not available: benchmarks/bench_generate.py is not here yet\n"
+    result = subprocess.run(
+        [sys.executable, str(path)], capture_output=True, text=True, cwd=REPO, check=False
+    )
+    if result.returncode != 0:
+        last = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        return short(f"not available: bench_generate.py exited {result.returncode}: {last}") + "\n"
+    return result.stdout
+
+
+def import_profile(python: str, argv: list[str], stdin: str | None) -> str:
+    """The costliest top-level imports of one run (`python -X importtime`), cumulative."""
+    result = subprocess.run(
+        [python, "-X", "importtime", *argv],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    rows = []
+    for line in result.stderr.splitlines():
+        parts = line.removeprefix("import time:").split("|")
+        if len(parts) == 3 and parts[1].strip().isdigit() and not parts[2].startswith("  "):
+            rows.append((int(parts[1]), parts[2].strip()))
+    top = sorted(rows, reverse=True)[:8]
+    return ", ".join(f"`{name}` {micros / 1000:.1f} ms" for micros, name in top)
+
+
+def render(
+    cases: list[Case], baseline: float, runs: int, generate: str, imports: dict[str, str]
+) -> str:
+    """The Markdown page."""
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        "# Performance",
+        "",
+        "Written by `python benchmarks/run.py` (do not edit by hand; rerun it). "
+        f"Measured {when} on {platform.machine()} with {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}; whole-process wall time, median of {runs} runs "
+        "(5 for the commands that take seconds), "
+        "commands timed round-robin. `ctk` and `ctk-hook` are installed in a temporary venv "
+        "(package copied and byte-compiled, console scripts written with pip's template); "
+        "the baseline is that venv's `python -c pass`.",
+        "",
+        "| command | median | x `python -c pass` | target | verdict | note |",
+        "|---|---:|---:|---:|---|---|",
+    ]
+    for case in cases:
+        if case.unavailable:
+            lines.append(f"| {case.name} | — | — | — | not available | {case.unavailable} |")
+            continue
+        median = statistics.median(case.samples)
+        ratio = median / baseline
+        target = f"<= {case.target:g}x" if case.target else ""
+        verdict = ""
+        if case.target is not None:
+            verdict = "ok" if ratio <= case.target else "MISSED"
+        lines.append(
+            f"| {case.name} | {median * 1000:.1f} ms | {ratio:.2f} | {target} | {verdict} "
+            f"| {case.note} |"
+        )
+    lines += ["", "## Where start-up goes (`python -X importtime`, top-level imports)", ""]
+    lines += [f"- {name}: {profile}" for name, profile in imports.items()]
+    lines += [
+        "",
+        "## `ctk cdi generate` (from `benchmarks/bench_generate.py`)",
+        "",
+        "```",
+        generate.rstrip(),
+        "```",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--runs", type=int, default=30, help="timed runs per command (at most 5 for slow ones)"
+    )
+    parser.add_argument("--output", type=Path, default=REPO / "docs/PERFORMANCE.md")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="ctk-bench-") as name, contextlib.ExitStack() as stack:
+        tmp = Path(name)
+        bin_dir = install(tmp)
+        python = str(bin_dir / "python")
+        hook = str(bin_dir / "ctk-hook")
+        link = "--link=libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so"
+        cases = [
+            Case("python -c pass", [python, "-c", "pass"], note="the baseline"),
+            Case("ctk --version", [str(bin_dir / "ctk"), "--version"], target=3.0),
+            Case("ctk --help", [str(bin_dir / "ctk"), "--help"]),
+            Case("ctk-hook create-symlinks (state on stdin)", [hook, "create-symlinks", link],
+                 stdin=hook_bundle(tmp), target=2.0, note="what every container start pays"),
+            Case("ctk-hook --help", [hook, "--help"], note="argparse only renders help"),
+            *validate_cases(tmp, bin_dir, python),
+            doctor_case(bin_dir, tmp, stack),
+        ]  # fmt: skip
+        time_round_robin(cases, args.runs)
+        imports = {
+            case.name: import_profile(python, case.argv, case.stdin)
+            for case in cases[1:5]
+            if not case.unavailable
+        }
+    baseline = statistics.median(cases[0].samples)
+    page = render(cases, baseline, args.runs, generate_table(), imports)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(page, encoding="utf-8")
+    sys.stdout.write(page)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

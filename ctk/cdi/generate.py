@@ -1,0 +1,250 @@
+"""Build a CDI spec from a node's facts: pure, deterministic, linear in the number of devices."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from ctk.cdi import discover
+from ctk.cdi.discover import HookProgram
+from ctk.cdi.model import (
+    ContainerEdits,
+    Device,
+    DeviceNodeFacts,
+    DriverFacts,
+    Gpu,
+    MigDevice,
+    MigMode,
+    NvmlFacts,
+    Spec,
+    merge,
+)
+from ctk.cdi.options import DEFAULT_KINDS, Mode, NameStrategy
+from ctk.cdi.serialize import cdi_version
+from ctk.errors import CtkError, UsageError
+
+EMPTY_DEVICE_ENV = "NVCT_EMPTY_DEVICE="
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GenerateOptions:
+    """Everything `ctk cdi generate` lets the user choose."""
+
+    kind: str = DEFAULT_KINDS[Mode.NVML]
+    mode: Mode = Mode.NVML
+    strategies: tuple[NameStrategy, ...] = (NameStrategy.INDEX, NameStrategy.UUID)
+    device_ids: tuple[str, ...] = ("all",)
+    all_device: bool = True
+    hooks: HookProgram = field(default_factory=lambda: HookProgram("/usr/bin/nvidia-cdi-hook"))
+    ldconfig_path: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    """One device of the node before naming: a full GPU or a MIG device."""
+
+    gpu: Gpu
+    mig: MigDevice | None
+
+    def names(self, strategy: NameStrategy) -> str:
+        if self.mig is None:
+            return {
+                NameStrategy.INDEX: str(self.gpu.index),
+                NameStrategy.UUID: self.gpu.uuid,
+                NameStrategy.TYPE_INDEX: f"gpu{self.gpu.index}",
+            }[strategy]
+        index = f"{self.gpu.index}:{self.mig.index}"
+        return {
+            NameStrategy.INDEX: index,
+            NameStrategy.UUID: self.mig.uuid,
+            NameStrategy.TYPE_INDEX: f"mig{index}",
+        }[strategy]
+
+    def ids(self) -> tuple[str, ...]:
+        """What `--device-id` may call it (a MIG-mode GPU's id selects its MIG devices)."""
+        own = tuple(self.names(s) for s in (NameStrategy.INDEX, NameStrategy.UUID))
+        parent = (str(self.gpu.index), self.gpu.uuid) if self.mig is not None else ()
+        return own + parent
+
+
+def build_spec(
+    nvml: NvmlFacts | None,
+    driver: DriverFacts,
+    options: GenerateOptions,
+    *,
+    version: str,
+) -> Spec:
+    """The whole spec for the node: per-device edits, `all`, and the common edits."""
+    graphics = options.mode is Mode.NVML
+    # management mode's one device carries every node itself, the control nodes included
+    control = driver.control_nodes if graphics else ()
+    common = (
+        discover.library_env(driver)
+        + discover.nodes(control)
+        + discover.driver_hooks(
+            driver,
+            options.hooks,
+            version=version,
+            graphics=graphics,
+            ldconfig=options.ldconfig_path,
+        )
+        + discover.driver_files(driver, graphics=graphics)
+    )
+    if options.mode is Mode.MANAGEMENT:
+        devices = [_management_device(driver)]
+    else:
+        if nvml is None:
+            raise CtkError("NVML facts are needed in nvml mode")  # a caller's bug
+        devices = _named_devices(nvml, driver, options, common)
+    edits = _tidy(common)
+    spec = Spec(cdi_version="0.0.0", kind=options.kind, devices=tuple(devices), edits=edits)
+    return replace(spec, cdi_version=cdi_version(spec))
+
+
+def _named_devices(
+    nvml: NvmlFacts, driver: DriverFacts, options: GenerateOptions, common: ContainerEdits
+) -> list[Device]:
+    if options.device_ids == ("none",):
+        return [Device(name="none", edits=ContainerEdits(env=(EMPTY_DEVICE_ENV,)))]
+    units = _select(_units(nvml), options.device_ids)
+    if not units:
+        raise CtkError(
+            "NVML reports no GPUs on this node",
+            hint="check `nvidia-smi`; to list device nodes without NVML use --mode management",
+        )
+    edits_of = _DeviceEdits(driver, options.hooks)
+    edits = [_simplify(edits_of(unit), common) for unit in units]  # only the chosen ones
+    devices = [
+        Device(name=unit.names(strategy), edits=_tidy(unit_edits))
+        for unit, unit_edits in zip(units, edits, strict=True)
+        for strategy in options.strategies
+    ]
+    devices.sort(key=lambda d: d.name)
+    if options.all_device:
+        devices.append(Device(name="all", edits=_tidy(merge(edits))))
+    return devices
+
+
+def _units(nvml: NvmlFacts) -> list[_Unit]:
+    """Full GPUs, and the MIG devices of GPUs in MIG mode (such a GPU is no device itself)."""
+    units = []
+    for gpu in nvml.gpus:
+        if gpu.mig_mode is MigMode.ENABLED:
+            units += [_Unit(gpu, mig) for mig in gpu.migs]
+        else:
+            units.append(_Unit(gpu, None))
+    return units
+
+
+class _DeviceEdits:
+    """The edits of one GPU or MIG device, from lookups built once for the node."""
+
+    def __init__(self, driver: DriverFacts, program: HookProgram) -> None:
+        self.driver = driver
+        self.program = program
+        self.gpu_nodes = {n.container_path: n for n in driver.gpu_nodes}
+        self.cap_nodes = {n.container_path: n for n in driver.cap_nodes}
+        self.minors = dict(driver.mig_minors)
+        self.drm = dict(driver.drm)
+        self.drm_links = dict(driver.drm_links)
+
+    def __call__(self, unit: _Unit) -> ContainerEdits:
+        gpu, mig = unit.gpu, unit.mig
+        node = _gpu_node(gpu, self.gpu_nodes, self.driver)
+        drm = self.drm.get(gpu.sysfs_bus_id, ())
+        if mig is None:
+            links = self.program.links(self.drm_links.get(gpu.sysfs_bus_id, ()))
+            return discover.nodes((node, *drm)) + ContainerEdits(hooks=links)
+        caps = _cap_nodes(gpu, mig, self.minors, self.cap_nodes, self.driver)
+        graphics = drm if "gfx" in mig.attributes else ()
+        return discover.nodes((node, *caps, *graphics))
+
+
+def _gpu_node(
+    gpu: Gpu, nodes: Mapping[str, DeviceNodeFacts], driver: DriverFacts
+) -> DeviceNodeFacts:
+    path = f"/dev/nvidia{gpu.minor}"
+    node = nodes.get(path)
+    if node is None:
+        raise CtkError(
+            f"GPU {gpu.index} ({gpu.uuid}): device node {path} not found under {driver.dev_root}",
+            hint="the driver has not created it: run `nvidia-modprobe -c "
+            f"{gpu.minor}` or pass the right --dev-root",
+        )
+    return node
+
+
+def _cap_nodes(
+    gpu: Gpu,
+    mig: MigDevice,
+    minors: Mapping[str, int],
+    nodes: Mapping[str, DeviceNodeFacts],
+    driver: DriverFacts,
+) -> list[DeviceNodeFacts]:
+    name = f"MIG device {gpu.index}:{mig.index} ({mig.uuid})"
+    if not minors:
+        raise CtkError(
+            f"{name}: {driver.dev_root.rstrip('/')}/proc/driver/nvidia-caps/mig-minors is "
+            "missing or empty",
+            hint="MIG needs the nvidia-caps support of the driver; load the nvidia module with "
+            "MIG support or pass the right --dev-root",
+        )
+    found = []
+    base = f"gpu{gpu.minor}/gi{mig.gpu_instance}"
+    for capability in (f"{base}/access", f"{base}/ci{mig.compute_instance}/access"):
+        minor = minors.get(capability)
+        path = f"/dev/nvidia-caps/nvidia-cap{minor}"
+        node = nodes.get(path) if minor is not None else None
+        if node is None:
+            raise CtkError(
+                f"{name}: capability device {path if minor is not None else capability} not "
+                f"found under {driver.dev_root}",
+                hint="create the MIG capability nodes: `nvidia-modprobe -f "
+                "/proc/driver/nvidia-caps/mig-minors` or `ctk system create-device-nodes`",
+            )
+        found.append(node)
+    return found
+
+
+def _management_device(driver: DriverFacts) -> Device:
+    every = (*driver.control_nodes, *driver.gpu_nodes, *driver.cap_nodes, *driver.other_nodes)
+    wanted = [n for n in every if not n.container_path.startswith("/dev/nvidia-nvswitch")]
+    if not wanted:
+        raise CtkError(
+            f"no NVIDIA device nodes found under {driver.dev_root}",
+            hint="is the driver loaded? Pass --dev-root if /dev lives elsewhere",
+        )
+    return Device(name="all", edits=_tidy(discover.nodes(wanted)))
+
+
+def _select(units: list[_Unit], ids: tuple[str, ...]) -> list[_Unit]:
+    if "all" in ids:
+        return units
+    chosen = []
+    for wanted in ids:
+        matches = [u for u in units if wanted in u.ids()]
+        if not matches:
+            known = ", ".join(u.names(NameStrategy.INDEX) for u in units) or "none"
+            raise UsageError(
+                f"--device-id {wanted}: no such GPU or MIG device",
+                hint=f"devices on this node: {known}, or a GPU/MIG UUID, all, none",
+            )
+        chosen += [u for u in matches if u not in chosen]
+    return chosen
+
+
+def _simplify(edits: ContainerEdits, common: ContainerEdits) -> ContainerEdits:
+    """Drop what the common edits already give, unless that would leave the device empty."""
+    rest = edits - common
+    return rest if rest else edits
+
+
+def _tidy(edits: ContainerEdits) -> ContainerEdits:
+    """The one place where edits are sorted: device nodes and mounts by container path."""
+    return ContainerEdits(
+        env=tuple(sorted(edits.env)),
+        device_nodes=tuple(sorted(edits.device_nodes, key=lambda n: n.path)),
+        hooks=edits.hooks,
+        mounts=tuple(sorted(edits.mounts, key=lambda m: (m.container_path, m.host_path))),
+        additional_gids=tuple(sorted(edits.additional_gids)),
+    )

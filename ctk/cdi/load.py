@@ -1,0 +1,443 @@
+"""Strict loading of CDI spec text (YAML or JSON) into plain values, with positions.
+
+libyaml's C parser composes the document into nodes (safe: no Python objects are built from
+tags); this module then builds the values itself while walking the compiled schema
+(`ctk.cdi.schema`). That single walk finds what a plain `yaml.safe_load` hides: duplicate keys,
+keys differing only in case, YAML scalars of the wrong type (an unquoted `no` where a string is
+required), unknown fields, missing fields, and it knows the line and column of each node.
+Values that are wrong are left out of the result, so later rules see only well-typed data.
+JSON is read the same way, as the reference library does (JSON is YAML).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from ctk.cdi.problems import Path, Problem, Severity
+from ctk.cdi.schema import Shape, compiled
+
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+_TAG = "tag:yaml.org,2002:"
+STR, INT, BOOL, NULL, FLOAT = (_TAG + t for t in ("str", "int", "bool", "null", "float"))
+MERGE, SEQ, MAP = _TAG + "merge", _TAG + "seq", _TAG + "map"
+# YAML 1.1 booleans. PyYAML leaves out y/Y/n/N, but the reference library's parser (go-yaml)
+# reads them as booleans too, so an unquoted `n` as a device name is as wrong as `no`.
+_BOOLEANS = {
+    **dict.fromkeys(
+        ("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), True
+    ),
+    **dict.fromkeys(
+        ("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"), False
+    ),
+}
+_PLAIN_TAGS: dict[str, str] = dict.fromkeys(_BOOLEANS, BOOL)
+_PLAIN_TAGS_MAX = 8192
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]
+    """The safe loader, with the tags of plain scalars memoised (specs repeat them a lot)."""
+
+    def resolve(self, kind: type[Node], value: str, implicit: tuple[bool, bool]) -> str:
+        if kind is ScalarNode:
+            if not implicit[0]:
+                return STR
+            tag = _PLAIN_TAGS.get(value)
+            if tag is None:
+                tag = str(super().resolve(kind, value, implicit))
+                if len(_PLAIN_TAGS) < _PLAIN_TAGS_MAX:
+                    _PLAIN_TAGS[value] = tag
+            return tag
+        return SEQ if kind is SequenceNode else MAP
+
+
+_CONSTRUCTOR = SafeConstructor()
+_INVALID = object()
+
+
+def _mark(node: Node) -> tuple[int, int]:
+    mark = node.start_mark
+    return mark.line + 1, mark.column + 1
+
+
+def describe(node: Node) -> str:
+    """A few words naming what ``node`` is, for messages."""
+    if isinstance(node, MappingNode):
+        return "a mapping"
+    if isinstance(node, SequenceNode):
+        return "a list"
+    value = str(node.value)
+    shown = value if len(value) <= 40 else value[:37] + "..."
+    tag = str(node.tag)
+    names = {STR: "the string", INT: "the integer", BOOL: "the boolean", FLOAT: "the number"}
+    if tag == NULL:
+        return "null" if value in ("", "~", "null", "Null", "NULL") else f"null ({shown})"
+    if tag in names:
+        return f"{names[tag]} {shown!r}" if tag == STR else f"{names[tag]} {shown}"
+    return f"a value tagged {tag.replace(_TAG, '!!')} ({shown})"
+
+
+@dataclass(slots=True)
+class _Found:
+    node: Node
+    rule: str
+    message: str
+    severity: Severity = Severity.ERROR
+    key: str | None = None
+
+
+class _Decoder:
+    """Builds plain values from nodes while checking them against `Shape`s."""
+
+    def __init__(self) -> None:
+        self.found: list[_Found] = []
+
+    def report(
+        self, node: Node, rule: str, message: str, *, warn: bool = False, key: str | None = None
+    ) -> None:
+        severity = Severity.WARNING if warn else Severity.ERROR
+        self.found.append(_Found(node, rule, message, severity, key))
+
+    def value(self, node: Node, shape: Shape) -> object:
+        kind = shape.type
+        if kind == "object":
+            return self.mapping(node, shape)
+        if kind == "array":
+            return self.array(node, shape)
+        if kind == "map":
+            return self.map(node, shape)
+        return self.scalar(node, shape)
+
+    def _wrong_type(self, node: Node, expected: str) -> object:
+        found = describe(node)
+        hint = ""
+        if isinstance(node, ScalarNode) and expected == "a string" and not node.style:
+            hint = "; quote it to make it a string"
+        if isinstance(node, ScalarNode) and node.tag == NULL:
+            self.report(node, "parse.null", f"expected {expected}, found {found}; omit the field")
+        else:
+            self.report(node, "parse.type", f"expected {expected}, found {found}{hint}")
+        return _INVALID
+
+    def scalar(self, node: Node, shape: Shape) -> object:
+        if not isinstance(node, ScalarNode):
+            return self._wrong_type(node, _EXPECTED[shape.type])
+        tag = node.tag
+        value: object
+        if shape.type == "string":
+            if tag != STR:
+                return self._wrong_type(node, "a string")
+            value = node.value
+            if len(node.value) < shape.min_length:
+                self.report(node, "schema.empty", "must not be empty")
+                return _INVALID
+        elif shape.type == "integer":
+            if tag != INT:
+                return self._wrong_type(node, "an integer")
+            value = _CONSTRUCTOR.construct_yaml_int(node)
+            assert isinstance(value, int)
+            if (shape.minimum is not None and value < shape.minimum) or (
+                shape.maximum is not None and value > shape.maximum
+            ):
+                self.report(
+                    node,
+                    "schema.range",
+                    f"{value} is out of range ({shape.minimum} to {shape.maximum})",
+                )
+                return _INVALID
+        else:
+            if tag != BOOL or node.value not in _BOOLEANS:
+                return self._wrong_type(node, "a boolean")
+            value = _BOOLEANS[node.value]
+        if shape.enum is not None and value not in shape.enum:
+            allowed = ", ".join(repr(v) for v in shape.enum if v != "")
+            self.report(node, "schema.enum", f"{value!r} is not one of {allowed}")
+            return _INVALID
+        return value
+
+    def array(self, node: Node, shape: Shape) -> object:
+        if not isinstance(node, SequenceNode):
+            return self._wrong_type(node, "a list")
+        items = shape.items
+        assert items is not None
+        out = []
+        for item in node.value:
+            value = self.value(item, items)
+            if value is not _INVALID:
+                out.append(value)
+        if len(node.value) < shape.min_items:
+            self.report(node, "schema.min-items", f"needs at least {shape.min_items} item(s)")
+        return out
+
+    def _pairs(self, node: MappingNode) -> Iterator[tuple[Node, Node]]:
+        """Key/value pairs with YAML merge keys (``<<: *anchor``) expanded, explicit keys last."""
+        merged: list[tuple[Node, Node]] = []
+        own: list[tuple[Node, Node]] = []
+        for key_node, value_node in node.value:
+            if key_node.tag != MERGE:
+                own.append((key_node, value_node))
+                continue
+            sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
+            for source in sources:
+                if isinstance(source, MappingNode):
+                    merged.extend(self._pairs(source))
+                else:
+                    self.report(source, "parse.merge", "a merge key (<<) needs a mapping")
+        own_keys = {k.value for k, _ in own if isinstance(k, ScalarNode)}
+        yield from ((k, v) for k, v in merged if k.value not in own_keys)
+        yield from own
+
+    def _key(self, key_node: Node) -> str | None:
+        if isinstance(key_node, ScalarNode) and key_node.tag == STR:
+            return str(key_node.value)
+        self.report(key_node, "parse.key-type", f"keys must be strings, found {describe(key_node)}")
+        return None
+
+    def mapping(self, node: Node, shape: Shape) -> object:
+        if not isinstance(node, MappingNode):
+            return self._wrong_type(node, "a mapping")
+        out: dict[str, object] = {}
+        seen: dict[str, Node] = {}
+        spelled: dict[str, str] = {}
+        for key_node, value_node in self._pairs(node):
+            key = self._key(key_node)
+            if key is None:
+                continue
+            if key in seen:
+                line = seen[key].start_mark.line + 1
+                self.report(
+                    key_node, "parse.duplicate-key", f"duplicate key {key!r} (first on line {line})"
+                )
+                continue
+            seen[key] = key_node
+            canonical = shape.folded.get(key.lower())
+            if canonical is None:
+                expected = ", ".join(shape.properties)
+                self.report(
+                    key_node,
+                    "schema.unknown-field",
+                    f"unknown field {key!r} (expected one of: {expected})",
+                    key=key,
+                )
+                continue
+            if canonical in spelled:
+                self.report(
+                    key_node,
+                    "parse.case-duplicate",
+                    f"key {key!r} differs only in case from {spelled[canonical]!r}",
+                )
+                continue
+            spelled[canonical] = key
+            if canonical != key:
+                self.report(
+                    key_node,
+                    "parse.key-case",
+                    f"key {key!r} is spelled {canonical!r} in the specification",
+                    warn=True,
+                )
+            value = self.value(value_node, shape.properties[canonical])
+            if value is not _INVALID:
+                out[canonical] = value
+        for name in shape.required:
+            if name not in spelled:
+                self.report(node, "schema.required", f"missing required field {name!r}")
+        return out
+
+    def map(self, node: Node, shape: Shape) -> object:
+        if not isinstance(node, MappingNode):
+            return self._wrong_type(node, "a mapping")
+        values = shape.values
+        assert values is not None
+        out: dict[str, object] = {}
+        seen: dict[str, Node] = {}
+        for key_node, value_node in self._pairs(node):
+            key = self._key(key_node)
+            if key is None:
+                continue
+            if key in seen:
+                line = seen[key].start_mark.line + 1
+                self.report(
+                    key_node, "parse.duplicate-key", f"duplicate key {key!r} (first on line {line})"
+                )
+                continue
+            seen[key] = key_node
+            if len(key) < shape.key_min_length:
+                self.report(key_node, "schema.empty-key", "keys must not be empty", key=key)
+                continue
+            value = self.value(value_node, values)
+            if value is not _INVALID:
+                out[key] = value
+        return out
+
+
+_EXPECTED = {
+    "string": "a string",
+    "integer": "an integer",
+    "boolean": "a boolean",
+    "object": "a mapping",
+    "map": "a mapping",
+    "array": "a list",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """The outcome of loading one spec text."""
+
+    root: Node | None
+    """The composed document (``None`` when it could not be parsed or is empty)."""
+    value: dict[str, object] | None
+    """The decoded spec without the values that were wrong (``None`` when not a mapping)."""
+    problems: tuple[Problem, ...]
+
+
+def _syntax_problem(exc: yaml.YAMLError, text: str) -> Problem:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    line = column = None
+    if mark is not None:
+        line, column = mark.line + 1, mark.column + 1
+    elif isinstance(getattr(exc, "position", None), int):
+        position: int = exc.position  # type: ignore[attr-defined]
+        line = text.count("\n", 0, position) + 1
+        column = position - (text.rfind("\n", 0, position) + 1) + 1
+    last_line = text.count("\n") + 1
+    if line is not None and line > last_line:  # libyaml reports end of input one line further
+        line, column = last_line, len(text) - (text.rfind("\n") + 1) + 1
+    problem = getattr(exc, "problem", None)
+    reason = str(problem) if problem else str(exc).splitlines()[0]
+    context = getattr(exc, "context", None)
+    if context:
+        reason = f"{reason} ({context})"
+    return Problem("parse.syntax", f"not valid YAML or JSON: {reason}", (), line, column)
+
+
+def compose(text: str) -> tuple[Node | None, list[Problem]]:
+    """Compose the first document of ``text``; later documents only give a warning."""
+    loader = _Loader(text)
+    problems: list[Problem] = []
+    try:
+        if not loader.check_node():
+            return None, [Problem("parse.empty", "the file holds no spec (empty document)")]
+        root = loader.get_node()
+        assert root is not None  # check_node() said there is one
+        try:
+            more = loader.check_node()
+        except yaml.YAMLError:
+            more = True
+        if more:
+            line, column = _mark(root)
+            problems.append(
+                Problem(
+                    "parse.multi-document",
+                    "only the first YAML document is read; the others are ignored",
+                    (),
+                    line,
+                    column,
+                    Severity.WARNING,
+                )
+            )
+        return root, problems
+    except yaml.YAMLError as exc:
+        return None, [_syntax_problem(exc, text)]
+    finally:
+        loader.dispose()
+
+
+def _paths(root: Node) -> dict[int, Path]:
+    """The path of every node (the first one, for nodes shared through aliases)."""
+    paths: dict[int, Path] = {}
+    stack: list[tuple[Node, Path]] = [(root, ())]
+    while stack:
+        node, path = stack.pop()
+        if id(node) in paths:
+            continue
+        paths[id(node)] = path
+        if isinstance(node, MappingNode):
+            for key_node, value_node in node.value:
+                key = key_node.value if isinstance(key_node, ScalarNode) else "?"
+                paths.setdefault(id(key_node), (*path, str(key)))
+                stack.append((value_node, (*path, str(key))))
+        elif isinstance(node, SequenceNode):
+            stack.extend((item, (*path, index)) for index, item in enumerate(node.value))
+    return paths
+
+
+def _entry(node: MappingNode, key: str) -> tuple[Node, Node] | None:
+    """The key and value nodes of ``key``: exact spelling first, then any letter case."""
+    pairs = [(k, v) for k, v in node.value if isinstance(k, ScalarNode)]
+    for k, v in pairs:
+        if k.value == key:
+            return k, v
+    folded = key.lower()
+    return next(((k, v) for k, v in pairs if str(k.value).lower() == folded), None)
+
+
+def locate(root: Node | None, path: Path, *, at_key: bool = False) -> tuple[int | None, int | None]:
+    """Line and column (1-based) of the node at ``path``, or of its nearest existing parent.
+
+    With ``at_key``, a path ending in a mapping key gives the key's position, not its value's.
+    """
+    node: Node | None = root
+    best: Node | None = root
+    for index, part in enumerate(path):
+        if isinstance(node, MappingNode) and isinstance(part, str):
+            entry = _entry(node, part)
+            last_key = at_key and index == len(path) - 1
+            node = None if entry is None else entry[0] if last_key else entry[1]
+        elif isinstance(node, SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+        else:
+            node = None
+        if node is None:
+            break
+        best = node
+    if best is None:
+        return None, None
+    return _mark(best)
+
+
+def decode(root: Node) -> tuple[dict[str, object] | None, list[Problem]]:
+    """Build the spec's values from ``root``, checking them against the packaged schema."""
+    decoder = _Decoder()
+    # Only nodes the schema describes are walked, so recursion stays as shallow as the schema.
+    value = decoder.value(root, compiled())
+    problems = []
+    if decoder.found:
+        paths = _paths(root)
+        for found in decoder.found:
+            path = paths.get(id(found.node), ())
+            line, column = _mark(found.node)
+            problems.append(Problem(found.rule, found.message, path, line, column, found.severity))
+    return (value if isinstance(value, dict) else None), problems
+
+
+def load_text(text: str, *, strict_json: bool = False) -> Loaded:
+    """Compose and decode ``text``; ``strict_json`` also warns when it is not strict JSON."""
+    root, problems = compose(text)
+    if root is None:
+        return Loaded(None, None, tuple(problems))
+    if strict_json:
+        try:
+            json.loads(text)
+        except RecursionError:
+            pass  # deeper than Python's json can follow; libyaml read it, so nothing to add
+        except json.JSONDecodeError as exc:
+            problems.append(
+                Problem(
+                    "parse.not-json",
+                    f"not strict JSON ({exc.msg}); read as YAML, as CDI runtimes do",
+                    (),
+                    exc.lineno,
+                    exc.colno,
+                    Severity.WARNING,
+                )
+            )
+    value, found = decode(root)
+    problems.extend(found)
+    return Loaded(root, value, tuple(problems))

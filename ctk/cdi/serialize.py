@@ -1,0 +1,174 @@
+"""A `Spec` as plain data, YAML or JSON, laid out like nvidia-ctk's specs.
+
+Keys follow the CDI Go structs' order (`cdiVersion`, `kind`, `devices`, `containerEdits`; in
+edits `env`, `deviceNodes`, `hooks`, `mounts`, `additionalGids`), empty values are left out. YAML
+starts with `---` and indents by four; JSON is one compact line.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from typing import Any
+
+from ctk.cdi.model import ContainerEdits, DeviceNode, Hook, Mount, Spec
+from ctk.cdi.options import SpecFormat
+from ctk.cdi.version import minimum_version
+
+JSONValue = Any  # plain data: dict, list, str, int
+
+
+def _node(node: DeviceNode) -> dict[str, JSONValue]:
+    return _compact(
+        {
+            "path": node.path,
+            "hostPath": node.host_path,
+            "major": node.major,
+            "minor": node.minor,
+            "fileMode": node.file_mode,
+            "permissions": node.permissions,
+            "gid": node.gid,
+        }
+    )
+
+
+def _hook(hook: Hook) -> dict[str, JSONValue]:
+    return _compact(
+        {
+            "hookName": hook.hook_name,
+            "path": hook.path,
+            "args": list(hook.args),
+            "env": list(hook.env),
+        }
+    )
+
+
+def _mount(mount: Mount) -> dict[str, JSONValue]:
+    return _compact(
+        {
+            "hostPath": mount.host_path,
+            "containerPath": mount.container_path,
+            "type": mount.type,
+            "options": list(mount.options),
+        }
+    )
+
+
+def edits_data(edits: ContainerEdits) -> dict[str, JSONValue]:
+    """`containerEdits` as plain data."""
+    return _compact(
+        {
+            "env": list(edits.env),
+            "deviceNodes": [_node(n) for n in edits.device_nodes],
+            "hooks": [_hook(h) for h in edits.hooks],
+            "mounts": [_mount(m) for m in edits.mounts],
+            "additionalGids": list(edits.additional_gids),
+        }
+    )
+
+
+def spec_data(spec: Spec) -> dict[str, JSONValue]:
+    """The whole spec as plain data, in the order it is written."""
+    devices = []
+    for device in spec.devices:
+        entry: dict[str, JSONValue] = {"name": device.name}
+        if device.annotations:
+            entry["annotations"] = dict(device.annotations)
+        entry["containerEdits"] = edits_data(device.edits)
+        devices.append(entry)
+    data: dict[str, JSONValue] = {"cdiVersion": spec.cdi_version, "kind": spec.kind}
+    data["devices"] = devices
+    common = edits_data(spec.edits)
+    if common:
+        data["containerEdits"] = common
+    return data
+
+
+def cdi_version(spec: Spec) -> str:
+    """The lowest CDI version that can express ``spec`` (0.5.0 for ordinary nodes)."""
+    return minimum_version(spec_data(spec))
+
+
+def _compact(values: dict[str, JSONValue]) -> dict[str, JSONValue]:
+    return {k: v for k, v in values.items() if v is not None and v not in ([], {})}
+
+
+def render(spec: Spec, spec_format: SpecFormat) -> str:
+    """The spec as text in ``spec_format``."""
+    data = spec_data(spec)
+    if spec_format is SpecFormat.JSON:
+        return json.dumps(data, separators=(",", ":")) + "\n"
+    return "---\n" + "".join(_yaml(data, 0)) + ""
+
+
+# --- a small YAML emitter for plain data: exact layout, nothing else to configure ------------
+
+_PLAIN = re.compile(r"^[A-Za-z0-9_./+=@%,:-][A-Za-z0-9_./+=@%,: -]*$")
+
+
+@functools.lru_cache(maxsize=4096)
+def _scalar(value: str | int | bool) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if value and _PLAIN.match(value) and not _special(value):
+        return value
+    return '"' + "".join(map(_escape, value)) + '"'
+
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escape(char: str) -> str:
+    """One character inside a YAML double-quoted scalar."""
+    if char in _ESCAPES:
+        return _ESCAPES[char]
+    code = ord(char)
+    printable = 0x20 <= code < 0x7F or (
+        code >= 0xA0 and not 0xD800 <= code < 0xE000 and code not in (0x2028, 0x2029, 0xFEFF)
+    )
+    if printable and code not in (0xFFFE, 0xFFFF):
+        return char
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def _special(text: str) -> bool:
+    """Whether a plain scalar would read back as something else than this string."""
+    import yaml
+
+    if text.endswith((" ", ":")) or ": " in text or " #" in text or text.startswith(("- ", ":")):
+        return True
+    try:
+        return bool(yaml.safe_load(text) != text)
+    except yaml.YAMLError:
+        return True
+
+
+def _yaml(value: JSONValue, indent: int) -> list[str]:
+    pad = " " * indent
+    lines: list[str] = []
+    for key, item in value.items():
+        if isinstance(item, dict):
+            lines.append(f"{pad}{key}:\n")
+            lines += _yaml(item, indent + 4)
+        elif isinstance(item, list):
+            lines.append(f"{pad}{key}:\n")
+            lines += _sequence(item, indent + 4)
+        else:
+            lines.append(f"{pad}{key}: {_scalar(item)}\n")
+    return lines
+
+
+def _sequence(items: list[JSONValue], indent: int) -> list[str]:
+    pad = " " * indent
+    lines: list[str] = []
+    for item in items:
+        if isinstance(item, dict):
+            body = _yaml(item, indent + 2)
+            lines.append(f"{pad}- {body[0].lstrip()}")
+            lines += body[1:]
+        else:
+            lines.append(f"{pad}- {_scalar(item)}\n")
+    return lines

@@ -1,0 +1,397 @@
+"""Driver files and device nodes of a node, gathered in one scan.
+
+Files come from the driver root (`--driver-root`: `/`, or `/run/nvidia/driver` for a driver
+container), device nodes, `/proc` and `/sys` from the dev root (`--dev-root`, the host's view).
+Every path goes through `HostRoot`, so nothing leads out of its root. Each directory is listed
+once, so the cost grows with the number of files and devices, not with their product.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import struct
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from ctk.cdi.model import DeviceNodeFacts, DriverFacts, HostFile, NodeFacts
+from ctk.cdi.options import Mode
+from ctk.errors import CtkError
+from ctk.host.root import HostRoot, PathEscapeError
+
+# Where drivers put their libraries (as nvidia-ctk searches them), before the ld.so.cache.
+LIBRARY_DIRS = (
+    "/usr/lib64",
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/usr/lib/x86_64-linux-gnu/nvidia/current",
+    "/usr/lib/aarch64-linux-gnu/nvidia/current",
+    "/lib64",
+    "/lib/x86_64-linux-gnu",
+    "/lib/aarch64-linux-gnu",
+    "/lib/x86_64-linux-gnu/nvidia/current",
+    "/lib/aarch64-linux-gnu/nvidia/current",
+)
+BINARY_DIRS = ("/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin")
+BINARIES = (
+    "nvidia-smi",
+    "nvidia-debugdump",
+    "nvidia-persistenced",
+    "nvidia-cuda-mps-control",
+    "nvidia-cuda-mps-server",
+    "nvidia-imex",
+    "nvidia-imex-ctl",
+)
+FIRMWARE_DIRS = ("/lib/firmware/updates", "/lib/firmware")
+IPC_PATHS = (
+    ("/run/nvidia-persistenced/socket", "/var/run/nvidia-persistenced/socket"),
+    ("/run/nvidia-fabricmanager/socket", "/var/run/nvidia-fabricmanager/socket"),
+    ("/tmp/nvidia-mps",),
+)
+CONTROL_NODES = (
+    "/dev/nvidia-modeset",
+    "/dev/nvidia-uvm",
+    "/dev/nvidia-uvm-tools",
+    "/dev/nvidiactl",
+)
+CONFIG_DIRS = ("/etc", "/usr/local/share", "/usr/share")
+# (file under a config dir, the container path it is mounted at; None: where it was found)
+GRAPHICS_CONFIGS: tuple[tuple[str, str | None], ...] = (
+    ("glvnd/egl_vendor.d/10_nvidia.json", None),
+    ("egl/egl_external_platform.d/15_nvidia_gbm.json", None),
+    ("egl/egl_external_platform.d/10_nvidia_wayland.json", None),
+    ("egl/egl_external_platform.d/09_nvidia_wayland2.json", None),
+    ("egl/egl_external_platform.d/20_nvidia_xcb.json", None),
+    ("egl/egl_external_platform.d/20_nvidia_xlib.json", None),
+    ("nvidia/nvoptix.bin", None),
+    ("X11/xorg.conf.d/10-nvidia.conf", "/usr/share/X11/xorg.conf.d/10-nvidia.conf"),
+    (
+        "X11/xorg.conf.d/nvidia-drm-outputclass.conf",
+        "/usr/share/X11/xorg.conf.d/nvidia-drm-outputclass.conf",
+    ),
+    ("OpenCL/vendors/nvidia.icd", "/etc/OpenCL/vendors/nvidia.icd"),
+    ("vulkan/icd.d/nvidia_icd.json", "/etc/vulkan/icd.d/nvidia_icd.json"),
+    ("vulkan/icd.d/nvidia_layers.json", "/etc/vulkan/icd.d/nvidia_layers.json"),
+    (
+        "vulkan/implicit_layer.d/nvidia_layers.json",
+        "/etc/vulkan/implicit_layer.d/nvidia_layers.json",
+    ),
+    ("vulkan/icd.d/nvidia_icd.x86_64.json", "/etc/vulkan/icd.d/nvidia_icd.x86_64.json"),
+)
+GRAPHICS_LIBRARY = re.compile(r"^libnvidia-egl-(gbm|wayland|wayland2|xcb|xlib)\.so\.\d+\.\d+\.\d+$")
+DRIVER_VERSION_FILE = re.compile(r"^lib(cuda|nvidia-ml)\.so\.(\d+\.\d+(?:\.\d+)?)$")
+LD_CACHE_MAGIC = b"glibc-ld.so.cache1.1"
+
+
+# --- libraries ---------------------------------------------------------------------------------
+
+
+def read_ld_cache(root: HostRoot) -> tuple[tuple[str, str], ...]:
+    """The (library name, path) entries of the root's /etc/ld.so.cache (new format)."""
+    try:
+        data = root.path("/etc/ld.so.cache").read_bytes()
+    except (OSError, PathEscapeError):
+        return ()
+    base = data.find(LD_CACHE_MAGIC)
+    if base < 0:
+        return ()
+    try:
+        (count,) = struct.unpack_from("<I", data, base + 20)
+        entries = []
+        for i in range(count):
+            _flags, key, value = struct.unpack_from("<iII", data, base + 48 + 24 * i)
+            entries.append((_cstring(data, base + key), _cstring(data, base + value)))
+    except (struct.error, UnicodeDecodeError):
+        return ()  # a damaged cache: the standard directories still apply
+    return tuple(entries)
+
+
+def _cstring(data: bytes, offset: int) -> str:
+    end = data.index(b"\0", offset)
+    return data[offset:end].decode()
+
+
+def find_library(driver_root: Path, name: str) -> Path | None:
+    """Where library ``name`` (e.g. libnvidia-ml.so.1) is on this machine, under the root."""
+    root = HostRoot(driver_root)
+    candidates = [f"{d}/{name}" for d in LIBRARY_DIRS]
+    candidates += [path for key, path in read_ld_cache(root) if key == name]
+    for candidate in candidates:
+        try:
+            path = root.path(candidate)
+        except PathEscapeError:
+            continue
+        if path.is_file():
+            return path
+    return None
+
+
+def driver_version_from_files(driver_root: Path) -> str | None:
+    """The driver version from `libcuda.so.<version>` file names, for use without NVML."""
+    for directory in _library_dirs_in(HostRoot(driver_root)):
+        for entry in _listing(directory):
+            match = DRIVER_VERSION_FILE.match(entry.name)
+            if match:
+                return match.group(2)
+    return None
+
+
+def _library_dirs_in(root: HostRoot) -> Iterator[Path]:
+    seen: set[Path] = set()
+    cached = [os.path.dirname(p) for key, p in read_ld_cache(root) if key == "libcuda.so.1"]
+    for directory in (*LIBRARY_DIRS, *cached):
+        try:
+            path = root.path(directory)
+        except PathEscapeError:
+            continue
+        if path not in seen and path.is_dir():
+            seen.add(path)
+            yield path
+
+
+def _listing(directory: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(directory) as entries:
+            return sorted(entries, key=lambda e: e.name)
+    except FileNotFoundError:
+        return []
+    except NotADirectoryError:
+        return []
+    except OSError as exc:
+        raise CtkError(f"{directory}: cannot list: {exc.strerror}", hint="run as root") from exc
+
+
+class _Scan:
+    """One pass over the driver root and dev root."""
+
+    def __init__(self, driver_root: Path, dev_root: Path, version: str) -> None:
+        self.driver = HostRoot(driver_root)
+        self.dev = HostRoot(dev_root)
+        self.version = version
+
+    def file(self, host_path: Path, container_path: str | None = None) -> HostFile:
+        inside = str(self.driver.relative(host_path))
+        return HostFile(container_path=container_path or inside, host_path=str(host_path))
+
+    def find(self, *paths: str) -> Path | None:
+        for path in paths:
+            try:
+                found = self.driver.path(path)
+            except PathEscapeError:
+                continue
+            if found.exists():
+                return found
+        return None
+
+    def libraries(self) -> tuple[list[HostFile], list[str], list[tuple[str, str]]]:
+        suffix = f".so.{self.version}"
+        files: list[HostFile] = []
+        dirs: list[str] = []
+        links: list[tuple[str, str]] = []
+        for directory in _library_dirs_in(self.driver):
+            listing = _listing(directory)
+            names = {
+                e.name for e in listing if e.name.startswith("lib") and e.name.endswith(suffix)
+            }
+            if not names:
+                continue
+            inside = str(self.driver.relative(directory))
+            dirs.append(inside)
+            for sub in (directory, directory / "vdpau"):
+                entries = listing if sub == directory else _listing(sub)
+                mounted = {
+                    e.name
+                    for e in entries
+                    if e.is_file(follow_symlinks=False)
+                    and e.name.startswith("lib")
+                    and (e.name.endswith(suffix) or GRAPHICS_LIBRARY.match(e.name))
+                }
+                files += [self.file(sub / name) for name in sorted(mounted)]
+                links += _soname_links(sub, entries, mounted, self.driver)
+        return files, dirs, links
+
+    def binaries(self) -> list[HostFile]:
+        found = []
+        for name in BINARIES:
+            path = self.find(*(f"{d}/{name}" for d in BINARY_DIRS))
+            if path is not None and path.is_file():
+                found.append(self.file(path))
+        return found
+
+    def firmware(self) -> list[HostFile]:
+        for base in FIRMWARE_DIRS:
+            directory = self.find(f"{base}/nvidia/{self.version}")
+            if directory is not None:
+                return [
+                    self.file(Path(e.path))
+                    for e in _listing(directory)
+                    if e.name.startswith("gsp") and e.name.endswith(".bin")
+                ]
+        return []
+
+    def ipc(self) -> list[HostFile]:
+        found = []
+        for alternatives in IPC_PATHS:
+            path = self.find(*alternatives)
+            if path is not None:
+                found.append(self.file(path))
+        return found
+
+    def graphics(self, library_dirs: list[str]) -> tuple[list[HostFile], list[tuple[str, str]]]:
+        files = []
+        for relative, mount_at in GRAPHICS_CONFIGS:
+            path = self.find(*(f"{d}/{relative}" for d in CONFIG_DIRS))
+            if path is not None:
+                files.append(self.file(path, mount_at))
+        links: list[tuple[str, str]] = []
+        for directory in library_dirs:
+            xorg = self.find(f"{directory}/nvidia/xorg", f"{directory}/xorg/modules/drivers")
+            if xorg is None:
+                continue
+            for name in ("nvidia_drv.so", f"libglxserver_nvidia.so.{self.version}"):
+                if (xorg / name).is_file():
+                    files.append(self.file(xorg / name))
+            if (xorg / f"libglxserver_nvidia.so.{self.version}").is_file():
+                inside = self.driver.relative(xorg)
+                links.append(
+                    (f"libglxserver_nvidia.so.{self.version}", f"{inside}/libglxserver_nvidia.so")
+                )
+        return files, links
+
+    def node(self, container_path: str) -> DeviceNodeFacts | None:
+        try:
+            host = self.dev.path(container_path)
+            info = os.stat(host)
+        except (OSError, PathEscapeError):
+            return None
+        if not stat.S_ISCHR(info.st_mode):
+            return None
+        return DeviceNodeFacts(
+            container_path=container_path,
+            host_path=str(host),
+            major=os.major(info.st_rdev),
+            minor=os.minor(info.st_rdev),
+            file_mode=stat.S_IMODE(info.st_mode),
+            gid=info.st_gid,
+        )
+
+    def nodes(self, paths: Iterable[str]) -> list[DeviceNodeFacts]:
+        return [node for node in map(self.node, paths) if node is not None]
+
+    def dev_listing(self, directory: str) -> list[str]:
+        try:
+            host = self.dev.path(directory)
+        except PathEscapeError:
+            return []
+        return [f"{directory}/{e.name}" for e in _listing(host)]
+
+    def mig_minors(self) -> list[tuple[str, int]]:
+        try:
+            text = self.dev.path("/proc/driver/nvidia-caps/mig-minors").read_text()
+        except (OSError, PathEscapeError):
+            return []
+        minors = []
+        for line in text.splitlines():
+            name, _, number = line.strip().partition(" ")
+            if number.strip().isdigit():
+                minors.append((name, int(number)))
+        return minors
+
+    def drm(self, bus_id: str) -> tuple[list[DeviceNodeFacts], list[tuple[str, str]]]:
+        names = [
+            p.rsplit("/", 1)[1] for p in self.dev_listing(f"/sys/bus/pci/devices/{bus_id}/drm")
+        ]
+        nodes = self.nodes(f"/dev/dri/{n}" for n in names if n.startswith(("card", "renderD")))
+        links = []
+        for kind in ("card", "render"):
+            link = f"/dev/dri/by-path/pci-{bus_id}-{kind}"
+            try:
+                target = os.readlink(self.dev.path("/dev/dri/by-path") / f"pci-{bus_id}-{kind}")
+            except (OSError, PathEscapeError):
+                continue
+            links.append((target, link))
+        return nodes, links
+
+
+def _soname_links(
+    directory: Path, entries: list[os.DirEntry[str]], mounted: set[str], root: HostRoot
+) -> list[tuple[str, str]]:
+    """(file, link) for symlinks in ``directory`` that point straight at a mounted library."""
+    inside = root.relative(directory)
+    links = []
+    for entry in entries:
+        if not entry.is_symlink():
+            continue
+        try:
+            target = os.readlink(entry.path)
+        except OSError:
+            continue
+        if target in mounted:
+            links.append((target, f"{inside}/{entry.name}"))
+    return links
+
+
+def read_driver(
+    driver_root: Path, dev_root: Path, *, version: str, bus_ids: Iterable[str] = ()
+) -> DriverFacts:
+    """Gather the driver's files under ``driver_root`` and device nodes under ``dev_root``."""
+    scan = _Scan(driver_root, dev_root, version)
+    libraries, library_dirs, links = scan.libraries()
+    graphics, graphics_links = scan.graphics(library_dirs)
+    dev_entries = scan.dev_listing("/dev")
+    gpu_nodes = [p for p in dev_entries if re.fullmatch(r"/dev/nvidia\d+", p)]
+    gpu_nodes.sort(key=lambda p: int(p.removeprefix("/dev/nvidia")))
+    other = [p for p in dev_entries if p.startswith("/dev/nvidia-nvswitch")]
+    other += scan.dev_listing("/dev/nvidia-caps-imex-channels")
+    caps = scan.dev_listing("/dev/nvidia-caps")
+    caps.sort(key=lambda p: (len(p), p))
+    drm = []
+    drm_links = []
+    for bus_id in bus_ids:
+        nodes, by_path = scan.drm(bus_id)
+        drm.append((bus_id, tuple(nodes)))
+        drm_links.append((bus_id, tuple(by_path)))
+    return DriverFacts(
+        driver_root=str(driver_root),
+        dev_root=str(dev_root),
+        libraries=tuple(libraries),
+        library_dirs=tuple(library_dirs),
+        soname_links=tuple(links),
+        binaries=tuple(scan.binaries()),
+        firmware=tuple(scan.firmware()),
+        ipc=tuple(scan.ipc()),
+        graphics=tuple(graphics),
+        graphics_links=tuple(graphics_links),
+        control_nodes=tuple(scan.nodes(CONTROL_NODES)),
+        gpu_nodes=tuple(scan.nodes(gpu_nodes)),
+        cap_nodes=tuple(scan.nodes(caps)),
+        other_nodes=tuple(scan.nodes(sorted(other))),
+        mig_minors=tuple(scan.mig_minors()),
+        drm=tuple(drm),
+        drm_links=tuple(drm_links),
+    )
+
+
+def gather(driver_root: Path, dev_root: Path, mode: Mode) -> NodeFacts:
+    """Read NVML (nvml mode), then scan the driver root and the dev root once."""
+    for what, root in (("--driver-root", driver_root), ("--dev-root", dev_root)):
+        if not root.is_dir():
+            raise CtkError(f"{what} {root}: no such directory", hint="pass an existing directory")
+    nvml = None
+    if mode is Mode.NVML:
+        from ctk.host.nvml import read_nvml
+
+        nvml = read_nvml(driver_root)
+        version = nvml.driver_version
+    else:
+        found = driver_version_from_files(driver_root)
+        if found is None:
+            raise CtkError(
+                f"no NVIDIA driver libraries (libcuda.so.<version>) found under {driver_root}",
+                hint="install the driver, or pass --driver-root where it is mounted",
+            )
+        version = found
+    bus_ids = [g.sysfs_bus_id for g in nvml.gpus] if nvml else []
+    facts = read_driver(driver_root, dev_root, version=version, bus_ids=bus_ids)
+    return NodeFacts(nvml=nvml, driver=facts, driver_version=version)

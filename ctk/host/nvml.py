@@ -1,0 +1,187 @@
+"""NVML through pynvml: the only module that talks to the driver library.
+
+With a driver root other than `/` (a driver container mounted at `/run/nvidia/driver`, say), the
+root's own `libnvidia-ml.so.1` is loaded by absolute path before pynvml asks for it by name;
+the dynamic loader then hands pynvml that same library, so NVML matches the driver root's files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+from pathlib import Path
+from typing import Any, Protocol
+
+from ctk.cdi.model import Gpu, MigDevice, MigMode, NvmlFacts
+from ctk.errors import CtkError
+from ctk.host import driver
+
+LIBRARY = "libnvidia-ml.so.1"
+
+# NVML return codes (nvml.h) that get a message of their own.
+_NOT_SUPPORTED = 3
+_NO_PERMISSION = 4
+_NOT_FOUND = 6
+_DRIVER_NOT_LOADED = 9
+_LIBRARY_NOT_FOUND = 12
+_FUNCTION_NOT_FOUND = 13
+_GPU_IS_LOST = 15
+_LIB_RM_VERSION_MISMATCH = 18
+
+_MANAGEMENT_HINT = "or use --mode management, which needs no NVML"
+_HINTS = {
+    _LIBRARY_NOT_FOUND: (
+        "is the NVIDIA driver installed? For a driver container pass --driver-root "
+        f"(e.g. /run/nvidia/driver), {_MANAGEMENT_HINT}"
+    ),
+    _DRIVER_NOT_LOADED: "load the kernel module (modprobe nvidia) and check dmesg",
+    _LIB_RM_VERSION_MISMATCH: (
+        "the loaded kernel module and the user-space driver differ (usually after a driver "
+        "upgrade): reboot, or unload and reload the nvidia modules"
+    ),
+    _NO_PERMISSION: "run as root (sudo)",
+    _GPU_IS_LOST: "the GPU fell off the bus: look for Xid 79 in dmesg; reset the GPU or reboot",
+    _FUNCTION_NOT_FOUND: "the driver is older than nvidia-ml-py expects; upgrade the driver",
+}
+
+
+class GpuSource(Protocol):
+    """Where GPU facts come from: NVML here, a fake in tests of code that takes facts."""
+
+    def __call__(self, driver_root: Path) -> NvmlFacts: ...
+
+
+def _nvml_error(exc: Exception, what: str) -> CtkError:
+    code = getattr(exc, "value", None)
+    reason = str(exc)
+    if code == _DRIVER_NOT_LOADED:
+        message = f"NVIDIA driver is not loaded ({what}: {reason})"
+    elif code == _LIB_RM_VERSION_MISMATCH:
+        message = f"NVIDIA driver/library version mismatch ({what}: {reason})"
+    else:
+        message = f"{what} failed: {reason}"
+    return CtkError(message, hint=_HINTS.get(code if isinstance(code, int) else -1))
+
+
+def _preload(driver_root: Path) -> None:
+    if str(driver_root) == "/":
+        return  # the dynamic loader's own search finds the host's library
+    library = driver.find_library(driver_root, LIBRARY)
+    if library is None:
+        raise CtkError(
+            f"NVML library {LIBRARY} not found under driver root {driver_root}",
+            hint=_HINTS[_LIBRARY_NOT_FOUND],
+        )
+    try:
+        ctypes.CDLL(str(library))
+    except OSError as exc:
+        raise CtkError(
+            f"{library}: cannot load NVML library: {exc}",
+            hint="check that the driver root holds a complete driver for this architecture",
+        ) from exc
+
+
+def read_nvml(driver_root: Path) -> NvmlFacts:
+    """Read the driver version, CUDA version, GPUs and MIG devices from NVML."""
+    import pynvml
+
+    _preload(driver_root)
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        if getattr(exc, "value", None) == _LIBRARY_NOT_FOUND:
+            raise CtkError(
+                f"NVML library {LIBRARY} not found", hint=_HINTS[_LIBRARY_NOT_FOUND]
+            ) from exc
+        raise _nvml_error(exc, "NVML initialisation") from exc
+    try:
+        return NvmlFacts(
+            driver_version=_call(pynvml.nvmlSystemGetDriverVersion, what="driver version"),
+            cuda_driver_version=_call(pynvml.nvmlSystemGetCudaDriverVersion, what="CUDA version"),
+            gpus=tuple(_gpu(pynvml, index) for index in range(_call(pynvml.nvmlDeviceGetCount))),
+        )
+    finally:
+        with contextlib.suppress(pynvml.NVMLError):  # nothing to do about it after reading
+            pynvml.nvmlShutdown()
+
+
+def _call(function: Any, *args: Any, what: str = "") -> Any:
+    import pynvml
+
+    try:
+        return function(*args)
+    except pynvml.NVMLError as exc:
+        raise _nvml_error(exc, what or function.__name__) from exc
+
+
+def _gpu(pynvml: Any, index: int) -> Gpu:
+    what = f"GPU {index}"
+    handle = _call(pynvml.nvmlDeviceGetHandleByIndex, index, what=what)
+    mig_mode = _mig_mode(pynvml, handle, what)
+    return Gpu(
+        index=index,
+        minor=_call(pynvml.nvmlDeviceGetMinorNumber, handle, what=f"{what} minor number"),
+        uuid=_call(pynvml.nvmlDeviceGetUUID, handle, what=f"{what} UUID"),
+        name=_call(pynvml.nvmlDeviceGetName, handle, what=f"{what} name"),
+        pci_bus_id=_bus_id(_call(pynvml.nvmlDeviceGetPciInfo, handle, what=f"{what} PCI info")),
+        mig_mode=mig_mode,
+        migs=_migs(pynvml, index, handle) if mig_mode is MigMode.ENABLED else (),
+    )
+
+
+def _bus_id(info: Any) -> str:
+    raw = info.busId
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
+def _mig_mode(pynvml: Any, handle: Any, what: str) -> MigMode:
+    try:
+        current, _pending = pynvml.nvmlDeviceGetMigMode(handle)
+    except pynvml.NVMLError as exc:
+        if getattr(exc, "value", None) == _NOT_SUPPORTED:
+            return MigMode.UNSUPPORTED
+        raise _nvml_error(exc, f"{what} MIG mode") from exc
+    return MigMode.ENABLED if current == 1 else MigMode.DISABLED
+
+
+def _migs(pynvml: Any, parent: int, handle: Any) -> tuple[MigDevice, ...]:
+    what = f"GPU {parent} MIG device"
+    count = _call(pynvml.nvmlDeviceGetMaxMigDeviceCount, handle, what=what + " count")
+    found = []
+    for slot in range(count):
+        try:
+            mig = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)
+        except pynvml.NVMLError as exc:
+            if getattr(exc, "value", None) == _NOT_FOUND:
+                continue  # an empty slot
+            raise _nvml_error(exc, f"{what} {slot}") from exc
+        found.append(_mig(pynvml, parent, slot, mig))
+    return tuple(found)
+
+
+def _mig(pynvml: Any, parent: int, slot: int, handle: Any) -> MigDevice:
+    what = f"MIG device {parent}:{slot}"
+    attrs = _call(pynvml.nvmlDeviceGetAttributes, handle, what=f"{what} attributes")
+    name = _call(pynvml.nvmlDeviceGetName, handle, what=f"{what} name")
+    return MigDevice(
+        parent_index=parent,
+        index=slot,
+        gpu_instance=_call(pynvml.nvmlDeviceGetGpuInstanceId, handle, what=what),
+        compute_instance=_call(pynvml.nvmlDeviceGetComputeInstanceId, handle, what=what),
+        uuid=_call(pynvml.nvmlDeviceGetUUID, handle, what=f"{what} UUID"),
+        profile=_profile(
+            name, attrs.gpuInstanceSliceCount, attrs.computeInstanceSliceCount, attrs.memorySizeMB
+        ),
+        gpu_slices=attrs.gpuInstanceSliceCount,
+        compute_slices=attrs.computeInstanceSliceCount,
+        memory_mib=attrs.memorySizeMB,
+    )
+
+
+def _profile(name: str, gpu_slices: int, compute_slices: int, memory_mib: int) -> str:
+    """The profile as NVML names MIG devices ("NVIDIA A100-SXM4-80GB MIG 1g.10gb")."""
+    _, marker, profile = name.rpartition(" MIG ")
+    if marker and profile:
+        return profile
+    size = f"{gpu_slices}g.{(memory_mib + 1023) // 1024}gb"
+    return size if compute_slices in (0, gpu_slices) else f"{compute_slices}c.{size}"

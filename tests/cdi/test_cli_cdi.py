@@ -1,0 +1,222 @@
+"""`ctk cdi validate` and `ctk cdi list` end to end through `main()`: exit codes, exact output."""
+# ruff: noqa: E501 (expected output lines read best unbroken)
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from ctk.cli.app import main
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+CASES = FIXTURES / "conformance" / "cdi-cases"
+ETC, RUN = FIXTURES / "specs" / "etc" / "cdi", FIXTURES / "specs" / "run" / "cdi"
+V013 = CASES / "valid" / "v013-version-with-v-prefix.json"
+I100 = CASES / "invalid" / "i100-unquoted-yaml-bool-name.yaml"
+V001 = CASES / "valid" / "v001-minimal-0.3.0.json"
+
+
+@pytest.fixture(autouse=True)
+def _plain_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("FORCE_COLOR", "CLICOLOR_FORCE", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_validate_files(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    missing = tmp_path / "missing.yaml"
+    before = I100.read_bytes()
+    assert main(["cdi", "validate", str(V013), str(I100), str(V001), str(missing)]) == 1
+    out, err = capsys.readouterr()
+    assert out == (
+        f"{V013}:2:17: warning: cdiVersion: write cdiVersion as '0.6.0', without the 'v' [version.v-prefix]\n"
+        f"{V013}: valid (cdiVersion v0.6.0, needs 0.6.0, 1 device, 1 warning)\n"
+        f"{I100}:4:9: error: devices[0].name: expected a string, found the boolean no; quote it to make it a string [parse.type]\n"
+        f"{I100}: invalid (1 error)\n"
+        f"{V001}: valid (cdiVersion 0.3.0, needs 0.3.0, 1 device)\n"
+        f"{missing}: error: cannot read: No such file or directory [read.error]\n"
+        f"{missing}: invalid (1 error)\n"
+        "4 specs: 2 valid, 2 invalid\n"
+    )
+    assert err == ""
+    assert I100.read_bytes() == before
+
+
+def test_validate_valid_file_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cdi", "validate", str(V001)]) == 0
+    assert capsys.readouterr().out == f"{V001}: valid (cdiVersion 0.3.0, needs 0.3.0, 1 device)\n"
+
+
+def test_validate_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cdi", "validate", "--json", str(I100), str(V013)]) == 1
+    assert json.loads(capsys.readouterr().out) == {
+        "valid": False,
+        "specs": [
+            {
+                "path": str(I100),
+                "valid": False,
+                "cdiVersion": "0.3.0",
+                "minimumVersion": "0.3.0",
+                "kind": "example.com/gpu",
+                "devices": [],
+                "problems": [
+                    {
+                        "severity": "error",
+                        "rule": "parse.type",
+                        "message": "expected a string, found the boolean no; quote it to make it a string",
+                        "path": "devices[0].name",
+                        "line": 4,
+                        "column": 9,
+                    }
+                ],
+            },
+            {
+                "path": str(V013),
+                "valid": True,
+                "cdiVersion": "v0.6.0",
+                "minimumVersion": "0.6.0",
+                "kind": "example.com/gpu.x",
+                "devices": ["example.com/gpu.x=gpu0"],
+                "problems": [
+                    {
+                        "severity": "warning",
+                        "rule": "version.v-prefix",
+                        "message": "write cdiVersion as '0.6.0', without the 'v'",
+                        "path": "cdiVersion",
+                        "line": 2,
+                        "column": 17,
+                    }
+                ],
+            },
+        ],
+    }
+
+
+def test_validate_stdin(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"cdiVersion: 0.3.0\nkind: [")))
+    assert main(["cdi", "validate", "-"]) == 1
+    assert capsys.readouterr().out == (
+        "<stdin>:2:8: error: not valid YAML or JSON: did not find expected node content "
+        "(while parsing a flow node) [parse.syntax]\n"
+        "<stdin>: invalid (1 error)\n"
+    )
+
+
+def test_validate_spec_dirs_with_conflicts(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cdi", "validate", "--spec-dir", str(ETC), "--spec-dir", str(RUN)]) == 1
+    conflict = "at the same priority; CDI runtimes drop it from both [registry.conflict]"
+    assert capsys.readouterr().out == (
+        f"{ETC}/broken.yaml:4:9: error: devices[0].name: expected a string, found the boolean no; quote it to make it a string [parse.type]\n"
+        f"{ETC}/broken.yaml:6:11: error: devices[0].containerEdits.env[0]: env entry 'A' is not KEY=VALUE with a non-empty KEY [env.invalid]\n"
+        f"{ETC}/broken.yaml: invalid (2 errors)\n"
+        f"{ETC}/dup-a.yaml:4:9: error: devices[0].name: device example.com/x=dup is also defined by {ETC}/dup-b.yaml {conflict}\n"
+        f"{ETC}/dup-a.yaml: invalid (1 error)\n"
+        f"{ETC}/dup-b.yaml:4:9: error: devices[0].name: device example.com/x=dup is also defined by {ETC}/dup-a.yaml {conflict}\n"
+        f"{ETC}/dup-b.yaml: invalid (1 error)\n"
+        f"{ETC}/nic.json: valid (cdiVersion 1.1.0, needs 1.1.0, 1 device)\n"
+        f"{ETC}/nvidia.yaml: valid (cdiVersion 0.5.0, needs 0.5.0, 3 devices)\n"
+        f"{RUN}/nvidia.yaml: valid (cdiVersion 0.5.0, needs 0.5.0, 1 device)\n"
+        "6 specs: 3 valid, 3 invalid\n"
+    )
+
+
+def test_validate_default_dirs_empty(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    dirs = (tmp_path / "etc", tmp_path / "run")
+    monkeypatch.setattr("ctk.host.cdi_specs.DEFAULT_SPEC_DIRS", dirs)
+    assert main(["cdi", "validate"]) == 0
+    assert capsys.readouterr().out == (
+        f"no CDI spec files (*.json, *.yaml) in {dirs[0]}, {dirs[1]}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message", "hint"),
+    [
+        pytest.param(["cdi", "validate", "x.yaml", "--spec-dir", "/tmp"], "error: give spec files or --spec-dir, not both", None, id="files-and-dirs"),
+        pytest.param(["cdi", "validate", "--spec-dir", "/nonexistent/cdi"], "error: --spec-dir /nonexistent/cdi: does not exist", "hint: pass a directory that holds CDI specs, e.g. /etc/cdi", id="validate-missing-dir"),
+        pytest.param(["cdi", "list", "--spec-dir", "/nonexistent/cdi"], "error: --spec-dir /nonexistent/cdi: does not exist", "hint: pass a directory that holds CDI specs, e.g. /etc/cdi", id="list-missing-dir"),
+        pytest.param(["cdi", "list", "--spec-dir", __file__], f"error: --spec-dir {__file__}: is not a directory", "hint: pass a directory that holds CDI specs, e.g. /etc/cdi", id="list-file-as-dir"),
+    ],
+)  # fmt: skip
+def test_usage_errors(
+    capsys: pytest.CaptureFixture[str], args: list[str], message: str, hint: str | None
+) -> None:
+    assert main(args) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == message + "\n" + (hint + "\n" if hint else "")
+
+
+def test_list(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cdi", "list", "--spec-dir", str(ETC), "--spec-dir", str(RUN)]) == 1
+    out, err = capsys.readouterr()
+    assert out == (
+        "example.com/x=only-a\n"
+        "nvidia.com/gpu=0\n"
+        "nvidia.com/gpu=1\n"
+        "nvidia.com/gpu=all\n"
+        "vendor.com/nic=nic0\n"
+    )
+    conflict = "at the same priority; CDI runtimes drop it from both [registry.conflict]"
+    assert err == (
+        f"{ETC}/broken.yaml:4:9: error: devices[0].name: expected a string, found the boolean no; quote it to make it a string [parse.type]\n"
+        f"{ETC}/broken.yaml:6:11: error: devices[0].containerEdits.env[0]: env entry 'A' is not KEY=VALUE with a non-empty KEY [env.invalid]\n"
+        f"{ETC}/dup-a.yaml:4:9: error: devices[0].name: device example.com/x=dup is also defined by {ETC}/dup-b.yaml {conflict}\n"
+        f"{ETC}/dup-b.yaml:4:9: error: devices[0].name: device example.com/x=dup is also defined by {ETC}/dup-a.yaml {conflict}\n"
+        "1 invalid spec skipped\n"
+    )
+
+
+def test_list_all_valid_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cdi", "list", "--spec-dir", str(RUN)]) == 0
+    assert capsys.readouterr() == ("nvidia.com/gpu=1\n", "")
+
+
+def test_list_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["cdi", "list", "--json", "--spec-dir", str(RUN), "--spec-dir", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert json.loads(out) == {
+        "valid": True,
+        "devices": [
+            {
+                "name": "nvidia.com/gpu=1",
+                "kind": "nvidia.com/gpu",
+                "device": "1",
+                "source": f"{RUN}/nvidia.yaml",
+                "priority": 0,
+            }
+        ],
+        "errors": [],
+        "specs": [{"path": f"{RUN}/nvidia.yaml", "priority": 0, "valid": True}],
+        "specDirs": [
+            {"path": str(RUN), "priority": 0, "exists": True},
+            {"path": str(tmp_path), "priority": 1, "exists": True},
+        ],
+    }
+
+
+def test_list_json_reports_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cdi", "list", "--json", "--spec-dir", str(ETC)]) == 1
+    errors = json.loads(capsys.readouterr().out)["errors"]
+    assert errors[0] == {
+        "file": f"{ETC}/broken.yaml",
+        "severity": "error",
+        "rule": "parse.type",
+        "message": "expected a string, found the boolean no; quote it to make it a string",
+        "path": "devices[0].name",
+        "line": 4,
+        "column": 9,
+    }
+    assert [e["rule"] for e in errors] == [
+        "parse.type",
+        "env.invalid",
+        "registry.conflict",
+        "registry.conflict",
+    ]

@@ -1,0 +1,139 @@
+"""Resolving devices across spec directories, as CDI runtimes do."""
+# ruff: noqa: E501 (one table row per line reads best)
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ctk.cdi.names import QualifiedName
+from ctk.cdi.problems import Problem
+from ctk.cdi.registry import Device, SpecSource, build_registry
+from ctk.errors import CtkError
+from ctk.host.cdi_specs import load_spec_dirs
+
+SPECS = Path(__file__).parent.parent / "fixtures" / "specs"
+ETC, RUN = SPECS / "etc" / "cdi", SPECS / "run" / "cdi"
+
+
+def _spec(kind: str, *names: str) -> bytes:
+    devices = "".join(f"- name: {n}\n  containerEdits:\n    env: [A=1]\n" for n in names)
+    return f"cdiVersion: 0.3.0\nkind: {kind}\ndevices:\n{devices}".encode()
+
+
+def _device(text: str, source: str, priority: int) -> Device:
+    kind, name = text.split("=")
+    vendor, class_ = kind.split("/")
+    return Device(QualifiedName(vendor, class_, name), source, priority)
+
+
+def test_fixture_dirs_resolve_like_a_runtime() -> None:
+    registry = load_spec_dirs([ETC, RUN])
+    assert registry.devices == (
+        _device("example.com/x=only-a", f"{ETC}/dup-a.yaml", 0),
+        _device("nvidia.com/gpu=0", f"{ETC}/nvidia.yaml", 0),
+        _device("nvidia.com/gpu=1", f"{RUN}/nvidia.yaml", 1),
+        _device("nvidia.com/gpu=all", f"{ETC}/nvidia.yaml", 0),
+        _device("vendor.com/nic=nic0", f"{ETC}/nic.json", 0),
+    )
+    assert [(f.path, f.priority, f.valid) for f in registry.files] == [
+        (f"{ETC}/broken.yaml", 0, False),
+        (f"{ETC}/dup-a.yaml", 0, False),
+        (f"{ETC}/dup-b.yaml", 0, False),
+        (f"{ETC}/nic.json", 0, True),
+        (f"{ETC}/nvidia.yaml", 0, True),
+        (f"{RUN}/nvidia.yaml", 1, True),
+    ]
+    assert registry.files[1].conflicts == (
+        Problem(
+            "registry.conflict",
+            f"device example.com/x=dup is also defined by {ETC}/dup-b.yaml at the same priority; "
+            "CDI runtimes drop it from both",
+            ("devices", 0, "name"),
+            4,
+            9,
+        ),
+    )
+    assert not registry.valid
+    assert registry.device("nvidia.com/gpu=1") == _device(
+        "nvidia.com/gpu=1", f"{RUN}/nvidia.yaml", 1
+    )
+    assert registry.device("nvidia.com/gpu=7") is None
+
+
+@pytest.mark.parametrize(
+    ("sources", "expected"),
+    [
+        pytest.param(
+            [SpecSource("/a/x.yaml", 0, _spec("v.com/c", "d")), SpecSource("/b/x.yaml", 1, _spec("v.com/c", "d"))],
+            [("v.com/c=d", "/b/x.yaml", 1)],
+            id="higher-priority-replaces",
+        ),
+        pytest.param(
+            [SpecSource("/b/x.yaml", 1, _spec("v.com/c", "d")), SpecSource("/a/x.yaml", 0, _spec("v.com/c", "d"))],
+            [("v.com/c=d", "/b/x.yaml", 1)],
+            id="lower-priority-never-replaces",
+        ),
+        pytest.param(
+            [SpecSource("/a/x.yaml", 0, _spec("v.com/c", "d", "e")), SpecSource("/a/y.yaml", 0, _spec("v.com/c", "d")), SpecSource("/b/z.yaml", 1, _spec("v.com/c", "d"))],
+            [("v.com/c=e", "/a/x.yaml", 0)],
+            id="conflict-drops-the-device-even-when-a-higher-priority-defines-it",
+        ),
+        pytest.param(
+            [SpecSource("/a/x.yaml", 0, _spec("v.com/c", "d")), SpecSource("/a/y.yaml", 0, _spec("v.com/other", "d"))],
+            [("v.com/c=d", "/a/x.yaml", 0), ("v.com/other=d", "/a/y.yaml", 0)],
+            id="same-name-other-kind-is-no-conflict",
+        ),
+        pytest.param(
+            [SpecSource("/a/x.yaml", 0, b"{"), SpecSource("/a/y.yaml", 0, _spec("v.com/c", "d"))],
+            [("v.com/c=d", "/a/y.yaml", 0)],
+            id="invalid-file-skipped-others-kept",
+        ),
+        pytest.param(
+            [SpecSource("/a/x.yaml", 0, None, "cannot read: Permission denied")],
+            [],
+            id="unreadable-file",
+        ),
+    ],
+)  # fmt: skip
+def test_build_registry(sources: list[SpecSource], expected: list[tuple[str, str, int]]) -> None:
+    registry = build_registry(sources)
+    assert [(str(d.name), d.source, d.priority) for d in registry.devices] == expected
+
+
+def test_unreadable_file_is_a_problem_not_a_crash() -> None:
+    registry = build_registry([SpecSource("/a/x.yaml", 0, None, "cannot read: Permission denied")])
+    assert registry.files[0].problems == (Problem("read.error", "cannot read: Permission denied"),)
+
+
+def test_dangling_link_and_missing_dir(tmp_path: Path) -> None:
+    (tmp_path / "gone.yaml").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "ok.json").write_bytes(_spec("v.com/c", "d"))
+    registry = load_spec_dirs([tmp_path, tmp_path / "missing"])
+    assert [str(d.name) for d in registry.devices] == ["v.com/c=d"]
+    assert registry.files[0].problems == (
+        Problem("read.error", "cannot read: No such file or directory"),
+    )
+
+
+def test_spec_dir_that_is_a_file(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(CtkError) as info:
+        load_spec_dirs([tmp_path / "file"])
+    assert info.value.message == f"{tmp_path}/file: not a directory"
+
+
+def test_root_keeps_links_inside(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "etc" / "cdi").mkdir(parents=True)
+    (tmp_path / "outside.yaml").write_bytes(_spec("v.com/c", "evil"))
+    os.symlink("../../../outside.yaml", root / "etc" / "cdi" / "escape.yaml")
+    (root / "etc" / "cdi" / "ok.yaml").write_bytes(_spec("v.com/c", "d"))
+    registry = load_spec_dirs(["/etc/cdi"], root=root)
+    assert [str(d.name) for d in registry.devices] == ["v.com/c=d"]
+    assert registry.files[0].path == "/etc/cdi/escape.yaml"
+    assert registry.files[0].problems == (
+        Problem("read.error", f"/etc/cdi/escape.yaml: leads out of {root}"),
+    )

@@ -1,0 +1,301 @@
+/*
+ * A fake libnvidia-ml.so.1 for tests: the real pynvml loads it and gets the real error codes.
+ *
+ * The node it describes is read at nvmlInit from the file named by $CTK_FAKE_NVML_TOPOLOGY, so one
+ * loaded library serves every fixture node of a test session. Line format (see topology.py):
+ *   error <driver-not-loaded|version-mismatch|no-permission|unknown>   nvmlInit fails with it
+ *   driver <version>            cuda <int, e.g. 12040>
+ *   gpu <minor> <none|off|on> <uuid> <pci-bus-id> <name...>         (mig support and mode)
+ *   mig <slot> <gi> <ci> <gi-slices> <ci-slices> <memory-mb> <uuid> <name...>  (of the last gpu)
+ *   lost <index>                GPU <index> fell off the bus: its handle is GPU_IS_LOST
+ *
+ * Build: gcc -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o libnvidia-ml.so.1 fake_nvml.c
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int nvmlReturn_t;
+enum {
+    OK = 0, UNINITIALIZED = 1, INVALID_ARGUMENT = 2, NOT_SUPPORTED = 3, NO_PERMISSION = 4,
+    NOT_FOUND = 6, INSUFFICIENT_SIZE = 7, DRIVER_NOT_LOADED = 9, GPU_IS_LOST = 15,
+    LIB_RM_VERSION_MISMATCH = 18,
+    UNKNOWN = 999
+};
+
+#define MAX_GPUS 256
+#define MAX_MIGS 7
+#define TEXT 96
+
+struct device {
+    int is_mig, index, minor, mig_mode, lost; /* mig_mode: -1 none, 0 off, 1 on */
+    unsigned gi, ci, gi_slices, ci_slices;
+    unsigned long long memory_mb;
+    char uuid[TEXT], bus_id[TEXT], name[TEXT];
+    struct device *parent;
+    struct device *migs[MAX_MIGS];
+};
+
+typedef struct {
+    char busIdLegacy[16];
+    unsigned domain, bus, device, pciDeviceId, pciSubSystemId;
+    char busId[32];
+} nvmlPciInfo_t;
+
+typedef struct {
+    unsigned multiprocessorCount, sharedCopyEngineCount, sharedDecoderCount, sharedEncoderCount,
+        sharedJpegCount, sharedOfaCount, gpuInstanceSliceCount, computeInstanceSliceCount;
+    unsigned long long memorySizeMB;
+} nvmlDeviceAttributes_t;
+
+static struct device gpus[MAX_GPUS];
+static struct device migs[MAX_GPUS * MAX_MIGS];
+static int gpu_count, mig_count, init_count;
+static char driver_version[TEXT];
+static int cuda_version;
+
+static void rest_of_line(const char *line, int skip, char *out) {
+    /* copy everything after the first `skip` space-separated words */
+    const char *p = line;
+    for (int i = 0; i < skip && p; i++) {
+        p = strchr(p, ' ');
+        if (p) p++;
+    }
+    snprintf(out, TEXT, "%s", p ? p : "");
+    out[strcspn(out, "\n")] = 0;
+}
+
+static nvmlReturn_t load(void) {
+    const char *file = getenv("CTK_FAKE_NVML_TOPOLOGY");
+    FILE *f = file ? fopen(file, "r") : NULL;
+    char line[512], word[TEXT], mode[TEXT];
+    struct device *gpu = NULL;
+    nvmlReturn_t status = OK;
+    gpu_count = mig_count = 0;
+    if (!f) return DRIVER_NOT_LOADED;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "%95s", word) != 1 || word[0] == '#') continue;
+        if (!strcmp(word, "error")) {
+            sscanf(line, "error %95s", word);
+            status = !strcmp(word, "driver-not-loaded") ? DRIVER_NOT_LOADED
+                   : !strcmp(word, "version-mismatch") ? LIB_RM_VERSION_MISMATCH
+                   : !strcmp(word, "no-permission")    ? NO_PERMISSION
+                                                        : UNKNOWN;
+        } else if (!strcmp(word, "driver")) {
+            sscanf(line, "driver %95s", driver_version);
+        } else if (!strcmp(word, "cuda")) {
+            sscanf(line, "cuda %d", &cuda_version);
+        } else if (!strcmp(word, "gpu") && gpu_count < MAX_GPUS) {
+            gpu = &gpus[gpu_count];
+            memset(gpu, 0, sizeof *gpu);
+            gpu->index = gpu_count++;
+            sscanf(line, "gpu %d %95s %95s %95s", &gpu->minor, mode, gpu->uuid, gpu->bus_id);
+            gpu->mig_mode = !strcmp(mode, "on") ? 1 : !strcmp(mode, "off") ? 0 : -1;
+            rest_of_line(line, 5, gpu->name);
+        } else if (!strcmp(word, "lost")) {
+            int lost = -1;
+            sscanf(line, "lost %d", &lost);
+            if (lost >= 0 && lost < gpu_count) gpus[lost].lost = 1;
+        } else if (!strcmp(word, "mig") && gpu) {
+            struct device *m = &migs[mig_count++];
+            int slot = 0;
+            memset(m, 0, sizeof *m);
+            sscanf(line, "mig %d %u %u %u %u %llu %95s", &slot, &m->gi, &m->ci, &m->gi_slices,
+                   &m->ci_slices, &m->memory_mb, m->uuid);
+            rest_of_line(line, 8, m->name);
+            m->is_mig = 1;
+            m->index = slot;
+            m->parent = gpu;
+            if (slot >= 0 && slot < MAX_MIGS) gpu->migs[slot] = m;
+        }
+    }
+    fclose(f);
+    return status;
+}
+
+static nvmlReturn_t copy_text(char *out, unsigned length, const char *text) {
+    if (!out) return INVALID_ARGUMENT;
+    if (strlen(text) + 1 > length) return INSUFFICIENT_SIZE;
+    strcpy(out, text);
+    return OK;
+}
+
+#define REQUIRE_INIT() do { if (init_count == 0) return UNINITIALIZED; } while (0)
+#define REQUIRE(cond) do { if (!(cond)) return INVALID_ARGUMENT; } while (0)
+
+nvmlReturn_t nvmlInitWithFlags(unsigned flags) {
+    (void)flags;
+    nvmlReturn_t status = load();
+    if (status == OK) init_count++;
+    return status;
+}
+nvmlReturn_t nvmlInit_v2(void) { return nvmlInitWithFlags(0); }
+nvmlReturn_t nvmlInit(void) { return nvmlInitWithFlags(0); }
+
+nvmlReturn_t nvmlShutdown(void) {
+    REQUIRE_INIT();
+    init_count--;
+    return OK;
+}
+
+const char *nvmlErrorString(nvmlReturn_t result) {
+    switch (result) {
+    case OK: return "Success";
+    case UNINITIALIZED: return "Uninitialized";
+    case INVALID_ARGUMENT: return "Invalid Argument";
+    case NOT_SUPPORTED: return "Not Supported";
+    case NO_PERMISSION: return "Insufficient Permissions";
+    case NOT_FOUND: return "Not Found";
+    case INSUFFICIENT_SIZE: return "Insufficient Size";
+    case DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case GPU_IS_LOST: return "GPU is lost";
+    case LIB_RM_VERSION_MISMATCH: return "RM has detected an NVML/RM version mismatch.";
+    default: return "Unknown Error";
+    }
+}
+
+nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned length) {
+    REQUIRE_INIT();
+    return copy_text(version, length, driver_version);
+}
+
+nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned length) {
+    char text[TEXT + 8];
+    REQUIRE_INIT();
+    snprintf(text, sizeof text, "12.%s", driver_version);
+    return copy_text(version, length, text);
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *version) {
+    REQUIRE(version);
+    REQUIRE_INIT();
+    *version = cuda_version;
+    return OK;
+}
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *version) {
+    return nvmlSystemGetCudaDriverVersion(version);
+}
+
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned *count) {
+    REQUIRE_INIT();
+    REQUIRE(count);
+    *count = (unsigned)gpu_count;
+    return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned index, struct device **device) {
+    REQUIRE_INIT();
+    REQUIRE(device && index < (unsigned)gpu_count);
+    if (gpus[index].lost) return GPU_IS_LOST;
+    *device = &gpus[index];
+    return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetIndex(struct device *device, unsigned *index) {
+    REQUIRE_INIT();
+    REQUIRE(device && index && !device->is_mig);
+    *index = (unsigned)device->index;
+    return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetMinorNumber(struct device *device, unsigned *minor) {
+    REQUIRE_INIT();
+    REQUIRE(device && minor);
+    if (device->is_mig) return NOT_SUPPORTED;
+    *minor = (unsigned)device->minor;
+    return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetUUID(struct device *device, char *uuid, unsigned length) {
+    REQUIRE_INIT();
+    REQUIRE(device);
+    return copy_text(uuid, length, device->uuid);
+}
+
+nvmlReturn_t nvmlDeviceGetName(struct device *device, char *name, unsigned length) {
+    REQUIRE_INIT();
+    REQUIRE(device);
+    return copy_text(name, length, device->name);
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(struct device *device, nvmlPciInfo_t *pci) {
+    const char *bus_id;
+    REQUIRE_INIT();
+    REQUIRE(device && pci);
+    bus_id = device->is_mig ? device->parent->bus_id : device->bus_id;
+    memset(pci, 0, sizeof *pci);
+    snprintf(pci->busId, sizeof pci->busId, "%.31s", bus_id);
+    snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%.15s", bus_id + 4);
+    sscanf(bus_id, "%x:%x:%x", &pci->domain, &pci->bus, &pci->device);
+    pci->pciDeviceId = 0x20b010de;
+    return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetMigMode(struct device *device, unsigned *current, unsigned *pending) {
+    REQUIRE_INIT();
+    REQUIRE(device && current && pending);
+    if (device->is_mig || device->mig_mode < 0) return NOT_SUPPORTED;
+    *current = *pending = (unsigned)device->mig_mode;
+    return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(struct device *device, unsigned *count) {
+    REQUIRE_INIT();
+    REQUIRE(device && count);
+    if (device->is_mig || device->mig_mode < 0) return NOT_SUPPORTED;
+    *count = MAX_MIGS;
+    return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(struct device *device, unsigned index,
+                                                 struct device **mig) {
+    REQUIRE_INIT();
+    REQUIRE(device && mig && !device->is_mig && index < MAX_MIGS);
+    if (device->mig_mode != 1) return INVALID_ARGUMENT;
+    if (!device->migs[index]) return NOT_FOUND;
+    *mig = device->migs[index];
+    return OK;
+}
+
+nvmlReturn_t nvmlDeviceIsMigDeviceHandle(struct device *device, unsigned *is_mig) {
+    REQUIRE_INIT();
+    REQUIRE(device && is_mig);
+    *is_mig = (unsigned)device->is_mig;
+    return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(struct device *mig,
+                                                          struct device **device) {
+    REQUIRE_INIT();
+    REQUIRE(mig && device && mig->is_mig);
+    *device = mig->parent;
+    return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetGpuInstanceId(struct device *device, unsigned *id) {
+    REQUIRE_INIT();
+    REQUIRE(device && id);
+    if (!device->is_mig) return NOT_SUPPORTED;
+    *id = device->gi;
+    return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetComputeInstanceId(struct device *device, unsigned *id) {
+    REQUIRE_INIT();
+    REQUIRE(device && id);
+    if (!device->is_mig) return NOT_SUPPORTED;
+    *id = device->ci;
+    return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetAttributes_v2(struct device *device, nvmlDeviceAttributes_t *attrs) {
+    REQUIRE_INIT();
+    REQUIRE(device && attrs);
+    if (!device->is_mig) return NOT_SUPPORTED;
+    memset(attrs, 0, sizeof *attrs);
+    attrs->gpuInstanceSliceCount = device->gi_slices;
+    attrs->computeInstanceSliceCount = device->ci_slices;
+    attrs->multiprocessorCount = 14 * device->ci_slices;
+    attrs->memorySizeMB = device->memory_mb;
+    return OK;
+}

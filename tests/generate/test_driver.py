@@ -1,0 +1,78 @@
+"""ctk.host.driver: finding the driver's libraries, also through the root's ld.so.cache."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ctk.cli.cdi_generate import default_hook_path
+from ctk.host.driver import driver_version_from_files, find_library, read_ld_cache
+from ctk.host.root import HostRoot
+
+LDCONFIG = shutil.which("ldconfig") or "/sbin/ldconfig"
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not os.path.exists(LDCONFIG), reason="needs ldconfig")
+def test_library_found_through_the_roots_ld_so_cache(
+    tmp_path: Path, fake_nvml_library: Path
+) -> None:
+    root = tmp_path / "driver"
+    libdir = root / "opt/nvidia/lib"
+    libdir.mkdir(parents=True)
+    shutil.copy(fake_nvml_library, libdir / "libnvidia-ml.so.550.54.15")
+    (root / "etc").mkdir()
+    (root / "etc/ld.so.conf").write_text("/opt/nvidia/lib\n")
+    subprocess.run([LDCONFIG, "-r", str(root)], check=True, timeout=60)
+
+    assert read_ld_cache(HostRoot(root)) == (
+        ("libnvidia-ml.so.1", "/opt/nvidia/lib/libnvidia-ml.so.1"),
+    )
+    assert find_library(root, "libnvidia-ml.so.1") == libdir / "libnvidia-ml.so.550.54.15"
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        pytest.param(["usr/lib64/libcuda.so.535.161.08"], "535.161.08", id="rhel-lib64"),
+        pytest.param(
+            [
+                "usr/lib/x86_64-linux-gnu/libcuda.so.1",
+                "usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15",
+            ],
+            "550.54.15",
+            id="debian",
+        ),
+        pytest.param(["usr/lib/x86_64-linux-gnu/libcuda.so.1"], None, id="only-soname"),
+        pytest.param([], None, id="no-driver"),
+    ],
+)
+def test_driver_version_from_files(files: list[str], expected: str | None, tmp_path: Path) -> None:
+    for name in files:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"")
+    assert driver_version_from_files(tmp_path) == expected
+
+
+def test_library_link_out_of_the_root_is_not_followed(tmp_path: Path) -> None:
+    libdir = tmp_path / "usr/lib64"
+    libdir.mkdir(parents=True)
+    outside = tmp_path.parent / "outside-libnvidia-ml.so.1"
+    outside.write_bytes(b"")
+    (libdir / "libnvidia-ml.so.1").symlink_to("../../../" + outside.name)
+    assert find_library(tmp_path, "libnvidia-ml.so.1") is None
+
+
+@pytest.mark.parametrize("on_path", [True, False], ids=["nvidia-cdi-hook-on-path", "ctk-hook"])
+def test_default_hook_path(on_path: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hook = tmp_path / "nvidia-cdi-hook"
+    hook.write_text("#!/bin/sh\n")
+    hook.chmod(0o755 if on_path else 0o644)  # not executable: which() passes it over
+    monkeypatch.setenv("PATH", str(tmp_path))
+    expected = str(hook) if on_path else str(Path(sys.executable).parent / "ctk-hook")
+    assert default_hook_path() == expected

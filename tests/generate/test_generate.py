@@ -1,0 +1,237 @@
+"""`ctk cdi generate` end to end on fixture nodes: whole specs against golden files.
+
+Golden files live in tests/fixtures/expected/; the node's temporary root is written as `/HOST`.
+Regenerate them with `CTK_UPDATE_GOLDEN=1 pytest tests/generate` and review the diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ctk.cdi.validate import validate_text
+from ctk.cli.app import main
+from tests.fake_nvml import FakeNode
+
+EXPECTED = Path(__file__).resolve().parent.parent / "fixtures" / "expected"
+HOOK = "/usr/bin/nvidia-cdi-hook"
+UPDATE = os.environ.get("CTK_UPDATE_GOLDEN") == "1"
+
+MakeNode = Callable[[str], FakeNode]
+
+
+def _roots(node: FakeNode) -> list[str]:
+    return ["--driver-root", str(node.driver_root), "--dev-root", str(node.dev_root)]
+
+
+def _golden(name: str, text: str) -> str:
+    path = EXPECTED / name
+    if UPDATE:
+        path.write_text(text)
+    return path.read_text()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("node_name", "flags", "golden"),
+    [
+        pytest.param("dgx-a100", [], "dgx-a100.yaml", id="dgx-mixed-mig"),
+        pytest.param("workstation", [], "workstation.yaml", id="workstation-drm-graphics"),
+        pytest.param("driver-container", [], "driver-container.yaml", id="driver-container"),
+        pytest.param(
+            "dgx-a100",
+            ["--mode", "management"],
+            "dgx-a100-management.yaml",
+            id="management-mode",
+        ),
+        pytest.param(
+            "dgx-a100",
+            [
+                "--format=json",
+                "--device-name-strategy=type-index",
+                "--device-id=0",
+                "--device-id=GPU-a1000005-8f3c-4b1e-9d2a-000000000005",
+                "--no-all-device",
+                "--disable-hook=enable-cuda-compat",
+                "--enable-hook=chmod",
+            ],
+            "dgx-a100-selected.json",
+            id="json-selected-type-index",
+        ),
+        pytest.param(
+            "workstation",
+            ["--disable-hook=all", "--device-name-strategy=uuid", "--vendor=example.com"],
+            "workstation-no-hooks.yaml",
+            id="no-hooks-uuid-vendor",
+        ),
+    ],
+)
+def test_generate_golden(
+    node_name: str,
+    flags: list[str],
+    golden: str,
+    fake_node: MakeNode,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    node = fake_node(node_name)
+    code = main(["cdi", "generate", "--hook-path", HOOK, *_roots(node), *flags])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    text = out.replace(str(node.root), "/HOST")
+    assert text == _golden(golden, text)
+    report = validate_text(out, golden)
+    assert (report.problems, report.minimum_version) == (
+        (),
+        report.spec and report.spec["cdiVersion"],
+    )
+
+
+@pytest.mark.integration
+def test_output_file_is_written_atomically_with_mode_0644(
+    fake_node: MakeNode, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    node = fake_node("workstation")
+    output = tmp_path / "etc" / "cdi" / "nvidia.json"
+    code = main(["cdi", "generate", "--hook-path", HOOK, *_roots(node), "-o", str(output)])
+    out, err = capsys.readouterr()
+    assert (code, out) == (0, "")
+    assert err == f"wrote {output} (cdiVersion 0.7.0, kind nvidia.com/gpu, 3 devices)\n"
+    assert output.stat().st_mode & 0o777 == 0o644
+    assert sorted(p.name for p in output.parent.iterdir()) == ["nvidia.json"]
+    expected = yaml.safe_load((EXPECTED / "workstation.yaml").read_text())
+    assert json.loads(output.read_text().replace(str(node.root), "/HOST")) == expected
+
+
+def _break(node: FakeNode, path: str) -> None:
+    (node.root / path).unlink()
+
+
+BROKEN = [
+    pytest.param(
+        "no-nvml-library",
+        None,
+        [
+            "error: NVML library libnvidia-ml.so.1 not found under driver root {root}",
+            "hint: is the NVIDIA driver installed? For a driver container pass --driver-root "
+            "(e.g. /run/nvidia/driver), or use --mode management, which needs no NVML",
+        ],
+        id="nvml-library-missing",
+    ),
+    pytest.param(
+        "version-mismatch",
+        None,
+        [
+            "error: NVIDIA driver/library version mismatch "
+            "(NVML initialisation: RM has detected an NVML/RM version mismatch.)",
+            "hint: the loaded kernel module and the user-space driver differ (usually after a "
+            "driver upgrade): reboot, or unload and reload the nvidia modules",
+        ],
+        id="version-mismatch",
+    ),
+    pytest.param(
+        "dgx-a100",
+        "dev/nvidia3",
+        [
+            "error: GPU 3 (GPU-a1000003-8f3c-4b1e-9d2a-000000000003): device node /dev/nvidia3 "
+            "not found under {root}",
+            "hint: the driver has not created it: run `nvidia-modprobe -c 3` or pass the right "
+            "--dev-root",
+        ],
+        id="gpu-node-missing",
+    ),
+    pytest.param(
+        "dgx-a100",
+        "proc/driver/nvidia-caps/mig-minors",
+        [
+            "error: MIG device 2:0 (MIG-2a1c0001-5b6e-5f1a-8c33-000000000001): "
+            "{root}/proc/driver/nvidia-caps/mig-minors is missing or empty",
+            "hint: MIG needs the nvidia-caps support of the driver; load the nvidia module with "
+            "MIG support or pass the right --dev-root",
+        ],
+        id="mig-minors-missing",
+    ),
+    pytest.param(
+        "dgx-a100",
+        "dev/nvidia-caps/nvidia-cap680",
+        [
+            "error: MIG device 5:1 (MIG-5b7d0002-6c7f-5a2b-9d44-000000000002): capability "
+            "device /dev/nvidia-caps/nvidia-cap680 not found under {root}",
+            "hint: create the MIG capability nodes: `nvidia-modprobe -f "
+            "/proc/driver/nvidia-caps/mig-minors` or `ctk system create-device-nodes`",
+        ],
+        id="mig-capability-node-missing",
+    ),
+]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("node_name", "remove", "stderr"), BROKEN)
+def test_broken_node_fails_and_keeps_the_output(
+    node_name: str,
+    remove: str | None,
+    stderr: list[str],
+    *,
+    fake_node: MakeNode,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    node = fake_node(node_name)
+    if remove:
+        _break(node, remove)
+    output = tmp_path / "nvidia.yaml"
+    output.write_bytes(b"# the old spec\n")
+    output.chmod(0o600)
+    code = main(["cdi", "generate", "--hook-path", HOOK, *_roots(node), "-o", str(output)])
+    out, err = capsys.readouterr()
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [line.format(root=node.root) for line in stderr]
+    assert output.read_bytes() == b"# the old spec\n"
+    assert output.stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["nvidia.yaml"]
+
+
+@pytest.mark.integration
+def test_unknown_device_id(fake_node: MakeNode, capsys: pytest.CaptureFixture[str]) -> None:
+    node = fake_node("dgx-a100")
+    assert main(["cdi", "generate", *_roots(node), "--device-id", "2:7"]) == 2
+    assert capsys.readouterr() == (
+        "",
+        "error: --device-id 2:7: no such GPU or MIG device\n"
+        "hint: devices on this node: 0, 1, 2:0, 2:1, 2:2, 3, 4, 5:0, 5:1, 6, 7, "
+        "or a GPU/MIG UUID, all, none\n",
+    )
+
+
+@pytest.mark.integration
+def test_device_id_none(fake_node: MakeNode, capsys: pytest.CaptureFixture[str]) -> None:
+    node = fake_node("workstation")
+    flags = ["--device-id", "none", "--disable-hook", "all", "--format", "json"]
+    assert main(["cdi", "generate", *_roots(node), *flags]) == 0
+    spec = json.loads(capsys.readouterr().out)
+    assert (spec["cdiVersion"], spec["devices"]) == (
+        "0.5.0",
+        [{"name": "none", "containerEdits": {"env": ["NVCT_EMPTY_DEVICE="]}}],
+    )
+
+
+@pytest.mark.integration
+def test_a_broken_gpu_does_not_block_the_others(
+    fake_node: MakeNode, capsys: pytest.CaptureFixture[str]
+) -> None:
+    node = fake_node("dgx-a100")
+    _break(node, "dev/nvidia3")
+    flags = ["--device-id", "0", "--device-id", "5:1", "--format", "json"]
+    assert main(["cdi", "generate", *_roots(node), *flags]) == 0
+    spec = json.loads(capsys.readouterr().out)
+    assert [d["name"] for d in spec["devices"]] == [
+        "0",
+        "5:1",
+        "GPU-a1000000-8f3c-4b1e-9d2a-000000000000",
+        "MIG-5b7d0002-6c7f-5a2b-9d44-000000000002",
+        "all",
+    ]

@@ -1,0 +1,167 @@
+"""End to end: Podman 4.3 with runc applies a spec that `ctk cdi generate` wrote.
+
+The spec comes from the dgx-a100 fixture node (fake NVML, real device nodes made with mknod);
+hooks are left out here (the hooks issue tests them in Podman). Inside a busybox container the
+test checks the device nodes (numbers and all), a mounted driver library and the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ctk.cli.app import main
+from tests.fake_nvml import FakeNode
+
+REPO = Path(__file__).resolve().parents[2]
+
+TOOLS = ("podman", "runc", "unshare", "busybox")
+CONTAINERS_CONF = """\
+[containers]
+default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
+netns = "none"
+[network]
+network_backend = "cni"
+[engine]
+runtime = "runc"
+"""
+LIBDIR = "/usr/lib/x86_64-linux-gnu"
+INSIDE = (
+    "ls -l /dev/nvidia0 /dev/nvidia5 /dev/nvidiactl /dev/nvidia-uvm /dev/nvidia-caps/* "
+    "| sed 's/  */ /g' | cut -d' ' -f1,5,6,10; "
+    f"grep -c ' {LIBDIR}/' /proc/mounts; cat {LIBDIR}/libnvidia-ml.so.550.54.15 | head -c 4; echo; "
+    "env | grep ^NVIDIA | sort; test -S /run/nvidia-persistenced/socket && echo socket"
+)
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        any(shutil.which(t) is None for t in TOOLS), reason=f"needs {', '.join(TOOLS)}"
+    ),
+    pytest.mark.skipif(os.geteuid() != 0, reason="podman with --rootfs and mounts needs root"),
+]
+
+
+def _rootfs(tmp_path: Path) -> Path:
+    rootfs = tmp_path / "rootfs"
+    (rootfs / "bin").mkdir(parents=True)
+    busybox = shutil.which("busybox")
+    assert busybox is not None
+    shutil.copy(busybox, rootfs / "bin/busybox")
+    for applet in ("sh", "ls", "cat", "grep", "env", "sort", "sed", "cut", "head", "echo", "test"):
+        (rootfs / "bin" / applet).symlink_to("busybox")
+    return rootfs
+
+
+def test_podman_runs_a_container_with_generated_devices(
+    tmp_path: Path, fake_node: Callable[[str], FakeNode], capsys: pytest.CaptureFixture[str]
+) -> None:
+    node = fake_node("dgx-a100")
+    specs = tmp_path / "specs"
+    code = main(
+        [
+            *("cdi", "generate", "--driver-root", str(node.root), "--disable-hook=all"),
+            *("--hook-path=/usr/bin/nvidia-cdi-hook", "--output", str(specs / "nvidia.yaml")),
+        ]
+    )
+    assert code == 0, capsys.readouterr().err
+    (tmp_path / "containers.conf").write_text(CONTAINERS_CONF)
+    # Podman 4.3 reads specs only from /etc/cdi and /run/cdi, and wants a short run root: both
+    # live on a tmpfs over /run in a private mount namespace.
+    script = (
+        'mount -t tmpfs tmpfs /run && mkdir /run/cdi && cp "$1"/specs/* /run/cdi/ && '
+        'exec podman --root "$1/podman/root" --runroot /run/ctk-podman --tmpdir "$1/podman/tmp" '
+        "run --rm --device nvidia.com/gpu=0 --device nvidia.com/gpu=5:1 "
+        '--rootfs "$2" /bin/sh -c "$3"'
+    )
+    result = subprocess.run(
+        [
+            *("unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"),
+            *(str(tmp_path), str(_rootfs(tmp_path)), INSIDE),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CONTAINERS_CONF": str(tmp_path / "containers.conf")},
+        timeout=60,
+        check=False,
+    )
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    assert result.stdout.splitlines() == [
+        "cr--r--r-- 508, 678 /dev/nvidia-caps/nvidia-cap678",
+        "cr--r--r-- 508, 680 /dev/nvidia-caps/nvidia-cap680",
+        "crw-rw-rw- 510, 0 /dev/nvidia-uvm",
+        "crw-rw-rw- 195, 0 /dev/nvidia0",
+        "crw-rw-rw- 195, 5 /dev/nvidia5",
+        "crw-rw-rw- 195, 255 /dev/nvidiactl",
+        "13",  # every driver library of the fixture, vdpau/ included
+        "\x7fELF",
+        f"NVIDIA_CTK_LIBCUDA_DIR={LIBDIR}",
+        "NVIDIA_VISIBLE_DEVICES=void",
+        "socket",
+    ]
+
+
+def _hook_wrapper(tmp_path: Path) -> Path:
+    """A `ctk-hook` that runs this checkout's code (the spec names it by absolute path)."""
+    wrapper = tmp_path / "bin" / "ctk-hook"
+    wrapper.parent.mkdir()
+    wrapper.write_text(
+        f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(REPO)!r})\n"
+        "from ctk.hook.main import main\nsys.exit(main())\n"
+    )
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+@pytest.mark.skipif(not os.path.exists("/sbin/ldconfig"), reason="needs a static /sbin/ldconfig")
+def test_podman_runs_the_generated_hooks_through_ctk_hook(
+    tmp_path: Path, fake_node: Callable[[str], FakeNode], capsys: pytest.CaptureFixture[str]
+) -> None:
+    node = fake_node("dgx-a100")
+    specs = tmp_path / "specs"
+    hook = _hook_wrapper(tmp_path)
+    code = main(
+        [
+            *("cdi", "generate", "--driver-root", str(node.root), "--device-id=0"),
+            *("--hook-path", str(hook), "--output", str(specs / "nvidia.yaml")),
+        ]
+    )
+    assert code == 0, capsys.readouterr().err
+    (tmp_path / "containers.conf").write_text(CONTAINERS_CONF)
+    rootfs = _rootfs(tmp_path)
+    (rootfs / "sbin").mkdir()
+    shutil.copy("/sbin/ldconfig", rootfs / "sbin/ldconfig")
+    (rootfs / "bin/readlink").symlink_to("busybox")
+    inside = (
+        f"for link in libcuda.so.1 libcuda.so libnvidia-ml.so.1; do readlink {LIBDIR}/$link; done; "
+        "ldconfig -p | grep libnvidia-ml"
+    )
+    script = (
+        'mount -t tmpfs tmpfs /run && mkdir /run/cdi && cp "$1"/specs/* /run/cdi/ && '
+        'exec podman --root "$1/podman/root" --runroot /run/ctk-podman --tmpdir "$1/podman/tmp" '
+        'run --rm --device nvidia.com/gpu=0 --rootfs "$2" /bin/sh -c "$3"'
+    )
+    result = subprocess.run(
+        [
+            *("unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"),
+            *(str(tmp_path), str(rootfs), inside),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CONTAINERS_CONF": str(tmp_path / "containers.conf")},
+        timeout=60,
+        check=False,
+    )
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    assert [line.strip() for line in result.stdout.splitlines()] == [
+        "libcuda.so.550.54.15",
+        "libcuda.so.1",
+        "libnvidia-ml.so.550.54.15",
+        f"libnvidia-ml.so.1 (libc6,x86-64) => {LIBDIR}/libnvidia-ml.so.1",
+    ]

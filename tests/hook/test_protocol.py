@@ -1,0 +1,193 @@
+"""The OCI hook protocol and the command line: bad input is one line on stderr, nothing changed."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ctk.cli.app import main as ctk_main
+from ctk.hook.main import main
+from tests.hook.bundles import make_bundle, run_hook, snapshot
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("stdin", "message"),
+    [
+        pytest.param(
+            "",
+            "container state on stdin: empty; an OCI runtime passes the container state here",
+            id="empty",
+        ),
+        pytest.param(
+            '{"bundle": ',
+            "container state on stdin: not valid JSON: Expecting value (line 1, column 12)",
+            id="truncated-json",
+        ),
+        pytest.param(
+            "[1]",
+            "container state on stdin: not an OCI container state (expected a JSON object)",
+            id="not-object",
+        ),
+        pytest.param('{"id": "c1"}', "container state has no 'bundle' path", id="no-bundle"),
+        pytest.param(
+            '{"bundle": "{tmp}/nowhere"}',
+            "{tmp}/nowhere/config.json: cannot read the bundle's config: No such file or directory",
+            id="missing-bundle",
+        ),
+    ],
+)
+def test_bad_state_is_one_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    stdin: str,
+    message: str,
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(stdin.replace("{tmp}", str(tmp_path))))
+    assert main(["create-symlinks", "--link", "a::/b"]) == 1
+    assert (
+        capsys.readouterr().err
+        == f"ctk-hook create-symlinks: error: {message.replace('{tmp}', str(tmp_path))}\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        pytest.param(
+            "{",
+            "{b}/config.json: not valid JSON: Expecting property name enclosed in double quotes"
+            " (line 1, column 2)",
+            id="bad-config",
+        ),
+        pytest.param('{"root": {}}', "{b}/config.json: has no root.path", id="no-root-path"),
+        pytest.param(
+            '{"root": {"path": "/"}}',
+            "{b}/config.json: root.path is the host's /; refusing to change it",
+            id="host-root",
+        ),
+        pytest.param(
+            '{"root": {"path": "missing"}}',
+            "{b}/missing: the container root (root.path) is not a directory",
+            id="missing-rootfs",
+        ),
+    ],
+)
+def test_bad_bundle_config(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    config: str,
+    message: str,
+) -> None:
+    bundle = make_bundle(tmp_path)
+    (bundle.path / "config.json").write_text(config)
+    before = snapshot(tmp_path)
+    assert run_hook(monkeypatch, bundle, "create-symlinks", "--link", "a::/b") == 1
+    assert (
+        capsys.readouterr().err
+        == f"ctk-hook create-symlinks: error: {message.format(b=bundle.path)}\n"
+    )
+    assert snapshot(tmp_path) == before
+
+
+def test_absolute_root_path_and_state_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundle = make_bundle(tmp_path, root_path=str(tmp_path / "bundle/rootfs"))
+    state = tmp_path / "state.json"
+    state.write_text(bundle.state)
+    assert (
+        main(["--debug", "create-symlinks", "--container-spec", str(state), "--link", "a::/etc/b"])
+        == 0
+    )
+    assert (bundle.rootfs / "etc/b").readlink() == Path("a")
+    assert capsys.readouterr() == ("", "")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(
+            ["bogus"],
+            "unknown command 'bogus' (one of: create-symlinks, update-ldcache, chmod,"
+            " enable-cuda-compat, update-application-profile, disable-device-node-modification)",
+            id="unknown-command",
+        ),
+        pytest.param(["chmod", "--mode"], "chmod: option --mode needs a value", id="missing-value"),
+        pytest.param(["chmod", "--nope", "1"], "chmod: unknown option --nope", id="unknown-option"),
+        pytest.param(
+            ["chmod", "--mode", "1", "--mode=2"],
+            "chmod: option --mode given more than once",
+            id="repeated",
+        ),
+        pytest.param(["chmod", "stray"], "chmod: unexpected argument 'stray'", id="positional"),
+    ],
+)
+def test_usage_errors(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    assert main(argv) == 2
+    assert capsys.readouterr() == ("", f"ctk-hook: error: {message} (see ctk-hook --help)\n")
+
+
+def test_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["update-ldcache", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        out.splitlines()[0]
+        == "usage: ctk-hook update-ldcache [-h] [--folder DIR] [--ldconfig-path P]"
+    )
+    assert main([]) == 2
+    assert capsys.readouterr().out.splitlines()[0] == "usage: ctk-hook [-h] [--debug] COMMAND ..."
+
+
+def test_ctk_hook_runs_the_same_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bundle = make_bundle(tmp_path)
+    monkeypatch.setattr("sys.stdin", io.StringIO(bundle.state))
+    assert ctk_main(["hook", "create-symlinks", "--link", "a::/etc/b"]) == 0
+    assert (bundle.rootfs / "etc/b").readlink() == Path("a")
+
+
+HEAVY = [
+    "argparse",
+    "typing",
+    "dataclasses",
+    "pathlib",
+    "typer",
+    "click",
+    "rich",
+    "yaml",
+    "jsonschema",
+    "pynvml",
+    "subprocess",
+    "json",
+    "re",
+    "enum",
+]
+
+
+def test_a_hook_run_imports_nothing_heavy(tmp_path: Path) -> None:
+    """Start-up is the hook's cost: a run must not load argparse, typing, typer and the like."""
+    bundle = make_bundle(tmp_path)
+    code = (
+        "import sys; from ctk.hook.main import main; "
+        "rc = main(['create-symlinks', '--link', 'a::/etc/b']); "
+        f"print(rc, sorted(set({HEAVY!r}) & set(sys.modules)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        input=bundle.state,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+    )
+    assert result.stdout == "0 []\n"
+    assert json.loads(bundle.state)["bundle"] == str(bundle.path)

@@ -1,0 +1,257 @@
+"""`ctk system create-dev-char-symlinks` and `create-device-nodes` on fake roots with real nodes."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from ctk.cli.app import main
+from ctk.system.devices import Major, nvidia_majors, parse_device_minor, parse_proc_devices
+
+PROC_DEVICES = """\
+Character devices:
+  1 mem
+  4 tty
+195 nvidia-frontend
+509 nvidia-caps
+510 nvidia-uvm
+
+Block devices:
+  8 sd
+ 17 nvidia-uvm
+"""
+GPU_INFO = (
+    "Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 42\n"
+    "Device Minor: \t {minor}\nBus Location: \t {bus}\n"
+)
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mknod needs root (CAP_MKNOD)")
+
+
+def node(path: Path, major: int, minor: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
+
+
+def fake_root(tmp_path: Path, *, with_nodes: bool = True, proc_devices: str = PROC_DEVICES) -> Path:
+    """A driver root: /proc/devices, two GPUs in /proc/driver/nvidia, maybe /dev nodes."""
+    root = tmp_path / "root"
+    (root / "proc").mkdir(parents=True)
+    (root / "proc/devices").write_text(proc_devices)
+    for minor, bus in enumerate(("0000:01:00.0", "0000:41:00.0")):
+        info = root / "proc/driver/nvidia/gpus" / bus / "information"
+        info.parent.mkdir(parents=True)
+        info.write_text(GPU_INFO.format(minor=minor, bus=bus))
+    (root / "dev").mkdir()
+    node(root / "dev/null", 1, 3)
+    (root / "dev/nvidia-notes").write_text("not a node\n")
+    if with_nodes:
+        node(root / "dev/nvidia0", 195, 0)
+        node(root / "dev/nvidiactl", 195, 255)
+        node(root / "dev/nvidia-uvm", 510, 0)
+        node(root / "dev/nvidia-caps/nvidia-cap1", 509, 1)
+    return root
+
+
+def tree(top: Path) -> dict[str, str]:
+    """Every entry under ``top``: link target, device numbers and mode, or kind."""
+    seen: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in dirnames + filenames:
+            path = Path(dirpath, name)
+            info = path.lstat()
+            rel = str(path.relative_to(top))
+            if stat.S_ISLNK(info.st_mode):
+                seen[rel] = "-> " + os.readlink(path)
+            elif stat.S_ISCHR(info.st_mode):
+                numbers = f"{os.major(info.st_rdev)}:{os.minor(info.st_rdev)}"
+                seen[rel] = f"c {numbers} {oct(info.st_mode & 0o777)}"
+            else:
+                seen[rel] = "dir" if stat.S_ISDIR(info.st_mode) else "file"
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            PROC_DEVICES, {Major.FRONTEND: 195, Major.CAPS: 509, Major.UVM: 510}, id="char-only"
+        ),
+        pytest.param("Character devices:\n195 nvidia\n", {Major.NVIDIA: 195}, id="old-name"),
+        pytest.param("Block devices:\n195 nvidia\n", {}, id="block-ignored"),
+        pytest.param("", {}, id="empty"),
+    ],
+)
+def test_parse_proc_devices(text: str, expected: dict[Major, int]) -> None:
+    assert nvidia_majors(parse_proc_devices(text)) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(GPU_INFO.format(minor=3, bus="x"), 3, id="minor"),
+        pytest.param("Model: x\n", None, id="missing"),
+        pytest.param("Device Minor: ?\n", None, id="garbage"),
+    ],
+)
+def test_parse_device_minor(text: str, expected: int | None) -> None:
+    assert parse_device_minor(text) == expected
+
+
+@needs_root
+def test_dev_char_links(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = fake_root(tmp_path)
+    args = [
+        "system",
+        "create-dev-char-symlinks",
+        "--driver-root",
+        str(root),
+        "--dev-char-path",
+        str(root / "dev/char"),
+    ]
+    assert main([*args, "--dry-run"]) == 0
+    dev = root / "dev"
+    lines = [
+        f"195:0 -> {dev}/nvidia0",
+        f"195:255 -> {dev}/nvidiactl",
+        f"509:1 -> {dev}/nvidia-caps/nvidia-cap1",
+        f"510:0 -> {dev}/nvidia-uvm",
+    ]
+    assert capsys.readouterr().out == "".join(
+        f"would create  {dev}/char/{line}\n" for line in lines
+    )
+    assert not (dev / "char").exists()
+    assert main(args) == 0
+    assert capsys.readouterr().out == "".join(
+        f"created       {dev}/char/{line}\n" for line in lines
+    )
+    links = {k: v for k, v in tree(dev).items() if k.startswith("char/")}
+    assert links == {
+        f"char/{line.split(' -> ')[0]}": "-> " + line.split(" -> ")[1] for line in lines
+    }
+    before = tree(root)
+    assert main(args) == 0
+    assert capsys.readouterr().out == "".join(
+        f"exists        {dev}/char/{line}\n" for line in lines
+    )
+    assert tree(root) == before
+
+
+@needs_root
+def test_dev_char_blocked_changes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = fake_root(tmp_path)
+    (root / "dev/char").mkdir()
+    (root / "dev/char/510:0").write_text("stale\n")
+    before = tree(root)
+    assert (
+        main(
+            [
+                "system",
+                "create-dev-char-symlinks",
+                "--driver-root",
+                str(root),
+                "--dev-char-path",
+                str(root / "dev/char"),
+            ]
+        )
+        == 1
+    )
+    assert capsys.readouterr().err == (
+        f"error: {root}/dev/char/510:0: exists and is not a symlink; refusing to replace it\n"
+        "hint: remove it by hand, or pass another --dev-char-path\n"
+    )
+    assert tree(root) == before
+
+
+@needs_root
+def test_dev_char_without_nodes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = fake_root(tmp_path, with_nodes=False)
+    before = tree(root)
+    assert (
+        main(
+            [
+                "system",
+                "create-dev-char-symlinks",
+                "--driver-root",
+                str(root),
+                "--dev-char-path",
+                str(root / "dev/char"),
+            ]
+        )
+        == 0
+    )
+    assert capsys.readouterr().out == f"No NVIDIA device nodes found in {root}\n"
+    assert tree(root) == before
+
+
+@needs_root
+def test_create_device_nodes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = fake_root(tmp_path, with_nodes=False)
+    devroot = tmp_path / "devroot"
+    args = [
+        "system",
+        "create-device-nodes",
+        "--driver-root",
+        str(root),
+        "--dev-root",
+        str(devroot),
+        "--control-devices",
+    ]
+    expected = [
+        ("nvidia-modeset", "c 195:254"),
+        ("nvidia-uvm", "c 510:0"),
+        ("nvidia-uvm-tools", "c 510:1"),
+        ("nvidia0", "c 195:0"),
+        ("nvidia1", "c 195:1"),
+        ("nvidiactl", "c 195:255"),
+    ]
+    assert main([*args, "--dry-run"]) == 0
+    assert capsys.readouterr().out == "".join(
+        f"would create  {devroot}/dev/{n} ({c})\n" for n, c in expected
+    )
+    assert not devroot.exists()
+    assert main(args) == 0
+    assert capsys.readouterr().out == "".join(
+        f"created       {devroot}/dev/{n} ({c})\n" for n, c in expected
+    )
+    assert tree(devroot) == {"dev": "dir", **{f"dev/{n}": f"{c} 0o666" for n, c in expected}}
+    assert main(args[:-1]) == 0
+    assert capsys.readouterr().out == "".join(
+        f"exists        {devroot}/dev/{n} ({c})\n"
+        for n, c in expected
+        if n in ("nvidia0", "nvidia1")
+    )
+
+
+@needs_root
+def test_create_device_nodes_refuses_a_wrong_node(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = fake_root(tmp_path, with_nodes=False)
+    node(root / "dev/nvidia1", 1, 3)
+    before = tree(root)
+    assert main(["system", "create-device-nodes", "--driver-root", str(root)]) == 1
+    assert capsys.readouterr().err == (
+        f"error: {root}/dev/nvidia1: is c 1:3, not c 195:1; refusing to replace it\n"
+        "hint: remove it by hand if it is stale, then run this again\n"
+    )
+    assert tree(root) == before
+
+
+@needs_root
+def test_create_device_nodes_without_driver(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = fake_root(tmp_path, with_nodes=False, proc_devices="Character devices:\n  1 mem\n")
+    before = tree(root)
+    assert main(["system", "create-device-nodes", "--driver-root", str(root)]) == 1
+    assert capsys.readouterr().err == (
+        f"error: no NVIDIA driver loaded: {root}/proc/devices lists no nvidia major\n"
+        "hint: load the driver (modprobe nvidia), or pass --driver-root of a driver container\n"
+    )
+    assert tree(root) == before
