@@ -97,7 +97,7 @@ def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs
         before, after = found.before, found.after
     else:
         crio_before, crio_after = host_engines.crio_drop_ins(Path(drop_in))
-        before, after = tuple(crio_before), tuple((name, "") for name in crio_after)
+        before, after = tuple(crio_before), tuple(crio_after)
     return Inputs(
         config=str(config_path),
         config_text=text,
@@ -142,11 +142,12 @@ def _write(change: FileChange, *, backup: bool) -> None:
     path = Path(change.path)
     if change.changed:
         if change.after is None:
-            if backup and change.before is not None:
+            if backup and not change.own and change.before is not None:
                 files.write_atomic(path.with_name(path.name + ".bak"), change.before)
             files.remove(path)
         else:
-            files.write_atomic(path, change.after, backup=backup, make_parents=True)
+            keep = backup and not change.own  # a .bak in crio.conf.d would be read by CRI-O
+            files.write_atomic(path, change.after, backup=keep, make_parents=True)
     if change.record is not None:
         record_file = host_engines.record_path(path)
         if change.record:
@@ -195,7 +196,7 @@ def configure(
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print a unified diff of what would change; write nothing."
     ),
-    backup: bool = typer.Option(False, "--backup", help="Keep the old file as <file>.bak."),
+    backup: bool = typer.Option(False, "--backup", help="Keep the old config as <file>.bak."),
 ) -> None:
     """Add the nvidia runtime to a container engine's config."""
     _check_name(runtime, nvidia_runtime_name)
@@ -226,7 +227,7 @@ def unconfigure(
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print a unified diff of what would change; write nothing."
     ),
-    backup: bool = typer.Option(False, "--backup", help="Keep the old file as <file>.bak."),
+    backup: bool = typer.Option(False, "--backup", help="Keep the old config as <file>.bak."),
 ) -> None:
     """Remove what `ctk runtime configure` added."""
     _check_name(runtime, nvidia_runtime_name)

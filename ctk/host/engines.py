@@ -156,8 +156,8 @@ def _resolve(including: Path, imports: list[str], drop_in: str | None) -> list[s
     return out
 
 
-def crio_drop_ins(drop_in: Path) -> tuple[list[tuple[str, str]], list[str]]:
-    """Return CRI-O's drop-ins sorting before ``drop_in`` (read) and the names of those after."""
+def crio_drop_ins(drop_in: Path) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Return CRI-O's drop-ins that sort before ``drop_in`` and those after it, read."""
     directory = drop_in.parent
     try:
         names = sorted(p.name for p in directory.iterdir() if p.is_file())
@@ -173,7 +173,7 @@ def crio_drop_ins(drop_in: Path) -> tuple[list[tuple[str, str]], list[str]]:
         if name < drop_in.name:
             before.append((str(directory / name), files.read_text(directory / name) or ""))
         else:
-            after.append(str(directory / name))
+            after.append((str(directory / name), files.read_text(directory / name) or ""))
     return before, after
 
 

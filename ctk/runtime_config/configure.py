@@ -90,9 +90,9 @@ def configure(runtime: Runtime, inputs: Inputs, request: RuntimeRequest) -> Plan
             )
             main_edit, drop_in_text = None, drop_edit.text
             notes.extend(drop_edit.notes)
-            warnings.extend(_crio_later(inputs))
+            warnings.extend(_crio_later(inputs, request))
         files = [_with_record(inputs, main_edit)] if main_edit is not None else []
-        files.append(FileChange(inputs.drop_in, inputs.drop_in_text, drop_in_text))
+        files.append(FileChange(inputs.drop_in, inputs.drop_in_text, drop_in_text, own=True))
         return Plan(tuple(files), tuple(notes), tuple(warnings))
     if runtime is Runtime.CONTAINERD:
         edit = containerd.configure_in_place(inputs.config, text, request)
@@ -128,11 +128,16 @@ def _keep_earlier_choices(
     )
 
 
-def _crio_later(inputs: Inputs) -> list[str]:
-    return [
-        f"{name} is read after {inputs.drop_in} and may override its settings"
-        for name, _ in inputs.after
-    ]
+def _crio_later(inputs: Inputs, request: RuntimeRequest) -> list[str]:
+    out = []
+    for name, text in inputs.after:
+        view = inspect_crio([(name, text)])
+        overrides = view.runtime_named(request.name) is not None or (
+            request.set_as_default and view.default_runtime not in (None, request.name)
+        )
+        if overrides:
+            out.append(f"{name} is read after {inputs.drop_in} and overrides its settings")
+    return out
 
 
 def _with_record(inputs: Inputs, edit: Edit) -> FileChange:
@@ -158,7 +163,7 @@ def unconfigure(runtime: Runtime, inputs: Inputs, runtime_name: str) -> Plan:
         if runtime is Runtime.CONTAINERD and text is not None:
             new = containerd.unconfigure_main(inputs.config, text, inputs.drop_in, inputs.record)
             files.append(_undone(inputs, text, new))
-        files.append(FileChange(inputs.drop_in, inputs.drop_in_text, None))
+        files.append(FileChange(inputs.drop_in, inputs.drop_in_text, None, own=True))
         return Plan(tuple(files))
     if text is None:
         return Plan((FileChange(inputs.config, None, None),))

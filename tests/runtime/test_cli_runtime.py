@@ -450,3 +450,39 @@ def test_rerun_without_flags_keeps_default_and_cdi_in_drop_in(
         "",
     )
     assert drop_in.read_text() == written
+
+
+def test_crio_later_drop_in_overriding_ours_is_warned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "crio.conf"
+    config.write_text("[crio.runtime]\n")
+    directory = tmp_path / "crio.conf.d"
+    directory.mkdir()
+    (directory / "99-zz-site.conf").write_text('[crio.runtime]\ndefault_runtime = "crun"\n')
+    (directory / "99-zz-other.conf").write_text('[crio.image]\npause_image = "p"\n')
+    drop_in = directory / "99-nvidia.toml"
+    drop_in.write_text("# old content\n")
+    code, _, err = run(
+        capsys,
+        "configure",
+        "--runtime",
+        "crio",
+        "--config",
+        str(config),
+        "--drop-in-config",
+        str(drop_in),
+        "--set-as-default",
+        "--backup",
+    )
+    assert (code, err) == (
+        0,
+        f"warning: {directory / '99-zz-site.conf'} is read after {drop_in} and overrides its "
+        "settings\n",
+    )
+    # No 99-nvidia.toml.bak: CRI-O reads every file of crio.conf.d, a backup too.
+    assert sorted(p.name for p in directory.iterdir()) == [
+        "99-nvidia.toml",
+        "99-zz-other.conf",
+        "99-zz-site.conf",
+    ]
