@@ -194,7 +194,14 @@ def daemon_jsons(draw: st.DrawFn) -> str:
     if draw(st.booleans()):
         data["default-runtime"] = draw(NAMES)
     indent = draw(st.sampled_from([None, 2, 4, "\t"]))
-    text = json.dumps(data, indent=indent, ensure_ascii=draw(st.booleans()))
+    separators = (
+        draw(st.sampled_from([(", ", ": "), (",", ":"), (" , ", " : ")]))
+        if indent is None
+        else None
+    )
+    text = json.dumps(data, indent=indent, separators=separators, ensure_ascii=draw(st.booleans()))
+    if draw(st.booleans()):
+        text = text.replace("{}", draw(st.sampled_from(["{ }", "{\n}", "{  \n  }"])))
     return text + ("\n" if draw(st.booleans()) else "")
 
 
