@@ -6,16 +6,11 @@ import contextlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from ctk.errors import UsageError
-from ctk.host import engines as host_engines
-from ctk.host import files
-from ctk.runtime_config.changes import dump_record, load_record
-from ctk.runtime_config.configure import Inputs, uses_drop_in
-from ctk.runtime_config.configure import configure as plan_configure
-from ctk.runtime_config.configure import unconfigure as plan_unconfigure
 from ctk.runtime_config.engines import (
     DEFAULT_RUNTIME_NAME,
     DEFAULT_RUNTIME_PATH,
@@ -23,7 +18,10 @@ from ctk.runtime_config.engines import (
     Runtime,
     RuntimeRequest,
 )
-from ctk.runtime_config.plan import FileChange, Plan, unified_diff
+
+if TYPE_CHECKING:  # the editors (tomlkit) load only when a command runs, not for --help
+    from ctk.runtime_config.configure import Inputs
+    from ctk.runtime_config.plan import FileChange, Plan
 
 app = typer.Typer(no_args_is_help=True, help="Configure container engines for the nvidia runtime.")
 
@@ -61,6 +59,11 @@ def _check_name(runtime: Runtime, name: str) -> None:
 
 
 def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs:
+    from ctk.host import engines as host_engines
+    from ctk.host import files
+    from ctk.runtime_config.changes import load_record
+    from ctk.runtime_config.configure import Inputs, uses_drop_in
+
     engine = ENGINES[runtime]
     config_path = Path(config) if config else Path(engine.config_path)
     config_path = Path(Path.cwd(), config_path) if not config_path.is_absolute() else config_path
@@ -110,6 +113,8 @@ def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs
 
 
 def _apply(runtime: Runtime, plan: Plan, *, dry_run: bool, backup: bool, verb: str) -> None:
+    from ctk.runtime_config.plan import unified_diff
+
     for note in plan.notes:
         sys.stderr.write(f"note: {note}\n")
     for warning in plan.warnings:
@@ -139,6 +144,10 @@ def _apply(runtime: Runtime, plan: Plan, *, dry_run: bool, backup: bool, verb: s
 
 
 def _write(change: FileChange, *, backup: bool) -> None:
+    from ctk.host import engines as host_engines
+    from ctk.host import files
+    from ctk.runtime_config.changes import dump_record
+
     path = Path(change.path)
     if change.changed:
         if change.after is None:
@@ -164,6 +173,9 @@ def _nothing(runtime: Runtime, verb: str) -> str:
 
 @contextlib.contextmanager
 def _lock(runtime: Runtime, config: str | None) -> Iterator[None]:
+    from ctk.host import engines as host_engines
+    from ctk.host import files
+
     path = Path(config) if config else Path(ENGINES[runtime].config_path)
     host_engines.check_access(path)
     with files.locked(path.absolute()):
@@ -213,6 +225,8 @@ def configure(
     )
     with _lock(runtime, config):
         inputs = _gather(runtime, config, drop_in_config)
+        from ctk.runtime_config.configure import configure as plan_configure
+
         plan = plan_configure(runtime, inputs, request)
         _apply(runtime, plan, dry_run=dry_run, backup=backup, verb="configure")
 
@@ -233,5 +247,7 @@ def unconfigure(
     _check_name(runtime, nvidia_runtime_name)
     with _lock(runtime, config):
         inputs = _gather(runtime, config, drop_in_config)
+        from ctk.runtime_config.configure import unconfigure as plan_unconfigure
+
         plan = plan_unconfigure(runtime, inputs, nvidia_runtime_name)
         _apply(runtime, plan, dry_run=dry_run, backup=backup, verb="unconfigure")

@@ -9,7 +9,6 @@ from pathlib import Path, PurePosixPath
 
 from ctk.errors import CtkError
 from ctk.host import files
-from ctk.runtime_config.containerd import imported_by
 from ctk.runtime_config.parse import load_toml
 
 # k3s and RKE2 write containerd's config.toml from a Go template at every start.
@@ -73,6 +72,8 @@ def containerd_imports(main: Path, main_text: str, drop_in: str) -> ContainerdFi
     """
     order: list[tuple[str, str]] = []
     missing: list[str] = []
+    from ctk.runtime_config.containerd import imported_by
+
     main_name = str(main)
     imports = _imports(main_name, main_text)
     if not imported_by(main_name, imports, drop_in):
