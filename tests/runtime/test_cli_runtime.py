@@ -486,3 +486,22 @@ def test_crio_later_drop_in_overriding_ours_is_warned(
         "99-zz-other.conf",
         "99-zz-site.conf",
     ]
+
+
+def test_help_does_not_load_the_editors() -> None:
+    code = (
+        "import sys\n"
+        "from ctk.cli.app import main\n"
+        "main(['runtime', 'configure', '--help'])\n"
+        "print(sorted(m for m in ('tomlkit', 'difflib', 'ctk.runtime_config.configure')"
+        " if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=True,
+    )
+    assert result.stdout.splitlines()[-1] == "[]"
