@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from tomlkit.items import Table
+from tomlkit.items import InlineTable, Table
 from tomlkit.toml_document import TOMLDocument
 
 from ctk.errors import CtkError
@@ -69,10 +69,19 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
     if not runtime_type:
         tomledit.set_key(runtime, (*rt_keys, "runtime_type"), RUNC_V2, changes)
         runtime_type = RUNC_V2
-    options = tomledit.ensure_table(name, doc, (*rt_keys, "options"), changes)
     # The old v1 shim names the binary `Runtime`; the runc v2 shim calls it `BinaryName`.
     binary_key = "Runtime" if runtime_type == RUNTIME_V1_LINUX else "BinaryName"
-    tomledit.set_key(options, (*rt_keys, "options", binary_key), request.path, changes)
+    copied = runtime.get("options")
+    if isinstance(copied, InlineTable):  # `options = { ... }` as the copied runtime wrote it
+        if copied.get(binary_key) != request.path:
+            existed = binary_key in copied
+            before = tomledit.plain(copied.get(binary_key))
+            fresh = tomledit.new_inline_table({**copied.unwrap(), binary_key: request.path})
+            runtime["options"] = fresh
+            changes.append(Change((*rt_keys, "options", binary_key), existed, before, request.path))
+    else:
+        options = tomledit.ensure_table(name, doc, (*rt_keys, "options"), changes)
+        tomledit.set_key(options, (*rt_keys, "options", binary_key), request.path, changes)
     if request.set_as_default:
         keys = (*cri, "containerd", "default_runtime_name")
         tomledit.set_key(containerd, keys, request.name, changes)

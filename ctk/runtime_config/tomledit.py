@@ -163,6 +163,13 @@ def append_table(parent: Table, key: str, table: Table) -> None:
     table.trivia.indent = table.trivia.indent.lstrip("\n")
 
 
+def new_inline_table(data: dict[str, JSONValue]) -> InlineTable:
+    """An inline table `{ a = 1, b = 2 }` holding ``data``."""
+    table = tomlkit.inline_table()
+    table.update(data)
+    return table
+
+
 def copy_item(item: Table) -> Table:
     """Return a deep copy of a table, formatting included."""
     return copy.deepcopy(item)

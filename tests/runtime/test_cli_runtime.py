@@ -505,3 +505,25 @@ def test_help_does_not_load_the_editors() -> None:
         check=True,
     )
     assert result.stdout.splitlines()[-1] == "[]"
+
+
+def test_runc_with_inline_options_is_copied(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    original = (
+        "version = 2\n"
+        '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n'
+        '  runtime_type = "io.containerd.runc.v2"\n'
+        "  options = { SystemdCgroup = true }\n"
+    )
+    config = tmp_path / "config.toml"
+    config.write_text(original)
+    args = ["--runtime", "containerd", "--config", str(config), "--drop-in-config="]
+    assert run(capsys, "configure", *args)[0] == 0
+    assert config.read_text() == original + (
+        '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
+        '  runtime_type = "io.containerd.runc.v2"\n'
+        '  options = {SystemdCgroup = true, BinaryName = "/usr/bin/nvidia-container-runtime"}\n'
+    )
+    assert run(capsys, "unconfigure", *args)[0] == 0
+    assert config.read_text() == original
