@@ -19,7 +19,7 @@ from ctk.cdi.model import (
     Spec,
     merge,
 )
-from ctk.cdi.options import DEFAULT_KINDS, Mode, NameStrategy
+from ctk.cdi.options import DEFAULT_KINDS, FeatureFlag, Mode, NameStrategy
 from ctk.cdi.serialize import cdi_version
 from ctk.errors import CtkError, UsageError
 
@@ -37,6 +37,12 @@ class GenerateOptions:
     all_device: bool = True
     hooks: HookProgram = field(default_factory=lambda: HookProgram("/usr/bin/nvidia-cdi-hook"))
     ldconfig_path: str | None = None
+    features: frozenset[FeatureFlag] = frozenset()
+
+    @property
+    def gids(self) -> bool:
+        """Whether device nodes' groups go to `additionalGids`."""
+        return FeatureFlag.NO_ADDITIONAL_GIDS not in self.features
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,12 +81,18 @@ def build_spec(
     version: str,
 ) -> Spec:
     """The whole spec for the node: per-device edits, `all`, and the common edits."""
+    if FeatureFlag.ENABLE_EXPLICIT_DRIVER_LIBRARIES in options.features:
+        driver = replace(
+            driver,
+            libraries=driver.libraries + driver.explicit_libraries,
+            soname_links=driver.soname_links + driver.explicit_links,
+        )
     graphics = options.mode is Mode.NVML
     # management mode's one device carries every node itself, the control nodes included
     control = driver.control_nodes if graphics else ()
     common = (
         discover.library_env(driver)
-        + discover.nodes(control)
+        + discover.nodes(control, gids=options.gids)
         + discover.driver_hooks(
             driver,
             options.hooks,
@@ -88,10 +100,14 @@ def build_spec(
             graphics=graphics,
             ldconfig=options.ldconfig_path,
         )
-        + discover.driver_files(driver, graphics=graphics)
+        + discover.driver_files(
+            driver,
+            graphics=graphics,
+            ipc=FeatureFlag.DISABLE_IPC_DISCOVERER not in options.features,
+        )
     )
     if options.mode is Mode.MANAGEMENT:
-        devices = [_management_device(driver)]
+        devices = [_management_device(driver, options)]
     else:
         if nvml is None:
             raise CtkError("NVML facts are needed in nvml mode")  # a caller's bug
@@ -112,7 +128,7 @@ def _named_devices(
             "NVML reports no GPUs on this node",
             hint="check `nvidia-smi`; to list device nodes without NVML use --mode management",
         )
-    edits_of = _DeviceEdits(driver, options.hooks)
+    edits_of = _DeviceEdits(driver, options.hooks, gids=options.gids)
     edits = [_simplify(edits_of(unit), common) for unit in units]  # only the chosen ones
     devices = [
         Device(name=unit.names(strategy), edits=_tidy(unit_edits))
@@ -139,9 +155,10 @@ def _units(nvml: NvmlFacts) -> list[_Unit]:
 class _DeviceEdits:
     """The edits of one GPU or MIG device, from lookups built once for the node."""
 
-    def __init__(self, driver: DriverFacts, program: HookProgram) -> None:
+    def __init__(self, driver: DriverFacts, program: HookProgram, *, gids: bool) -> None:
         self.driver = driver
         self.program = program
+        self.gids = gids
         self.gpu_nodes = {n.container_path: n for n in driver.gpu_nodes}
         self.cap_nodes = {n.container_path: n for n in driver.cap_nodes}
         self.minors = dict(driver.mig_minors)
@@ -153,11 +170,14 @@ class _DeviceEdits:
         node = _gpu_node(gpu, self.gpu_nodes, self.driver)
         drm = self.drm.get(gpu.sysfs_bus_id, ())
         if mig is None:
-            links = self.program.links(self.drm_links.get(gpu.sysfs_bus_id, ()))
-            return discover.nodes((node, *drm)) + ContainerEdits(hooks=links)
-        caps = _cap_nodes(gpu, mig, self.minors, self.cap_nodes, self.driver)
-        graphics = drm if "gfx" in mig.attributes else ()
-        return discover.nodes((node, *caps, *graphics))
+            nodes = (node, *drm)
+            hooks = self.program.links(self.drm_links.get(gpu.sysfs_bus_id, ()))
+        else:
+            caps = _cap_nodes(gpu, mig, self.minors, self.cap_nodes, self.driver)
+            nodes = (node, *caps, *(drm if "gfx" in mig.attributes else ()))
+            hooks = ()
+        hooks += discover.device_folders_hook(self.program, nodes)
+        return discover.nodes(nodes, gids=self.gids) + ContainerEdits(hooks=hooks)
 
 
 def _gpu_node(
@@ -206,7 +226,7 @@ def _cap_nodes(
     return found
 
 
-def _management_device(driver: DriverFacts) -> Device:
+def _management_device(driver: DriverFacts, options: GenerateOptions) -> Device:
     every = (*driver.control_nodes, *driver.gpu_nodes, *driver.cap_nodes, *driver.other_nodes)
     wanted = [n for n in every if not n.container_path.startswith("/dev/nvidia-nvswitch")]
     if not wanted:
@@ -214,7 +234,9 @@ def _management_device(driver: DriverFacts) -> Device:
             f"no NVIDIA device nodes found under {driver.dev_root}",
             hint="is the driver loaded? Pass --dev-root if /dev lives elsewhere",
         )
-    return Device(name="all", edits=_tidy(discover.nodes(wanted)))
+    hooks = discover.device_folders_hook(options.hooks, wanted)
+    edits = discover.nodes(wanted, gids=options.gids) + ContainerEdits(hooks=hooks)
+    return Device(name="all", edits=_tidy(edits))
 
 
 def _select(units: list[_Unit], ids: tuple[str, ...]) -> list[_Unit]:

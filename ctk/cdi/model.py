@@ -108,6 +108,9 @@ class DriverFacts:
     libraries: tuple[HostFile, ...] = ()  # every lib*.so.<version> in the driver's library dirs
     library_dirs: tuple[str, ...] = ()  # container paths of those dirs
     soname_links: tuple[tuple[str, str], ...] = ()  # (target file name, link path in container)
+    # GLVND/OpenCL libraries behind their dev links: --feature-flag enable-explicit-driver-libraries
+    explicit_libraries: tuple[HostFile, ...] = ()
+    explicit_links: tuple[tuple[str, str], ...] = ()
     binaries: tuple[HostFile, ...] = ()
     firmware: tuple[HostFile, ...] = ()
     ipc: tuple[HostFile, ...] = ()

@@ -10,7 +10,15 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from ctk.cdi.options import DEFAULT_HOOKS, DEFAULT_KINDS, HookName, Mode, NameStrategy, SpecFormat
+from ctk.cdi.options import (
+    DEFAULT_HOOKS,
+    DEFAULT_KINDS,
+    FeatureFlag,
+    HookName,
+    Mode,
+    NameStrategy,
+    SpecFormat,
+)
 from ctk.errors import CtkError, UsageError
 
 if TYPE_CHECKING:  # the generator is imported when a command runs, not for `ctk --help`
@@ -69,6 +77,37 @@ def _enabled_hooks(disabled: list[str], enabled: list[str]) -> frozenset[HookNam
     return frozenset(hooks | {HookName(n) for n in enabled})
 
 
+def _features(given: list[str]) -> frozenset[FeatureFlag]:
+    """`--feature-flag` values (repeatable or comma-separated), as nvidia-ctk names them."""
+    names = [n.strip() for value in given for n in value.split(",") if n.strip()]
+    known = {f.value for f in FeatureFlag}
+    for name in names:
+        if name not in known:
+            raise UsageError(
+                f"--feature-flag {name}: unknown feature flag",
+                hint="choose from "
+                + ", ".join(sorted(known - {FeatureFlag.ENABLE_COHERENT_ANNOTATIONS})),
+            )
+        if name == FeatureFlag.ENABLE_COHERENT_ANNOTATIONS:
+            raise UsageError(
+                f"--feature-flag {name}: not supported by ctk",
+                hint="ctk writes no coherent/noncoherent specs; leave the flag out",
+            )
+    return frozenset(FeatureFlag(n) for n in names)
+
+
+def _search_paths(given: list[str]) -> tuple[str, ...]:
+    """`--library-search-path` values (repeatable or comma-separated): dirs in the driver root."""
+    paths = tuple(p.strip() for value in given for p in value.split(",") if p.strip())
+    for path in paths:
+        if not path.startswith("/"):
+            raise UsageError(
+                f"--library-search-path {path}: must be an absolute path",
+                hint="it is a directory as seen inside --driver-root, e.g. /usr/lib64",
+            )
+    return paths
+
+
 def _options(
     *,
     mode: Mode,
@@ -81,6 +120,7 @@ def _options(
     disable_hook: list[str],
     enable_hook: list[str],
     ldconfig_path: str | None,
+    feature_flags: list[str],
 ) -> GenerateOptions:
     from ctk.cdi.discover import HookProgram
     from ctk.cdi.generate import GenerateOptions
@@ -98,6 +138,7 @@ def _options(
         all_device=not no_all_device and "none" not in device_ids,
         hooks=HookProgram(path, _enabled_hooks(disable_hook, enable_hook)),
         ldconfig_path=ldconfig_path,
+        features=_features(feature_flags),
     )
 
 
@@ -113,14 +154,19 @@ def _write(output: Path, text: str) -> None:
 
 
 def _generate(
-    driver_root: Path, dev_root: Path, options: GenerateOptions, spec_format: SpecFormat
+    driver_root: Path,
+    dev_root: Path,
+    options: GenerateOptions,
+    spec_format: SpecFormat,
+    *,
+    library_search_paths: tuple[str, ...] = (),
 ) -> tuple[Spec, str]:
     """Gather, build, render and check: the spec and its text."""
     from ctk.cdi.generate import build_spec
     from ctk.cdi.serialize import render
     from ctk.host.driver import gather
 
-    node = gather(driver_root, dev_root, options.mode)
+    node = gather(driver_root, dev_root, options.mode, library_search_paths=library_search_paths)
     spec = build_spec(node.nvml, node.driver, options, version=node.driver_version)
     return spec, _checked(render(spec, spec_format), spec_format)
 
@@ -192,6 +238,19 @@ HOOK_PATH = typer.Option(
 DISABLE_HOOK = typer.Option([], "--disable-hook", help="Leave out a hook (repeatable, or all).")
 ENABLE_HOOK = typer.Option([], "--enable-hook", help="Add a hook that is off by default (chmod).")
 LDCONFIG = typer.Option(None, "--ldconfig-path", help="ldconfig for the update-ldcache hook.")
+FEATURE_FLAG = typer.Option(
+    [],
+    "--feature-flag",
+    "--feature-flags",
+    help="nvidia-ctk feature flags (repeatable or comma-separated): "
+    "no-additional-gids-for-device-nodes, disable-ipc-discoverer, "
+    "enable-explicit-driver-libraries.",
+)
+LIBRARY_SEARCH_PATH = typer.Option(
+    [],
+    "--library-search-path",
+    help="Directories in the driver root searched first for driver libraries (repeatable).",
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -214,6 +273,8 @@ def register(app: typer.Typer) -> None:
         disable_hook: list[str] = DISABLE_HOOK,
         enable_hook: list[str] = ENABLE_HOOK,
         ldconfig_path: str | None = LDCONFIG,
+        feature_flags: list[str] = FEATURE_FLAG,
+        library_search_paths: list[str] = LIBRARY_SEARCH_PATH,
     ) -> None:
         """Write a CDI spec for every GPU and MIG device of this node."""
         fmt = _spec_format(output, spec_format)
@@ -228,8 +289,15 @@ def register(app: typer.Typer) -> None:
             disable_hook=disable_hook,
             enable_hook=enable_hook,
             ldconfig_path=ldconfig_path,
+            feature_flags=feature_flags,
         )
-        spec, text = _generate(driver_root, dev_root or driver_root, options, fmt)
+        spec, text = _generate(
+            driver_root,
+            dev_root or driver_root,
+            options,
+            fmt,
+            library_search_paths=_search_paths(library_search_paths),
+        )
         if output is None:
             sys.stdout.write(text)
             return
@@ -250,6 +318,8 @@ def register(app: typer.Typer) -> None:
         disable_hook: list[str] = DISABLE_HOOK,
         enable_hook: list[str] = ENABLE_HOOK,
         ldconfig_path: str | None = LDCONFIG,
+        feature_flags: list[str] = FEATURE_FLAG,
+        library_search_paths: list[str] = LIBRARY_SEARCH_PATH,
     ) -> None:
         """Regenerate the spec only if the node changed (driver, GPUs, MIG layout, devices)."""
         fmt = _spec_format(output, None)
@@ -264,8 +334,15 @@ def register(app: typer.Typer) -> None:
             disable_hook=disable_hook,
             enable_hook=enable_hook,
             ldconfig_path=ldconfig_path,
+            feature_flags=feature_flags,
         )
-        spec, text = _generate(driver_root, dev_root or driver_root, options, fmt)
+        spec, text = _generate(
+            driver_root,
+            dev_root or driver_root,
+            options,
+            fmt,
+            library_search_paths=_search_paths(library_search_paths),
+        )
         from ctk.host import files
 
         before = files.read_text(output, missing_ok=True)

@@ -50,7 +50,7 @@ from ctk.cli.app import main
             [
                 "error: --enable-hook all: unknown hook",
                 "hint: choose from chmod, create-symlinks, disable-device-node-modification, "
-                "enable-cuda-compat, update-ldcache",
+                "enable-cuda-compat, update-application-profile, update-ldcache",
             ],
             id="enable-all-hooks",
         ),
@@ -59,7 +59,7 @@ from ctk.cli.app import main
             [
                 "error: --disable-hook bogus: unknown hook",
                 "hint: choose from chmod, create-symlinks, disable-device-node-modification, "
-                "enable-cuda-compat, update-ldcache, all",
+                "enable-cuda-compat, update-application-profile, update-ldcache, all",
             ],
             id="unknown-hook",
         ),
