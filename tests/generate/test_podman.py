@@ -99,7 +99,7 @@ def test_podman_runs_a_container_with_generated_devices(
         "crw-rw-rw- 195, 0 /dev/nvidia0",
         "crw-rw-rw- 195, 5 /dev/nvidia5",
         "crw-rw-rw- 195, 255 /dev/nvidiactl",
-        "13",  # every driver library of the fixture, vdpau/ included
+        "14",  # every driver library of the fixture, vdpau/ and nvvm70 included
         "\x7fELF",
         f"NVIDIA_CTK_LIBCUDA_DIR={LIBDIR}",
         "NVIDIA_VISIBLE_DEVICES=void",
