@@ -69,6 +69,23 @@ def _golden(name: str, text: str) -> str:
             "workstation-no-hooks.yaml",
             id="no-hooks-uuid-vendor",
         ),
+        pytest.param(
+            "workstation",
+            [
+                "--feature-flag=no-additional-gids-for-device-nodes,disable-ipc-discoverer",
+                "--feature-flag=enable-explicit-driver-libraries",
+                "--enable-hook=chmod",
+                "--device-name-strategy=index",
+            ],
+            "workstation-feature-flags.yaml",
+            id="feature-flags-chmod",
+        ),
+        pytest.param(
+            "dgx-a100",
+            ["--mode=management", "--enable-hook=chmod", "--disable-hook=create-symlinks"],
+            "dgx-a100-management-chmod.yaml",
+            id="management-chmod",
+        ),
     ],
 )
 def test_generate_golden(

@@ -71,6 +71,32 @@ from ctk.cli.app import main
             ],
             id="relative-hook-path",
         ),
+        pytest.param(
+            ["--feature-flag", "disable-ipc-discoverer,bogus"],
+            [
+                "error: --feature-flag bogus: unknown feature flag",
+                "hint: choose from disable-ipc-discoverer, disable-multiple-csv-devices, "
+                "disable-nvsandboxutils, enable-explicit-driver-libraries, "
+                "no-additional-gids-for-device-nodes",
+            ],
+            id="unknown-feature-flag",
+        ),
+        pytest.param(
+            ["--feature-flag", "enable-coherent-annotations"],
+            [
+                "error: --feature-flag enable-coherent-annotations: not supported by ctk",
+                "hint: ctk writes no coherent/noncoherent specs; leave the flag out",
+            ],
+            id="coherent-annotations",
+        ),
+        pytest.param(
+            ["--library-search-path", "/usr/lib64,lib"],
+            [
+                "error: --library-search-path lib: must be an absolute path",
+                "hint: it is a directory as seen inside --driver-root, e.g. /usr/lib64",
+            ],
+            id="relative-library-search-path",
+        ),
     ],
 )
 def test_bad_flags(
