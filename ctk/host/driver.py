@@ -102,12 +102,10 @@ EXPLICIT_LIBRARIES = (
     "libnvidia-egl-xcb.so",
     "libnvidia-egl-xlib.so",
 )
-# Driver libraries not named by the driver version: EGL platform libraries (their own X.Y.Z)
-# and the legacy NVVM of CUDA 11 (libnvidia-nvvm70.so.4).
-UNVERSIONED_LIBRARY = re.compile(
-    r"^libnvidia-egl-(gbm|wayland|wayland2|xcb|xlib)\.so\.\d+\.\d+\.\d+$"
-    r"|^libnvidia-nvvm70\.so\.\d+$"
-)
+# The legacy NVVM of CUDA 11 (libnvidia-nvvm70.so.4): a driver library not named by the version
+LEGACY_NVVM = re.compile(r"^libnvidia-nvvm70\.so\.\d+$")
+# EGL platform libraries, with their own X.Y.Z: graphics files (nvml mode only), no SONAME links
+EGL_PLATFORM_LIBRARY = re.compile(r"^libnvidia-egl-(gbm|wayland|wayland2|xcb|xlib)\.so\.\d+\.\d+")
 DRIVER_VERSION_FILE = re.compile(r"^lib(cuda|nvidia-ml)\.so\.(\d+\.\d+(?:\.\d+)?)$")
 LD_CACHE_MAGIC = b"glibc-ld.so.cache1.1"
 
@@ -223,8 +221,12 @@ class _Scan:
                 return found
         return None
 
-    def libraries(self) -> tuple[list[HostFile], list[str], list[tuple[str, str]]]:
+    def libraries(
+        self,
+    ) -> tuple[list[HostFile], list[str], list[tuple[str, str]], list[HostFile]]:
+        """Driver libraries, their dirs, SONAME links, and the EGL platform libraries."""
         suffix = f".so.{self.version}"
+        egl: list[HostFile] = []
         files: list[HostFile] = []
         dirs: list[str] = []
         links: list[tuple[str, str]] = []
@@ -244,11 +246,16 @@ class _Scan:
                     for e in entries
                     if e.is_file(follow_symlinks=False)
                     and e.name.startswith("lib")
-                    and (e.name.endswith(suffix) or UNVERSIONED_LIBRARY.match(e.name))
+                    and (e.name.endswith(suffix) or LEGACY_NVVM.match(e.name))
                 }
                 files += [self.file(sub / name) for name in sorted(mounted)]
                 links += _soname_links(sub, entries, mounted, self.driver)
-        return files, dirs, links
+            egl += [
+                self.file(directory / e.name)
+                for e in listing
+                if e.is_file(follow_symlinks=False) and EGL_PLATFORM_LIBRARY.match(e.name)
+            ]
+        return files, dirs, links, egl
 
     def explicit_libraries(
         self, library_dirs: list[str], already: list[HostFile]
@@ -436,8 +443,9 @@ def read_driver(
         search=library_search_paths,
         kernel=os.uname().release,
     )
-    libraries, library_dirs, links = scan.libraries()
+    libraries, library_dirs, links, egl = scan.libraries()
     graphics, graphics_links = scan.graphics(library_dirs)
+    graphics = egl + graphics
     explicit, explicit_links = scan.explicit_libraries(library_dirs, libraries)
     dev_entries = scan.dev_listing("/dev")
     gpu_nodes = [p for p in dev_entries if re.fullmatch(r"/dev/nvidia\d+", p)]
