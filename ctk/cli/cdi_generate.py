@@ -72,7 +72,8 @@ def _enabled_hooks(disabled: list[str], enabled: list[str]) -> frozenset[HookNam
         for name in given:
             if name not in names and not (name == "all" and flag == "--disable-hook"):
                 choices = ", ".join(sorted(names)) + (", all" if flag == "--disable-hook" else "")
-                raise UsageError(f"{flag} {name}: unknown hook", hint=f"choose from {choices}")
+                problem = "enabling all hooks is not supported" if name == "all" else "unknown hook"
+                raise UsageError(f"{flag} {name}: {problem}", hint=f"choose from {choices}")
     hooks = set() if "all" in disabled else set(DEFAULT_HOOKS) - {HookName(n) for n in disabled}
     return frozenset(hooks | {HookName(n) for n in enabled})
 
@@ -96,13 +97,13 @@ def _features(given: list[str]) -> frozenset[FeatureFlag]:
     return frozenset(FeatureFlag(n) for n in names)
 
 
-def _search_paths(given: list[str]) -> tuple[str, ...]:
-    """`--library-search-path` values (repeatable or comma-separated): dirs in the driver root."""
+def _search_paths(flag: str, given: list[str]) -> tuple[str, ...]:
+    """Directory flags (repeatable or comma-separated): absolute dirs inside the driver root."""
     paths = tuple(p.strip() for value in given for p in value.split(",") if p.strip())
     for path in paths:
         if not path.startswith("/"):
             raise UsageError(
-                f"--library-search-path {path}: must be an absolute path",
+                f"{flag} {path}: must be an absolute path",
                 hint="it is a directory as seen inside --driver-root, e.g. /usr/lib64",
             )
     return paths
@@ -159,14 +160,19 @@ def _generate(
     options: GenerateOptions,
     spec_format: SpecFormat,
     *,
-    library_search_paths: tuple[str, ...] = (),
+    library_search_paths: list[str],
+    config_search_paths: list[str],
 ) -> tuple[Spec, str]:
     """Gather, build, render and check: the spec and its text."""
     from ctk.cdi.generate import build_spec
     from ctk.cdi.serialize import render
-    from ctk.host.driver import gather
+    from ctk.host.driver import SearchPaths, gather
 
-    node = gather(driver_root, dev_root, options.mode, library_search_paths=library_search_paths)
+    search = SearchPaths(
+        libraries=_search_paths("--library-search-path", library_search_paths),
+        configs=_search_paths("--config-search-path", config_search_paths),
+    )
+    node = gather(driver_root, dev_root, options.mode, search=search)
     spec = build_spec(node.nvml, node.driver, options, version=node.driver_version)
     return spec, _checked(render(spec, spec_format), spec_format)
 
@@ -219,7 +225,12 @@ STRATEGY = typer.Option(
     [], "--device-name-strategy", help="Device names (repeatable) [default: index and uuid]."
 )
 DEVICE_ID = typer.Option(
-    [], "--device-id", "--device", help="Only these devices: index, i:j, UUID, all, none."
+    [],
+    "--device-id",
+    "--device-ids",
+    "--device",
+    "--devices",
+    help="Only these devices: index, i:j, UUID, all, none.",
 )
 NO_ALL = typer.Option(False, "--no-all-device", help="Leave out the `all` device.")
 VENDOR = typer.Option(
@@ -233,10 +244,15 @@ HOOK_PATH = typer.Option(
     None,
     "--hook-path",
     "--nvidia-cdi-hook-path",
+    "--nvidia-ctk-path",
     help="Hook program in the spec [default: nvidia-cdi-hook on PATH, else ctk-hook].",
 )
-DISABLE_HOOK = typer.Option([], "--disable-hook", help="Leave out a hook (repeatable, or all).")
-ENABLE_HOOK = typer.Option([], "--enable-hook", help="Add a hook that is off by default (chmod).")
+DISABLE_HOOK = typer.Option(
+    [], "--disable-hook", "--disable-hooks", help="Leave out a hook (repeatable, or all)."
+)
+ENABLE_HOOK = typer.Option(
+    [], "--enable-hook", "--enable-hooks", help="Add a hook that is off by default (chmod)."
+)
 LDCONFIG = typer.Option(None, "--ldconfig-path", help="ldconfig for the update-ldcache hook.")
 FEATURE_FLAG = typer.Option(
     [],
@@ -245,6 +261,12 @@ FEATURE_FLAG = typer.Option(
     help="nvidia-ctk feature flags (repeatable or comma-separated): "
     "no-additional-gids-for-device-nodes, disable-ipc-discoverer, "
     "enable-explicit-driver-libraries.",
+)
+CONFIG_SEARCH_PATH = typer.Option(
+    [],
+    "--config-search-path",
+    help="Directories in the driver root searched for graphics configs instead of /etc, "
+    "/usr/local/share and /usr/share (repeatable).",
 )
 LIBRARY_SEARCH_PATH = typer.Option(
     [],
@@ -275,6 +297,7 @@ def register(app: typer.Typer) -> None:
         ldconfig_path: str | None = LDCONFIG,
         feature_flags: list[str] = FEATURE_FLAG,
         library_search_paths: list[str] = LIBRARY_SEARCH_PATH,
+        config_search_paths: list[str] = CONFIG_SEARCH_PATH,
     ) -> None:
         """Write a CDI spec for every GPU and MIG device of this node."""
         fmt = _spec_format(output, spec_format)
@@ -296,7 +319,8 @@ def register(app: typer.Typer) -> None:
             dev_root or driver_root,
             options,
             fmt,
-            library_search_paths=_search_paths(library_search_paths),
+            library_search_paths=library_search_paths,
+            config_search_paths=config_search_paths,
         )
         if output is None:
             sys.stdout.write(text)
@@ -320,6 +344,7 @@ def register(app: typer.Typer) -> None:
         ldconfig_path: str | None = LDCONFIG,
         feature_flags: list[str] = FEATURE_FLAG,
         library_search_paths: list[str] = LIBRARY_SEARCH_PATH,
+        config_search_paths: list[str] = CONFIG_SEARCH_PATH,
     ) -> None:
         """Regenerate the spec only if the node changed (driver, GPUs, MIG layout, devices)."""
         fmt = _spec_format(output, None)
@@ -341,7 +366,8 @@ def register(app: typer.Typer) -> None:
             dev_root or driver_root,
             options,
             fmt,
-            library_search_paths=_search_paths(library_search_paths),
+            library_search_paths=library_search_paths,
+            config_search_paths=config_search_paths,
         )
         from ctk.host import files
 

@@ -13,6 +13,7 @@ import re
 import stat
 import struct
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from ctk.cdi.model import DeviceNodeFacts, DriverFacts, HostFile, NodeFacts
@@ -110,6 +111,14 @@ DRIVER_VERSION_FILE = re.compile(r"^lib(cuda|nvidia-ml)\.so\.(\d+\.\d+(?:\.\d+)?
 LD_CACHE_MAGIC = b"glibc-ld.so.cache1.1"
 
 
+@dataclass(frozen=True, slots=True)
+class SearchPaths:
+    """Directories inside the driver root: `--library-search-path`, `--config-search-path`."""
+
+    libraries: tuple[str, ...] = ()  # searched before the standard library dirs
+    configs: tuple[str, ...] = ()  # searched instead of /etc, /usr/local/share, /usr/share
+
+
 # --- libraries ---------------------------------------------------------------------------------
 
 
@@ -198,13 +207,14 @@ class _Scan:
         dev_root: Path,
         version: str,
         *,
-        search: tuple[str, ...] = (),
+        search: SearchPaths = SearchPaths(),
         kernel: str = "",
     ) -> None:
         self.driver = HostRoot(driver_root)
         self.dev = HostRoot(dev_root)
         self.version = version
         self.search = search
+        self.config_dirs = search.configs or CONFIG_DIRS
         self.kernel = kernel
 
     def file(self, host_path: Path, container_path: str | None = None) -> HostFile:
@@ -230,7 +240,7 @@ class _Scan:
         files: list[HostFile] = []
         dirs: list[str] = []
         links: list[tuple[str, str]] = []
-        for directory in _library_dirs_in(self.driver, self.search):
+        for directory in _library_dirs_in(self.driver, self.search.libraries):
             listing = _listing(directory)
             names = {
                 e.name for e in listing if e.name.startswith("lib") and e.name.endswith(suffix)
@@ -323,11 +333,11 @@ class _Scan:
         """EGL, X11, OpenCL and Vulkan configs, and the X.Org driver modules."""
         files = []
         for relative, mount_at in GRAPHICS_CONFIGS:
-            path = self.find(*(f"{d}/{relative}" for d in CONFIG_DIRS))
+            path = self.find(*(f"{d}/{relative}" for d in self.config_dirs))
             if path is not None:
                 files.append(self.file(path, mount_at))
         for relative in VULKAN_CONFIGS:
-            path = self.find(*(f"{d}/{relative}" for d in (*CONFIG_DIRS, "")))
+            path = self.find(*(f"{d}/{relative}" for d in (*self.config_dirs, "")))
             if path is not None:
                 files.append(self.file(path, f"/etc/{relative}"))
         xorg_dirs = [
@@ -433,14 +443,14 @@ def read_driver(
     *,
     version: str,
     bus_ids: Iterable[str] = (),
-    library_search_paths: tuple[str, ...] = (),
+    search: SearchPaths = SearchPaths(),
 ) -> DriverFacts:
     """Gather the driver's files under ``driver_root`` and device nodes under ``dev_root``."""
     scan = _Scan(
         driver_root,
         dev_root,
         version,
-        search=library_search_paths,
+        search=search,
         kernel=os.uname().release,
     )
     libraries, library_dirs, links, egl = scan.libraries()
@@ -484,7 +494,7 @@ def read_driver(
 
 
 def gather(
-    driver_root: Path, dev_root: Path, mode: Mode, *, library_search_paths: tuple[str, ...] = ()
+    driver_root: Path, dev_root: Path, mode: Mode, *, search: SearchPaths = SearchPaths()
 ) -> NodeFacts:
     """Read NVML (nvml mode), then scan the driver root and the dev root once."""
     for what, root in (("--driver-root", driver_root), ("--dev-root", dev_root)):
@@ -497,7 +507,7 @@ def gather(
         nvml = read_nvml(driver_root)
         version = nvml.driver_version
     else:
-        found = driver_version_from_files(driver_root, library_search_paths)
+        found = driver_version_from_files(driver_root, search.libraries)
         if found is None:
             raise CtkError(
                 f"no NVIDIA driver libraries (libcuda.so.<version>) found under {driver_root}",
@@ -510,6 +520,6 @@ def gather(
         dev_root,
         version=version,
         bus_ids=bus_ids,
-        library_search_paths=library_search_paths,
+        search=search,
     )
     return NodeFacts(nvml=nvml, driver=facts, driver_version=version)

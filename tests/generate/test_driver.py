@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from ctk.cli.cdi_generate import default_hook_path
-from ctk.host.driver import driver_version_from_files, find_library, read_driver, read_ld_cache
+from ctk.host.driver import (
+    SearchPaths,
+    driver_version_from_files,
+    find_library,
+    read_driver,
+    read_ld_cache,
+)
 from ctk.host.root import HostRoot
 
 LDCONFIG = shutil.which("ldconfig") or "/sbin/ldconfig"
@@ -198,9 +204,34 @@ def test_firmware_from_the_custom_path_and_lib_firmware(tmp_path: Path) -> None:
 
 def test_library_search_path_comes_first(tmp_path: Path) -> None:
     _tree(tmp_path, [f"opt/driver/lib/libcuda.so.{V}", f"{UBUNTU}/libcuda.so.{V}"])
-    facts = read_driver(tmp_path, tmp_path, version=V, library_search_paths=("/opt/driver/lib",))
+    search = SearchPaths(libraries=("/opt/driver/lib",))
+    facts = read_driver(tmp_path, tmp_path, version=V, search=search)
     assert (facts.library_dirs, [f.container_path for f in facts.libraries]) == (
         ("/opt/driver/lib", f"/{UBUNTU}"),
         [f"/opt/driver/lib/libcuda.so.{V}", f"/{UBUNTU}/libcuda.so.{V}"],
     )
     assert driver_version_from_files(tmp_path / "opt", ("/driver/lib",)) == V
+
+
+def test_config_search_path_replaces_the_config_dirs(tmp_path: Path) -> None:
+    _tree(
+        tmp_path,
+        [
+            "usr/share/glvnd/egl_vendor.d/10_nvidia.json",
+            "opt/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json",
+            "opt/nvidia/share/vulkan/icd.d/nvidia_icd.json",
+        ],
+    )
+    facts = read_driver(
+        tmp_path, tmp_path, version=V, search=SearchPaths(configs=("/opt/nvidia/share",))
+    )
+    assert [(f.host_path, f.container_path) for f in facts.graphics] == [
+        (
+            f"{tmp_path}/opt/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json",
+            "/opt/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json",
+        ),
+        (
+            f"{tmp_path}/opt/nvidia/share/vulkan/icd.d/nvidia_icd.json",
+            "/etc/vulkan/icd.d/nvidia_icd.json",
+        ),
+    ]

@@ -48,7 +48,7 @@ from ctk.cli.app import main
         pytest.param(
             ["--enable-hook", "all"],
             [
-                "error: --enable-hook all: unknown hook",
+                "error: --enable-hook all: enabling all hooks is not supported",
                 "hint: choose from chmod, create-symlinks, disable-device-node-modification, "
                 "enable-cuda-compat, update-application-profile, update-ldcache",
             ],
