@@ -252,3 +252,39 @@ def test_a_broken_gpu_does_not_block_the_others(
         "MIG-5b7d0002-6c7f-5a2b-9d44-000000000002",
         "all",
     ]
+
+
+@pytest.mark.integration
+def test_nvidia_ctk_flag_aliases(fake_node: MakeNode, capsys: pytest.CaptureFixture[str]) -> None:
+    """An nvidia-ctk command line runs unchanged; a hook path named nvidia-ctk gets `hook`."""
+    node = fake_node("dgx-a100")
+    flags = [
+        "--devices=0",
+        "--device-ids=1",
+        "--device=2:2",
+        "--disable-hooks=all",
+        "--enable-hooks=update-ldcache",
+        "--nvidia-ctk-path=/usr/bin/nvidia-ctk",
+        "--device-name-strategy=index",
+        "--feature-flags=disable-nvsandboxutils",
+        "--format=json",
+    ]
+    assert main(["cdi", "generate", *_roots(node), *flags]) == 0
+    spec = json.loads(capsys.readouterr().out)
+    assert ([d["name"] for d in spec["devices"]], spec["containerEdits"]["hooks"]) == (
+        ["0", "1", "2:2", "all"],
+        [
+            {
+                "hookName": "createContainer",
+                "path": "/usr/bin/nvidia-ctk",
+                "args": [
+                    "nvidia-ctk",
+                    "hook",
+                    "update-ldcache",
+                    "--folder",
+                    "/usr/lib/x86_64-linux-gnu",
+                ],
+                "env": ["NVIDIA_CTK_DEBUG=false"],
+            }
+        ],
+    )
