@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,19 @@ if TYPE_CHECKING:  # the generator is imported when a command runs, not for `ctk
     from ctk.cdi.model import Spec
 
 DEFAULT_OUTPUT = Path("/etc/cdi/nvidia.yaml")
+
+
+class DiscoveryMode(StrEnum):
+    """`--mode` as nvidia-ctk spells it: `auto` (its default) is nvml here (no Tegra or WSL)."""
+
+    AUTO = "auto"
+    NVML = "nvml"
+    MANAGEMENT = "management"
+
+    def resolve(self) -> Mode:
+        return Mode.NVML if self is DiscoveryMode.AUTO else Mode(self.value)
+
+
 EXTENSIONS = {".yaml": SpecFormat.YAML, ".json": SpecFormat.JSON}
 
 
@@ -220,7 +234,12 @@ DEV_ROOT = typer.Option(
     None, "--dev-root", help="Where /dev, /proc and /sys are [default: the driver root]."
 )
 FORMAT = typer.Option(None, "--format", help="yaml or json [default: from --output, else yaml].")
-MODE = typer.Option(Mode.NVML, "--mode", "--discovery-mode", help="How devices are found.")
+MODE = typer.Option(
+    DiscoveryMode.NVML,
+    "--mode",
+    "--discovery-mode",
+    help="How devices are found: nvml (auto is the same), or management (device nodes only).",
+)
 STRATEGY = typer.Option(
     [], "--device-name-strategy", help="Device names (repeatable) [default: index and uuid]."
 )
@@ -283,7 +302,7 @@ def register(app: typer.Typer) -> None:
         *,
         output: Path | None = OUTPUT,
         spec_format: SpecFormat | None = FORMAT,
-        mode: Mode = MODE,
+        mode: DiscoveryMode = MODE,
         driver_root: Path = DRIVER_ROOT,
         dev_root: Path | None = DEV_ROOT,
         strategies: list[NameStrategy] = STRATEGY,
@@ -302,7 +321,7 @@ def register(app: typer.Typer) -> None:
         """Write a CDI spec for every GPU and MIG device of this node."""
         fmt = _spec_format(output, spec_format)
         options = _options(
-            mode=mode,
+            mode=mode.resolve(),
             vendor=vendor,
             class_=class_,
             strategies=strategies,
@@ -332,7 +351,7 @@ def register(app: typer.Typer) -> None:
     def refresh(
         *,
         output: Path = REFRESH_OUTPUT,
-        mode: Mode = MODE,
+        mode: DiscoveryMode = MODE,
         driver_root: Path = DRIVER_ROOT,
         dev_root: Path | None = DEV_ROOT,
         strategies: list[NameStrategy] = STRATEGY,
@@ -349,7 +368,7 @@ def register(app: typer.Typer) -> None:
         """Regenerate the spec only if the node changed (driver, GPUs, MIG layout, devices)."""
         fmt = _spec_format(output, None)
         options = _options(
-            mode=mode,
+            mode=mode.resolve(),
             vendor=vendor,
             class_=class_,
             strategies=strategies,

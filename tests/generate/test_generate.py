@@ -267,6 +267,7 @@ def test_nvidia_ctk_flag_aliases(fake_node: MakeNode, capsys: pytest.CaptureFixt
         "--nvidia-ctk-path=/usr/bin/nvidia-ctk",
         "--device-name-strategy=index",
         "--feature-flags=disable-nvsandboxutils",
+        "--discovery-mode=auto",
         "--format=json",
     ]
     assert main(["cdi", "generate", *_roots(node), *flags]) == 0

@@ -113,7 +113,9 @@ def test_bad_flags(
     ("flags", "message"),
     [
         pytest.param(["--format", "toml"], "'toml' is not one of 'yaml', 'json'", id="format"),
-        pytest.param(["--mode", "csv"], "'csv' is not one of 'nvml', 'management'", id="mode"),
+        pytest.param(
+            ["--mode", "csv"], "'csv' is not one of 'auto', 'nvml', 'management'", id="mode"
+        ),
         pytest.param(
             ["--device-name-strategy", "serial"],
             "'serial' is not one of 'index', 'uuid', 'type-index'",
