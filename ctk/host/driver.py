@@ -147,10 +147,10 @@ def _cstring(data: bytes, offset: int) -> str:
     return data[offset:end].decode()
 
 
-def find_library(driver_root: Path, name: str) -> Path | None:
+def find_library(driver_root: Path, name: str, search: Iterable[str] = ()) -> Path | None:
     """Where library ``name`` (e.g. libnvidia-ml.so.1) is on this machine, under the root."""
     root = HostRoot(driver_root)
-    candidates = [f"{d}/{name}" for d in LIBRARY_DIRS]
+    candidates = [f"{d}/{name}" for d in (*search, *LIBRARY_DIRS)]
     candidates += [path for key, path in read_ld_cache(root) if key == name]
     for candidate in candidates:
         try:
@@ -504,7 +504,7 @@ def gather(
     if mode is Mode.NVML:
         from ctk.host.nvml import read_nvml
 
-        nvml = read_nvml(driver_root)
+        nvml = read_nvml(driver_root, search.libraries)
         version = nvml.driver_version
     else:
         found = driver_version_from_files(driver_root, search.libraries)

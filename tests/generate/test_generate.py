@@ -289,3 +289,24 @@ def test_nvidia_ctk_flag_aliases(fake_node: MakeNode, capsys: pytest.CaptureFixt
             }
         ],
     )
+
+
+@pytest.mark.integration
+def test_library_search_path_finds_a_driver_outside_the_standard_dirs(
+    fake_node: MakeNode, capsys: pytest.CaptureFixture[str]
+) -> None:
+    node = fake_node("driver-container")
+    (node.driver_root / "opt/nvidia").mkdir(parents=True)
+    (node.driver_root / "usr/lib64").rename(node.driver_root / "opt/nvidia/lib64")
+    flags = ["--format=json", "--disable-hook=all"]
+    assert main(["cdi", "generate", *_roots(node), *flags]) == 1
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"error: NVML library libnvidia-ml.so.1 not found under driver root {node.driver_root}"
+    )
+    flags.append("--library-search-path=/opt/nvidia/lib64")
+    assert main(["cdi", "generate", *_roots(node), *flags]) == 0
+    spec = json.loads(capsys.readouterr().out)
+    assert (spec["containerEdits"]["env"], len(spec["devices"])) == (
+        ["NVIDIA_CTK_LIBCUDA_DIR=/opt/nvidia/lib64", "NVIDIA_VISIBLE_DEVICES=void"],
+        5,
+    )
