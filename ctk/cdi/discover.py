@@ -147,9 +147,11 @@ def driver_hooks(
         hooks += program.links(_graphics_links(driver, version))
     hooks += program.links(_library_links(driver, version))
     hooks += program.hook(HookName.ENABLE_CUDA_COMPAT, f"--host-driver-version={version}")
-    if driver.library_dirs:
+    if driver.libraries:
         ldconfig_args = ("--ldconfig-path", ldconfig) if ldconfig else ()
-        folders = [arg for d in driver.library_dirs for arg in ("--folder", d)]
+        # every folder holding a mounted library (vdpau/ too), as nvidia-ctk lists them
+        dirs = dict.fromkeys(str(PurePosixPath(f.container_path).parent) for f in driver.libraries)
+        folders = [arg for d in dirs for arg in ("--folder", d)]
         hooks += program.hook(HookName.UPDATE_LDCACHE, *ldconfig_args, *folders)
     if graphics:
         hooks += program.hook(HookName.DISABLE_DEVICE_NODE_MODIFICATION)

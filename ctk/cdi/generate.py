@@ -262,11 +262,21 @@ def _simplify(edits: ContainerEdits, common: ContainerEdits) -> ContainerEdits:
 
 
 def _tidy(edits: ContainerEdits) -> ContainerEdits:
-    """The one place where edits are sorted: device nodes and mounts by container path."""
+    """The one place where edits are sorted.
+
+    Device nodes and mounts go by container path, shallower paths first (nvidia-ctk's sorter:
+    the number of `/`, then the path), so that `/dev/nvidia0` precedes `/dev/dri/card1`.
+    """
     return ContainerEdits(
         env=tuple(sorted(edits.env)),
-        device_nodes=tuple(sorted(edits.device_nodes, key=lambda n: n.path)),
+        device_nodes=tuple(sorted(edits.device_nodes, key=lambda n: _depth_first(n.path))),
         hooks=edits.hooks,
-        mounts=tuple(sorted(edits.mounts, key=lambda m: (m.container_path, m.host_path))),
+        mounts=tuple(
+            sorted(edits.mounts, key=lambda m: (*_depth_first(m.container_path), m.host_path))
+        ),
         additional_gids=tuple(sorted(edits.additional_gids)),
     )
+
+
+def _depth_first(path: str) -> tuple[int, str]:
+    return path.count("/"), path

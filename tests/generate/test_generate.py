@@ -284,6 +284,8 @@ def test_nvidia_ctk_flag_aliases(fake_node: MakeNode, capsys: pytest.CaptureFixt
                     "update-ldcache",
                     "--folder",
                     "/usr/lib/x86_64-linux-gnu",
+                    "--folder",
+                    "/usr/lib/x86_64-linux-gnu/vdpau",
                 ],
                 "env": ["NVIDIA_CTK_DEBUG=false"],
             }
