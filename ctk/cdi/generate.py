@@ -24,6 +24,8 @@ from ctk.cdi.serialize import cdi_version
 from ctk.errors import CtkError, UsageError
 
 EMPTY_DEVICE_ENV = "NVCT_EMPTY_DEVICE="
+# device nodes that management mode leaves out, as nvidia-ctk does: GDS, NVSwitch, NVLink
+MANAGEMENT_BLOCKED = ("/dev/nvidia-fs", "/dev/nvidia-nvswitch", "/dev/nvidia-nvlink")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -228,7 +230,7 @@ def _cap_nodes(
 
 def _management_device(driver: DriverFacts, options: GenerateOptions) -> Device:
     every = (*driver.control_nodes, *driver.gpu_nodes, *driver.cap_nodes, *driver.other_nodes)
-    wanted = [n for n in every if not n.container_path.startswith("/dev/nvidia-nvswitch")]
+    wanted = [n for n in every if not n.container_path.startswith(MANAGEMENT_BLOCKED)]
     if not wanted:
         raise CtkError(
             f"no NVIDIA device nodes found under {driver.dev_root}",

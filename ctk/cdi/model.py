@@ -119,7 +119,7 @@ class DriverFacts:
     control_nodes: tuple[DeviceNodeFacts, ...] = ()
     gpu_nodes: tuple[DeviceNodeFacts, ...] = ()  # /dev/nvidia<minor>
     cap_nodes: tuple[DeviceNodeFacts, ...] = ()  # /dev/nvidia-caps/nvidia-cap<N>
-    other_nodes: tuple[DeviceNodeFacts, ...] = ()  # nvswitch, imex channels: management mode
+    other_nodes: tuple[DeviceNodeFacts, ...] = ()  # other /dev/nvidia*, imex channels: management
     mig_minors: tuple[tuple[str, int], ...] = ()  # ("gpu0/gi1/access", 12) from mig-minors
     drm: tuple[tuple[str, tuple[DeviceNodeFacts, ...]], ...] = ()  # sysfs bus id -> DRM nodes
     drm_links: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # bus id -> by-path links

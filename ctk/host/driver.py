@@ -460,7 +460,8 @@ def read_driver(
     dev_entries = scan.dev_listing("/dev")
     gpu_nodes = [p for p in dev_entries if re.fullmatch(r"/dev/nvidia\d+", p)]
     gpu_nodes.sort(key=lambda p: int(p.removeprefix("/dev/nvidia")))
-    other = [p for p in dev_entries if p.startswith("/dev/nvidia-nvswitch")]
+    known = {*gpu_nodes, *CONTROL_NODES}
+    other = [p for p in dev_entries if p.startswith("/dev/nvidia") and p not in known]
     other += scan.dev_listing("/dev/nvidia-caps-imex-channels")
     caps = scan.dev_listing("/dev/nvidia-caps")
     caps.sort(key=lambda p: (len(p), p))
