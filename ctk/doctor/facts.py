@@ -199,6 +199,7 @@ class EngineFacts:
     managed_by: str | None = None
     version: str | None = None
     cdi_spec_dirs: tuple[str, ...] = ()
+    cri_disabled: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -286,3 +287,4 @@ class NodeFacts:
     kubernetes: Mapping[str, Any] | None = None
     gpu_processes: tuple[GpuProcess, ...] | Unavailable = ()
     advisories: tuple[Any, ...] = ()
+    kubelet: bool = False

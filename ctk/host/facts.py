@@ -94,6 +94,13 @@ CONTAINERD_CONFIGS = (
     ("/var/lib/rancher/k3s/agent/etc/containerd/config.toml", "k3s"),
     ("/var/lib/rancher/rke2/agent/etc/containerd/config.toml", "rke2"),
 )
+KUBELET_PATHS = (
+    "/var/lib/kubelet/config.yaml",
+    "/etc/kubernetes/kubelet.conf",
+    "/var/lib/rancher/k3s",
+    "/var/lib/rancher/rke2",
+    "/usr/bin/kubelet",
+)
 TORCH_GLOBS = (
     "/usr/lib/python3*/site-packages/torch",
     "/usr/lib/python3*/dist-packages/torch",
@@ -671,6 +678,12 @@ def gather_containerd(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts:
         extra = containerd_files(g, main, first.imports)
         return inspect_containerd([(main, text), *((p, g.text(p) or "") for p in extra)])
 
+    try:
+        disabled = tomllib.loads(g.text(main) or "").get("disabled_plugins", [])
+    except tomllib.TOMLDecodeError:
+        disabled = []
+    cri_names = {"cri", "io.containerd.grpc.v1.cri"}
+    cri_off = isinstance(disabled, list) and bool(cri_names & set(map(str, disabled)))
     facts = _engine(
         g=g, engine="containerd", path=main, installed=installed, read=read, binaries=binaries
     )
@@ -678,7 +691,9 @@ def gather_containerd(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts:
     imports = tuple(
         i if i.startswith("/") else posix_join(os.path.dirname(main), i) for i in facts.imports
     )
-    return replace(facts, drop_ins=drop_ins, managed_by=managed, imports=imports)
+    return replace(
+        facts, drop_ins=drop_ins, managed_by=managed, imports=imports, cri_disabled=cri_off
+    )
 
 
 def gather_crio(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts:
@@ -1035,6 +1050,7 @@ def gather(
         container=container,
         gpu_processes=processes,
         advisories=g.timed("advisories", advisories),
+        kubelet=any(g.exists(p) for p in KUBELET_PATHS),
     )
     return facts, tuple(g.timings)
 

@@ -48,6 +48,7 @@ SCENARIOS = [
         "docker-invalid-json", {"docker.daemon-json-invalid"}, set(), id="docker-invalid-json"
     ),
     pytest.param("docker-snap", {"docker.snap"}, set(), id="docker-snap"),
+    pytest.param("docker-host", set(), set(), id="docker-host-containerd-cri-off-healthy"),
     pytest.param(
         "rootless-docker",
         {"docker.rootless-config", "toolkit.rootless-no-cgroups"},

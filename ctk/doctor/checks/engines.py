@@ -59,6 +59,18 @@ def _toml_bool(value: bool | None) -> str:
     return "true" if value else "false"
 
 
+def containerd_unused(facts: NodeFacts) -> Result | None:
+    """Skip containerd's GPU checks where it only serves Docker (CRI off, or no Kubernetes)."""
+    containerd = facts.containerd
+    if not containerd.installed:
+        return skip("containerd is not installed")
+    if containerd.cri_disabled:
+        return skip("containerd's CRI plugin is disabled: it only serves Docker")
+    if facts.docker.installed and not facts.kubelet and containerd.managed_by is None:
+        return skip("containerd serves Docker here (no kubelet): see the docker checks")
+    return None
+
+
 def docker_cgroup_driver(facts: NodeFacts) -> str:
     """Docker's cgroup driver: `exec-opts`, else systemd on cgroup v2 + systemd, else cgroupfs."""
     if facts.docker.cgroup_driver:
@@ -244,7 +256,10 @@ def docker_cgroup(facts: NodeFacts) -> Result:
 def drop_in_not_imported(facts: NodeFacts) -> Result:
     """A regenerated config.toml lost its `imports`, and the drop-in silently vanished."""
     containerd = facts.containerd
-    if not containerd.installed or not containerd.drop_ins:
+    unused = containerd_unused(facts)
+    if unused is not None:
+        return unused
+    if not containerd.drop_ins:
         return skip("no containerd drop-in files")
     orphans = [
         path
@@ -282,7 +297,7 @@ def drop_in_not_imported(facts: NodeFacts) -> Result:
 def containerd_runtime(facts: NodeFacts) -> Result:
     """`no runtime for "nvidia" is configured`."""
     containerd = facts.containerd
-    blocked = _not_installed(containerd)
+    blocked = containerd_unused(facts) or _not_installed(containerd)
     if blocked is not None and containerd.error is None:
         return blocked
     if containerd.error is not None:
@@ -322,8 +337,9 @@ def containerd_runtime(facts: NodeFacts) -> Result:
 def systemd_cgroup_mismatch(facts: NodeFacts) -> Result:
     """runc with SystemdCgroup = true, nvidia without (or the reverse)."""
     containerd = facts.containerd
-    if not containerd.installed:
-        return skip("containerd is not installed")
+    unused = containerd_unused(facts)
+    if unused is not None:
+        return unused
     runc = containerd.runtimes.get("runc")
     nvidia = containerd.runtimes.get("nvidia")
     if runc is None or nvidia is None:
@@ -389,8 +405,9 @@ def not_default_no_runtimeclass(facts: NodeFacts) -> Result:
 def containerd_cdi(facts: NodeFacts) -> Result:
     """`cdi_spec_dirs` configured (or cdi-cri requested) but `enable_cdi` off."""
     containerd = facts.containerd
-    if not containerd.installed:
-        return skip("containerd is not installed")
+    unused = containerd_unused(facts)
+    if unused is not None:
+        return unused
     wanted = bool(containerd.cdi_spec_dirs) or bool(
         facts.kubernetes and facts.kubernetes.get("device_list_strategy") == "cdi-cri"
     )
