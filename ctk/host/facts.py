@@ -417,27 +417,38 @@ def posix_join(*parts: str) -> str:
 
 
 def gather_libs(g: Gatherer, env: Mapping[str, str]) -> LibFacts:
-    """Where the loader finds the driver libraries: LD_LIBRARY_PATH, ld.so.conf, defaults."""
+    """Where the loader finds the driver libraries: LD_LIBRARY_PATH, ld.so.cache, directories.
+
+    The loader's order: `LD_LIBRARY_PATH` (inside a container), the `/etc/ld.so.cache` entries
+    (read by `ctk.host.driver`), then the ld.so.conf and default directories for nodes whose
+    cache is missing or out of date.
+    """
+    from ctk.host.driver import read_ld_cache
+
     search = [d for d in env.get("LD_LIBRARY_PATH", "").split(":") if d.startswith("/")]
     stub_dirs = tuple(d for d in search if "stubs" in d.split("/"))
-    search += _ld_conf_dirs(g) + list(LIBRARY_DIRS)
+    candidates = [posix_join(d, soname) for d in search for soname in SONAMES]
+    cached = [path for name, path in read_ld_cache(g.root) if name in SONAMES]
+    candidates += cached
+    directories = _ld_conf_dirs(g) + list(LIBRARY_DIRS)
+    candidates += [posix_join(d, soname) for d in dict.fromkeys(directories) for soname in SONAMES]
     found: dict[str, list[Library]] = {}
     seen: set[tuple[str, str]] = set()
-    for directory in dict.fromkeys(search):
-        for soname in SONAMES:
-            path = posix_join(directory, soname)
-            host = g.host(path)
-            if host is None or not (host.exists() or host.is_symlink()):
-                continue
-            target = _target_in_root(g, path)
-            if (soname, target) in seen:
-                continue
-            seen.add((soname, target))
-            found.setdefault(soname, []).append(
-                Library(soname=soname, path=path, target=target, exists=host.exists())
-            )
+    for path in dict.fromkeys(candidates):
+        soname = posixpath.basename(path)
+        host = g.host(path)
+        if soname not in SONAMES or host is None or not (host.exists() or host.is_symlink()):
+            continue
+        target = _target_in_root(g, path)
+        if (soname, target) in seen:
+            continue
+        seen.add((soname, target))
+        found.setdefault(soname, []).append(
+            Library(soname=soname, path=path, target=target, exists=host.exists())
+        )
+    source = "/etc/ld.so.cache" if cached else "/etc/ld.so.conf and library directories"
     return LibFacts(
-        source="/etc/ld.so.conf and library directories",
+        source=source,
         libraries={k: tuple(v) for k, v in found.items()},
         stub_dirs_on_path=stub_dirs,
     )
