@@ -288,3 +288,4 @@ class NodeFacts:
     gpu_processes: tuple[GpuProcess, ...] | Unavailable = ()
     advisories: tuple[Any, ...] = ()
     kubelet: bool = False
+    kubelet_cgroup_driver: str | Unavailable | None = None

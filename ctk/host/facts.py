@@ -973,6 +973,24 @@ def detect_where(g: Gatherer, env: Mapping[str, str]) -> Where:
     return Where.POD if "KUBERNETES_SERVICE_HOST" in env else Where.CONTAINER
 
 
+def kubelet_cgroup_driver(g: Gatherer) -> str | Unavailable | None:
+    """`cgroupDriver` of /var/lib/kubelet/config.yaml (that directory is often root-only)."""
+    import yaml
+
+    path = "/var/lib/kubelet/config.yaml"
+    readable = g.readable(path)
+    if readable is None:
+        return None
+    if not readable:
+        return Unavailable(f"{path} is readable by root only", needs_root=True)
+    try:
+        data = yaml.safe_load(g.text(path) or "")
+    except yaml.YAMLError:
+        return None
+    value = data.get("cgroupDriver") if isinstance(data, dict) else None
+    return value if isinstance(value, str) else None
+
+
 # --- all of it ----------------------------------------------------------------------------
 
 
@@ -1062,6 +1080,7 @@ def gather(
         gpu_processes=processes,
         advisories=g.timed("advisories", advisories),
         kubelet=any(g.exists(p) for p in KUBELET_PATHS),
+        kubelet_cgroup_driver=g.timed("kubelet", lambda: kubelet_cgroup_driver(g)),
     )
     return facts, tuple(g.timings)
 

@@ -72,6 +72,12 @@ SCENARIOS = [
         id="containerd-systemd-cgroup",
     ),
     pytest.param(
+        "kubelet-cgroupfs",
+        {"containerd.systemd-cgroup-mismatch"},
+        set(),
+        id="kubelet-cgroupfs-vs-systemd",
+    ),
+    pytest.param(
         "ldconfig-real-on-rhel", {"toolkit.ldconfig-path"}, set(), id="ldconfig-real-on-rhel"
     ),
     pytest.param(
