@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctk.doctor.advisories import Advisory
 from ctk.doctor.model import Where
 
 
@@ -286,6 +287,6 @@ class NodeFacts:
     container: ContainerFacts = field(default_factory=ContainerFacts)
     kubernetes: Mapping[str, Any] | None = None
     gpu_processes: tuple[GpuProcess, ...] | Unavailable = ()
-    advisories: tuple[Any, ...] = ()
+    advisories: tuple[Advisory, ...] = ()
     kubelet: bool = False
     kubelet_cgroup_driver: str | Unavailable | None = None

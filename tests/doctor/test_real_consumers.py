@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from ctk.host.facts import Gatherer, gather_containerd, gather_libs
+from ctk.host.facts.engines import gather_containerd
+from ctk.host.facts.gatherer import Gatherer
+from ctk.host.facts.kernel import gather_libs
 from ctk.host.root import HostRoot
 from tests.doctor.nodes import materialise
 from tests.fake_nvml import SkipNode
