@@ -108,6 +108,9 @@ SCENARIOS = [
     ),
     pytest.param("container-no-gpu", {"container.no-gpu-attached"}, set(), id="container-no-gpu"),
     pytest.param("container-stub", {"lib.libcuda-stub"}, set(), id="container-libcuda-stub"),
+    pytest.param(
+        "pod-cgroupv2", {"container.shm-too-small"}, set(), id="cri-pod-found-by-overlay-root"
+    ),
     pytest.param("pod-unrequested", {"k8s.unrequested-gpu-access"}, set(), id="pod-unrequested"),
     pytest.param(
         "pod-hami-no-preload",

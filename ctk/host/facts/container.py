@@ -80,11 +80,25 @@ def gather_container(g: Gatherer, env: Mapping[str, str]) -> ContainerFacts:
 
 
 def detect_where(g: Gatherer, env: Mapping[str, str]) -> Where:
-    """Host, container (/.dockerenv, /run/.containerenv) or pod (plus KUBERNETES_SERVICE_HOST)."""
+    """Host, container or pod (a container plus KUBERNETES_SERVICE_HOST).
+
+    Container markers: /.dockerenv, /run/.containerenv, a container cgroup of PID 1 (cgroup v1),
+    or an overlay root file system (CRI containers on cgroup v2 have no other marker).
+    """
     inside = g.exists("/.dockerenv") or g.exists("/run/.containerenv")
     if not inside:
         cgroup = g.text("/proc/1/cgroup") or ""
         inside = any(word in cgroup for word in ("/docker/", "/kubepods", "/containerd/"))
     if not inside:
+        inside = _overlay_root(g.text("/proc/self/mountinfo") or "")
+    if not inside:
         return Where.HOST
     return Where.POD if "KUBERNETES_SERVICE_HOST" in env else Where.CONTAINER
+
+
+def _overlay_root(mountinfo: str) -> bool:
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if len(fields) > 4 and fields[4] == "/" and " - overlay " in line:
+            return True
+    return False
