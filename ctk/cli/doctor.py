@@ -178,6 +178,7 @@ def to_json(
             "root": facts.root,
             "is_root": facts.is_root,
             "cuda_requirement": facts.cuda_need.source if facts.cuda_need else None,
+            "host_mount": facts.host_mount,
         },
         "checks": [_finding_json(f) for f in findings],
         "summary": {

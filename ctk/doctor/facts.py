@@ -290,3 +290,4 @@ class NodeFacts:
     advisories: tuple[Advisory, ...] = ()
     kubelet: bool = False
     kubelet_cgroup_driver: str | Unavailable | None = None
+    host_mount: str | None = None

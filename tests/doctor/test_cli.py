@@ -220,3 +220,15 @@ def test_list_names_every_check_once(capsys: pytest.CaptureFixture[str]) -> None
     assert out.splitlines()[0] == (
         "driver.nouveau-loaded                   error    the nouveau driver does not hold the GPU"
     )
+
+
+@pytest.mark.parametrize("node", ["debug-pod"], indirect=True)
+def test_debug_pod_points_to_the_host(node: Node, capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = doctor(capsys, "--root", str(node.root), "--group", "driver")
+    assert out.splitlines()[:2] == [
+        f"ctk doctor: pod, root {node.root}, root, ctk 0.1.0",
+        "The node's file system is mounted at /host: run `ctk doctor --root /host` for the "
+        "host's checks.",
+    ]
+    _, text, _ = doctor(capsys, "--root", str(node.root), "--json")
+    assert json.loads(text)["context"]["host_mount"] == "/host"

@@ -108,6 +108,7 @@ SCENARIOS = [
     ),
     pytest.param("container-no-gpu", {"container.no-gpu-attached"}, set(), id="container-no-gpu"),
     pytest.param("container-stub", {"lib.libcuda-stub"}, set(), id="container-libcuda-stub"),
+    pytest.param("debug-pod", {"container.no-gpu-attached"}, set(), id="node-debug-pod"),
     pytest.param(
         "pod-cgroupv2", {"container.shm-too-small"}, set(), id="cri-pod-found-by-overlay-root"
     ),

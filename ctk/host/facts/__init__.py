@@ -139,6 +139,9 @@ def gather(
         advisories=g.timed("advisories", advisories),
         kubelet=any(g.exists(p) for p in KUBELET_PATHS),
         kubelet_cgroup_driver=g.timed("kubelet", lambda: kubelet_cgroup_driver(g)),
+        host_mount="/host"
+        if where is not Where.HOST and g.exists("/host/etc/os-release")
+        else None,
     )
     return facts, tuple(g.timings)
 
