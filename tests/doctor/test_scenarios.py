@@ -122,6 +122,12 @@ SCENARIOS = [
     pytest.param("nvml-not-found", {"lib.nvml-not-found"}, set(), id="nvml-not-found"),
     pytest.param("libcuda-not-found", {"lib.libcuda-not-found"}, set(), id="libcuda-not-found"),
     pytest.param("gpu-leftover", {"gpu.leftover-processes"}, set(), id="gpu-leftover-zombie"),
+    pytest.param(
+        "blackwell-proprietary",
+        {"driver.kernel-module-flavor"},
+        set(),
+        id="blackwell-needs-open-modules",
+    ),
     pytest.param("gpu-vfio", {"driver.gpu-not-enumerated"}, set(), id="gpu-bound-to-vfio"),
     pytest.param("toolkit-cve", {"toolkit.security-outdated"}, set(), id="toolkit-1.17.3-cves"),
     pytest.param(
