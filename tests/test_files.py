@@ -58,3 +58,11 @@ def test_not_utf8(tmp_path: Path) -> None:
     bad.write_bytes(b"\xff\xfe")
     with pytest.raises(CtkError, match="not UTF-8"):
         files.read_text(bad)
+
+
+def test_path_under_a_file(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(CtkError) as caught:
+        files.read_text(tmp_path / "file" / "config.toml")
+    assert caught.value.message == f"{tmp_path}/file/config.toml: cannot read: Not a directory"
+    assert caught.value.hint == "a part of this path is a file, not a directory: check the path"

@@ -12,7 +12,7 @@ JSON is read the same way, as the reference library does (JSON is YAML).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import re
 from dataclasses import dataclass
 
 import yaml
@@ -58,6 +58,16 @@ class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]
 
 
 _CONSTRUCTOR = SafeConstructor()
+# `0o644`: YAML 1.2's octal. YAML 1.1 (PyYAML) reads a string, the reference library's parser an
+# integer, so where an integer is required it is read as one, with a warning.
+_YAML12_OCTAL = re.compile(r"[-+]?0o_*[0-7][0-7_]*")
+
+
+def _yaml11_octal(text: str) -> str:
+    sign = text[0] if text[0] in "+-" else ""
+    return sign + "0" + text.lstrip("+-").removeprefix("0o")
+
+
 _INVALID = object()
 
 
@@ -138,9 +148,23 @@ class _Decoder:
                 self.report(node, "schema.empty", "must not be empty")
                 return _INVALID
         elif shape.type == "integer":
-            if tag != INT:
+            if tag == STR and not node.style and _YAML12_OCTAL.fullmatch(node.value):
+                self.report(
+                    node,
+                    "parse.octal",
+                    f"{node.value} is an octal number in YAML 1.2 (and for CDI runtimes) but a "
+                    f"string in YAML 1.1; write {_yaml11_octal(node.value)}",
+                    warn=True,
+                )
+                value = int(node.value.replace("_", "").replace("0o", ""), 8)
+            elif tag != INT:
                 return self._wrong_type(node, "an integer")
-            value = _CONSTRUCTOR.construct_yaml_int(node)
+            else:
+                try:
+                    value = _CONSTRUCTOR.construct_yaml_int(node)
+                except (ValueError, IndexError):  # an explicit `!!int` on something else
+                    self.report(node, "parse.type", f"{node.value!r} is not a YAML integer")
+                    return _INVALID
             assert isinstance(value, int)
             if (shape.minimum is not None and value < shape.minimum) or (
                 shape.maximum is not None and value > shape.maximum
@@ -175,23 +199,41 @@ class _Decoder:
             self.report(node, "schema.min-items", f"needs at least {shape.min_items} item(s)")
         return out
 
-    def _pairs(self, node: MappingNode) -> Iterator[tuple[Node, Node]]:
-        """Key/value pairs with YAML merge keys (``<<: *anchor``) expanded, explicit keys last."""
+    def _pairs(
+        self, node: MappingNode, active: frozenset[int] = frozenset()
+    ) -> list[tuple[Node, Node]]:
+        """Key/value pairs with YAML merge keys (``<<: *anchor``) expanded.
+
+        As in YAML, explicit keys win over merged ones and earlier merged mappings over later.
+        """
+        pairs: list[tuple[Node, Node]] = node.value
+        if not any(key.tag == MERGE for key, _ in pairs):
+            return pairs
+        active = active | {id(node)}
         merged: list[tuple[Node, Node]] = []
         own: list[tuple[Node, Node]] = []
-        for key_node, value_node in node.value:
+        for key_node, value_node in pairs:
             if key_node.tag != MERGE:
                 own.append((key_node, value_node))
                 continue
             sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
             for source in sources:
-                if isinstance(source, MappingNode):
-                    merged.extend(self._pairs(source))
-                else:
+                if not isinstance(source, MappingNode):
                     self.report(source, "parse.merge", "a merge key (<<) needs a mapping")
-        own_keys = {k.value for k, _ in own if isinstance(k, ScalarNode)}
-        yield from ((k, v) for k, v in merged if k.value not in own_keys)
-        yield from own
+                elif id(source) in active:
+                    self.report(source, "parse.merge", "a merge key (<<) includes its own mapping")
+                else:
+                    merged.extend(self._pairs(source, active))
+        taken = {k.value for k, _ in own if isinstance(k, ScalarNode)}
+        kept: list[tuple[Node, Node]] = []
+        for key_node, value_node in merged:
+            key = key_node.value if isinstance(key_node, ScalarNode) else None
+            if key in taken:
+                continue
+            if key is not None:
+                taken.add(key)
+            kept.append((key_node, value_node))
+        return kept + own
 
     def _key(self, key_node: Node) -> str | None:
         if isinstance(key_node, ScalarNode) and key_node.tag == STR:
@@ -303,9 +345,7 @@ def _syntax_problem(exc: yaml.YAMLError, text: str) -> Problem:
     if mark is not None:
         line, column = mark.line + 1, mark.column + 1
     elif isinstance(getattr(exc, "position", None), int):
-        position: int = exc.position  # type: ignore[attr-defined]
-        line = text.count("\n", 0, position) + 1
-        column = position - (text.rfind("\n", 0, position) + 1) + 1
+        line, column = _position(text, exc.position)  # type: ignore[attr-defined]
     last_line = text.count("\n") + 1
     if line is not None and line > last_line:  # libyaml reports end of input one line further
         line, column = last_line, len(text) - (text.rfind("\n") + 1) + 1
@@ -319,7 +359,12 @@ def _syntax_problem(exc: yaml.YAMLError, text: str) -> Problem:
 
 def compose(text: str) -> tuple[Node | None, list[Problem]]:
     """Compose the first document of ``text``; later documents only give a warning."""
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)
+    except UnicodeEncodeError as exc:  # a lone surrogate in text that did not come from a file
+        line, column = _position(text, exc.start)
+        problem = f"not valid Unicode text (character {exc.start}: {exc.reason})"
+        return None, [Problem("parse.encoding", problem, (), line, column)]
     problems: list[Problem] = []
     try:
         if not loader.check_node():
@@ -347,6 +392,11 @@ def compose(text: str) -> tuple[Node | None, list[Problem]]:
         return None, [_syntax_problem(exc, text)]
     finally:
         loader.dispose()
+
+
+def _position(text: str, index: int) -> tuple[int, int]:
+    """1-based line and column of character ``index``."""
+    return text.count("\n", 0, index) + 1, index - (text.rfind("\n", 0, index) + 1) + 1
 
 
 def _paths(root: Node) -> dict[int, Path]:
@@ -420,6 +470,8 @@ def decode(root: Node) -> tuple[dict[str, object] | None, list[Problem]]:
 def load_text(text: str, *, strict_json: bool = False) -> Loaded:
     """Compose and decode ``text``; ``strict_json`` also warns when it is not strict JSON."""
     root, problems = compose(text)
+    if isinstance(root, ScalarNode) and root.tag == NULL:  # only `---`, `~` or comments
+        root, problems = None, [Problem("parse.empty", "the file holds no spec (empty document)")]
     if root is None:
         return Loaded(None, None, tuple(problems))
     if strict_json:

@@ -98,12 +98,18 @@ def build_registry(sources: Sequence[SpecSource]) -> Registry:
             if old is None or device.priority > old[0].priority:
                 winners[key] = (device, position, index)
             elif device.priority == old[0].priority:
-                clashes.setdefault(key, {(old[1], old[2])}).add((position, index))
+                clashes.setdefault(key, set()).update({(old[1], old[2]), (position, index)})
     conflicts: dict[int, list[Problem]] = {}
     for key, places in sorted(clashes.items()):
-        paths = sorted({reports[position][0].path for position, _ in places})
         for position, index in sorted(places):
             source = reports[position][0]
+            paths = sorted(
+                {
+                    reports[other][0].path
+                    for other, _ in places
+                    if reports[other][0].priority == source.priority
+                }
+            )
             others_list = [p for p in paths if p != source.path] or ["this same file"]
             others = ", ".join(others_list[:2])
             if len(others_list) > 2:

@@ -274,8 +274,8 @@ def _list_json(registry: Registry, dirs: Sequence[SpecDir]) -> dict[str, object]
         }
         for device in registry.devices
     ]
-    errors = [
-        {"file": spec.path, **_problem_json(problem)}
+    problems = [
+        (problem.is_error, {"file": spec.path, **_problem_json(problem)})
         for spec in registry.files
         for problem in spec.problems
     ]
@@ -286,7 +286,8 @@ def _list_json(registry: Registry, dirs: Sequence[SpecDir]) -> dict[str, object]
     return {
         "valid": registry.valid,
         "devices": devices,
-        "errors": errors,
+        "errors": [item for is_error, item in problems if is_error],
+        "warnings": [item for is_error, item in problems if not is_error],
         "specs": specs,
         "specDirs": [_dir_json(d) for d in dirs],
     }

@@ -41,19 +41,25 @@ def loads(text: str) -> object:
         return json.loads(text)
     # typeshed types the context as a scanner; any object with the decoder's attributes works
     scan = _json.make_scanner(_ScanContext())  # type: ignore[arg-type]
-    if text.startswith("\ufeff"):
-        raise JSONError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
     start = _skip_space(text, 0)
     try:
         value, end = scan(text, start)
-    except StopIteration as exc:
-        raise JSONError("Expecting value", text, exc.value) from None
-    except ValueError as exc:  # json.decoder.JSONDecodeError, imported by _json on error
-        raise JSONError(getattr(exc, "msg", str(exc)), text, getattr(exc, "pos", 0)) from None
+    except Exception:  # the scanner raises SystemError when json.decoder is not imported yet
+        # Invalid input is rare and not time-critical: let json itself name the problem.
+        return _loads_slow(text)
     end = _skip_space(text, end)
     if end != len(text):
-        raise JSONError("Extra data", text, end)
+        return _loads_slow(text)
     return value
+
+
+def _loads_slow(text: str) -> object:
+    import json
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise JSONError(exc.msg, text, exc.pos) from None
 
 
 class JSONError(ValueError):

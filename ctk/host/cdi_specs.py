@@ -38,6 +38,8 @@ class SpecDir:
 def _read(path: Path) -> tuple[bytes | None, str | None]:
     try:
         return path.read_bytes(), None
+    except IsADirectoryError:
+        return None, "is a directory; to check the specs in it, pass it with --spec-dir"
     except OSError as exc:
         return None, f"cannot read: {exc.strerror or exc}"
 

@@ -26,6 +26,8 @@ def _os_error(path: Path, action: str, exc: OSError) -> CtkError:
         hint = "run as root (sudo) or choose a path you can access"
     elif exc.errno == errno.EISDIR:
         hint = "pass the path of a file, not of a directory"
+    elif exc.errno == errno.ENOTDIR:
+        hint = "a part of this path is a file, not a directory: check the path"
     elif exc.errno == errno.EROFS:
         hint = "the file system is read-only; choose another path"
     return CtkError(f"{path}: cannot {action}: {reason}", hint=hint)

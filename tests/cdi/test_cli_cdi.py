@@ -44,6 +44,14 @@ def test_validate_files(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
     assert I100.read_bytes() == before
 
 
+def test_validate_a_directory_as_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cdi", "validate", str(RUN)]) == 1
+    assert capsys.readouterr().out == (
+        f"{RUN}: error: is a directory; to check the specs in it, pass it with --spec-dir [read.error]\n"
+        f"{RUN}: invalid (1 error)\n"
+    )
+
+
 def test_validate_valid_file_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["cdi", "validate", str(V001)]) == 0
     assert capsys.readouterr().out == f"{V001}: valid (cdiVersion 0.3.0, needs 0.3.0, 1 device)\n"
@@ -194,6 +202,7 @@ def test_list_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
             }
         ],
         "errors": [],
+        "warnings": [],
         "specs": [{"path": f"{RUN}/nvidia.yaml", "priority": 0, "valid": True}],
         "specDirs": [
             {"path": str(RUN), "priority": 0, "exists": True},

@@ -7,6 +7,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctk.cdi.problems import Problem
 from ctk.cdi.validate import RULES, validate_bytes, validate_text
 
 CASES = Path(__file__).parent.parent / "fixtures" / "conformance" / "cdi-cases"
@@ -70,3 +71,52 @@ def test_mutated_specs_give_a_report(path: Path, edits: list[tuple[str, int, str
             lines[at] = lines[at][:column] + char + lines[at][column + 1 :]
     report = validate_text("".join(lines), path.name)
     assert {p.rule for p in report.problems} <= set(RULES)
+
+
+_TAGS = st.sampled_from(
+    ["", "!!int ", "!!float ", "!!bool ", "!!null ", "!!str ", "!!binary ", "!!timestamp ", "!x "]
+)
+_SCALAR = st.text(alphabet=st.sampled_from(list("0123456789abcxobe_+-.:=/ ")), max_size=8)
+_TEMPLATE = (
+    "cdiVersion: {0}\nkind: {1}\ndevices:\n- name: {2}\n  containerEdits:\n"
+    "    env: [{3}]\n    deviceNodes:\n    - {{path: {4}, major: {5}, uid: {6}, fileMode: {7}}}\n"
+    "    intelRdt: {{enableMonitoring: {8}, closID: {9}}}\n"
+    "    hooks:\n    - {{hookName: {10}, path: {11}, timeout: {12}}}\n"
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_TAGS, _SCALAR), min_size=13, max_size=13))
+def test_any_tagged_scalar_in_any_field_gives_a_report(fields: list[tuple[str, str]]) -> None:
+    text = _TEMPLATE.format(*(f"{tag}'{value}'" if tag else repr(value) for tag, value in fields))
+    report = validate_text(text, "spec.yaml")
+    assert {p.rule for p in report.problems} <= set(RULES)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_TAGS, _SCALAR), min_size=13, max_size=13))
+def test_any_plain_tagged_scalar_gives_a_report(fields: list[tuple[str, str]]) -> None:
+    text = _TEMPLATE.format(*(f"{tag}{value}" for tag, value in fields))
+    report = validate_text(text, "spec.yaml")
+    assert {p.rule for p in report.problems} <= set(RULES)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(codec=None, categories=None), max_size=40))
+def test_any_python_text_gives_a_report(text: str) -> None:
+    """Even text no file can hold (lone surrogates) is a problem, not an exception."""
+    report = validate_text("cdiVersion: " + text, "spec.yaml")
+    assert {p.rule for p in report.problems} <= set(RULES)
+
+
+def test_lone_surrogate() -> None:
+    report = validate_text("kind: a\ud800", "spec.yaml")
+    assert report.problems == (
+        Problem(
+            "parse.encoding",
+            "not valid Unicode text (character 7: surrogates not allowed)",
+            (),
+            1,
+            8,
+        ),
+    )

@@ -35,12 +35,34 @@ def _decoded(name: str, edits: str) -> tuple[object, list[tuple[str, str]]]:
         pytest.param("gpu0", "    deviceNodes:\n    - {path: /d, major: 1.0}\n", {"name": "gpu0", "containerEdits": {"deviceNodes": [{"path": "/d"}]}}, [("parse.type", "expected an integer, found the number 1.0")], id="float-for-integer"),
         pytest.param("gpu0", "    env: ~\n", {"name": "gpu0", "containerEdits": {}}, [("parse.null", "expected a list, found null; omit the field")], id="null-list"),
         pytest.param("gpu0", "    env: [A=1]\n    <<: {mounts: [{hostPath: /a, containerPath: /a}], env: [B=2]}\n", {"name": "gpu0", "containerEdits": {"mounts": [{"hostPath": "/a", "containerPath": "/a"}], "env": ["A=1"]}}, [], id="merge-key-explicit-wins"),
+        pytest.param("gpu0", "    <<: [{env: [A=1]}, {env: [B=1], hooks: []}]\n", {"name": "gpu0", "containerEdits": {"env": ["A=1"], "hooks": []}}, [], id="merge-earlier-mapping-wins"),
+        pytest.param("gpu0", "    &e\n    env: [A=1]\n    <<: *e\n", {"name": "gpu0", "containerEdits": {"env": ["A=1"]}}, [("parse.merge", "a merge key (<<) includes its own mapping")], id="merge-itself"),
         pytest.param("gpu0", "    env: [A=1]\n    env: [B=1]\n", {"name": "gpu0", "containerEdits": {"env": ["A=1"]}}, [("parse.duplicate-key", "duplicate key 'env' (first on line 6)")], id="duplicate-key"),
         pytest.param("gpu0", "    env: [A=1]\n    ENV: [B=1]\n", {"name": "gpu0", "containerEdits": {"env": ["A=1"]}}, [("parse.case-duplicate", "key 'ENV' differs only in case from 'env'")], id="case-duplicate"),
     ],
 )  # fmt: skip
 def test_decoding(name: str, edits: str, device: object, problems: list[tuple[str, str]]) -> None:
     assert _decoded(name, edits) == (device, problems)
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        pytest.param("!!int abc", "'abc' is not a YAML integer", id="letters"),
+        pytest.param('!!int ""', "'' is not a YAML integer", id="empty"),
+        pytest.param("!!int 0x", "'0x' is not a YAML integer", id="bare-hex-prefix"),
+        pytest.param("!!int 0b2", "'0b2' is not a YAML integer", id="bad-binary"),
+        pytest.param("!!float 1", "expected an integer, found the number 1", id="explicit-float"),
+        pytest.param("0o_", "expected an integer, found the string '0o_'", id="octal-prefix-only"),
+        pytest.param("'0o7'", "expected an integer, found the string '0o7'", id="quoted-octal"),
+    ],
+)
+def test_explicit_tags_that_lie(value: str, problem: str) -> None:
+    edits = f"    deviceNodes:\n    - {{path: /d, major: {value}}}\n"
+    assert _decoded("gpu0", edits) == (
+        {"name": "gpu0", "containerEdits": {"deviceNodes": [{"path": "/d"}]}},
+        [("parse.type", problem)],
+    )
 
 
 def test_json_is_read_as_yaml_with_positions() -> None:
@@ -56,3 +78,10 @@ def test_json_is_read_as_yaml_with_positions() -> None:
         ),
         Problem("schema.required", "missing required field 'devices'", (), 1, 1),
     )
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n", "---\n", "~\n", "null", "---\n...\n"])
+def test_empty_documents(text: str) -> None:
+    loaded = load_text(text)
+    assert (loaded.root, loaded.value) == (None, None)
+    assert loaded.problems == (Problem("parse.empty", "the file holds no spec (empty document)"),)

@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctk.cdi.names import QualifiedName
 from ctk.cdi.problems import Problem
@@ -137,3 +139,60 @@ def test_root_keeps_links_inside(tmp_path: Path) -> None:
     assert registry.files[0].problems == (
         Problem("read.error", f"/etc/cdi/escape.yaml: leads out of {root}"),
     )
+
+
+_SOURCES = st.lists(
+    st.tuples(
+        st.sampled_from(["v.com/c", "v.com/d"]),
+        st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=3, unique=True),
+        st.integers(0, 2),
+        st.booleans(),
+    ),
+    max_size=6,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_SOURCES)
+def test_registry_invariants(drawn: list[tuple[str, list[str], int, bool]]) -> None:
+    drawn = sorted(drawn, key=lambda d: d[2])  # sources come in directory order
+    sources = [
+        SpecSource(f"/d{prio}/s{i}.yaml", prio, _spec(kind, *names) if ok else b"{")
+        for i, (kind, names, prio, ok) in enumerate(drawn)
+    ]
+    registry = build_registry(sources)
+    defined: dict[str, list[tuple[int, str]]] = {}
+    for (kind, names, prio, ok), source in zip(drawn, sources, strict=True):
+        for name in names if ok else []:
+            defined.setdefault(f"{kind}={name}", []).append((prio, source.path))
+    listed = [str(d.name) for d in registry.devices]
+    assert listed == sorted(set(listed))
+    for device in registry.devices:
+        places = defined[str(device.name)]
+        top = max(prio for prio, _ in places)
+        assert (device.priority, device.source) in places
+        assert device.priority == top
+        assert [path for prio, path in places if prio == top] == [device.source]
+    for name, places in defined.items():
+        if len(places) == 1:
+            assert name in listed
+    clashing = {
+        path
+        for places in defined.values()
+        for prio, path in places
+        if sum(p == prio for p, _ in places) > 1
+    }
+    assert {f.path for f in registry.files if f.conflicts} == clashing
+
+
+def test_conflicts_at_two_priorities_mark_all_four_files() -> None:
+    spec = _spec("v.com/c", "a")
+    sources = [SpecSource(f"/d{p}/s{i}.yaml", p, spec) for i, p in enumerate([0, 0, 1, 1])]
+    registry = build_registry(sources)
+    assert registry.devices == ()
+    assert [[p.message for p in f.conflicts] for f in registry.files] == [
+        [
+            f"device v.com/c=a is also defined by {other} at the same priority; CDI runtimes drop it from both"
+        ]
+        for other in ("/d0/s1.yaml", "/d0/s0.yaml", "/d1/s3.yaml", "/d1/s2.yaml")
+    ]

@@ -136,6 +136,22 @@ TEXT_CASES = [
         id="parse.null",
     ),
     pytest.param(
+        spec(
+            "- name: gpu0\n  containerEdits:\n    deviceNodes:\n    - {path: /dev/x, fileMode: 0o644}\n"
+        ),
+        [
+            Problem(
+                "parse.octal",
+                "0o644 is an octal number in YAML 1.2 (and for CDI runtimes) but a string in YAML 1.1; write 0644",
+                ("devices", 0, "containerEdits", "deviceNodes", 0, "fileMode"),
+                7,
+                32,
+                W,
+            )
+        ],
+        id="parse.octal",
+    ),
+    pytest.param(
         spec("- containerEdits:\n    env: [A=1]\n"),
         [Problem("schema.required", "missing required field 'name'", ("devices", 0), 4, 3, E)],
         id="schema.required",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import jsonschema
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 from ctk.cdi import schema as cdi_schema
 from ctk.cdi.validate import validate_text
+from ctk.cdi.version import KNOWN_VERSIONS, compare_versions
 
 REPO = Path(__file__).parent.parent.parent
 CASES = REPO / "tests" / "fixtures" / "conformance" / "cdi-cases"
@@ -55,8 +57,10 @@ def test_schema_errors_are_ours_too(path: Path) -> None:
         return
     ours = validate_text(text, path.name)
     if not _validator().is_valid(document):
-        # The one documented leniency: a field spelled in other case is read (with a warning).
-        assert not ours.valid or "parse.key-case" in {p.rule for p in ours.problems}
+        # The documented leniencies, read as CDI runtimes read them (with a warning): a field
+        # spelled in other letter case, a YAML 1.2 octal number.
+        lenient = {"parse.key-case", "parse.octal"}
+        assert not ours.valid or lenient & {p.rule for p in ours.problems}
     if ours.valid:
         assert _validator().is_valid(ours.spec)
 
@@ -154,3 +158,57 @@ def test_generated_specs_agree_with_schema(document: dict[str, object]) -> None:
     if ours.valid:
         assert _validator().is_valid(document)
         assert ours.spec == document
+
+
+def _gated(feature: str) -> dict[str, object]:
+    edits: dict[str, object] = {"env": ["A=1"]}
+    device: dict[str, object] = {"name": "gpu0", "containerEdits": edits}
+    spec: dict[str, object] = {"cdiVersion": "", "kind": "example.com/gpu", "devices": [device]}
+    mount = {"hostPath": "/a", "containerPath": "/a"}
+    changes: dict[str, Callable[[], None]] = {
+        "mount-type": lambda: edits.update(mounts=[{**mount, "type": "bind"}]),
+        "host-path": lambda: edits.update(deviceNodes=[{"path": "/dev/x", "hostPath": "/dev/y"}]),
+        "digit-name": lambda: device.update(name="0"),
+        "spec-annotations": lambda: spec.update(annotations={"a": "b"}),
+        "device-annotations": lambda: device.update(annotations={"a": "b"}),
+        "class-dot": lambda: spec.update(kind="example.com/gpu.x"),
+        "spec-intel-rdt": lambda: spec.update(containerEdits={"intelRdt": {}}),
+        "device-intel-rdt": lambda: edits.update(intelRdt={"closID": "c"}),
+        "additional-gids": lambda: edits.update(additionalGids=[0]),
+        "net-devices": lambda: edits.update(netDevices=[{"hostInterfaceName": "e", "name": "n"}]),
+        "schemata": lambda: spec.update(containerEdits={"intelRdt": {"schemata": []}}),
+        "monitoring": lambda: edits.update(intelRdt={"enableMonitoring": True}),
+    }
+    changes[feature]()
+    return spec
+
+
+@pytest.mark.parametrize(
+    ("feature", "needs"),
+    [
+        pytest.param("mount-type", "0.4.0", id="mount-type"),
+        pytest.param("host-path", "0.5.0", id="host-path"),
+        pytest.param("digit-name", "0.5.0", id="digit-name"),
+        pytest.param("spec-annotations", "0.6.0", id="spec-annotations"),
+        pytest.param("device-annotations", "0.6.0", id="device-annotations"),
+        pytest.param("class-dot", "0.6.0", id="class-dot"),
+        pytest.param("spec-intel-rdt", "0.7.0", id="spec-intel-rdt"),
+        pytest.param("device-intel-rdt", "0.7.0", id="device-intel-rdt"),
+        pytest.param("additional-gids", "0.7.0", id="additional-gids"),
+        pytest.param("net-devices", "1.1.0", id="net-devices"),
+        pytest.param("schemata", "1.1.0", id="schemata"),
+        pytest.param("monitoring", "1.1.0", id="monitoring"),
+    ],
+)
+def test_version_gates_in_schema_and_code_agree(feature: str, needs: str) -> None:
+    """For every released version, the schema's gates and ctk's minimum version give one verdict."""
+    for declared in KNOWN_VERSIONS:
+        for written in (declared, "v" + declared):
+            document = _gated(feature)
+            document["cdiVersion"] = written
+            allowed = compare_versions(declared, needs) >= 0
+            assert _validator().is_valid(document) is allowed, (written, feature)
+            assert validate_text(json.dumps(document), "spec.json").valid is allowed, (
+                written,
+                feature,
+            )

@@ -31,6 +31,12 @@ REPO = Path(__file__).resolve().parents[2]
             id="truncated-json",
         ),
         pytest.param(
+            "{bad",
+            "container state on stdin: not valid JSON: Expecting property name enclosed in"
+            " double quotes (line 1, column 2)",
+            id="unquoted-key",
+        ),
+        pytest.param(
             "[1]",
             "container state on stdin: not an OCI container state (expected a JSON object)",
             id="not-object",
@@ -67,6 +73,12 @@ def test_bad_state_is_one_line(
             "{b}/config.json: not valid JSON: Expecting property name enclosed in double quotes"
             " (line 1, column 2)",
             id="bad-config",
+        ),
+        pytest.param(
+            '{"root": {path: "x"}}',
+            "{b}/config.json: not valid JSON: Expecting property name enclosed in double quotes"
+            " (line 1, column 11)",
+            id="unquoted-nested-key",
         ),
         pytest.param('{"root": {}}', "{b}/config.json: has no root.path", id="no-root-path"),
         pytest.param(
@@ -191,3 +203,33 @@ def test_a_hook_run_imports_nothing_heavy(tmp_path: Path) -> None:
     )
     assert result.stdout == "0 []\n"
     assert json.loads(bundle.state)["bundle"] == str(bundle.path)
+
+
+@pytest.mark.parametrize(
+    ("stdin", "message"),
+    [
+        pytest.param(
+            "{bad",
+            "Expecting property name enclosed in double quotes (line 1, column 2)",
+            id="unquoted-key",
+        ),
+        pytest.param('{"a": 1 "b"}', "Expecting ',' delimiter (line 1, column 9)", id="no-comma"),
+        pytest.param(
+            "\ufeff{}", "Unexpected UTF-8 BOM (decode using utf-8-sig) (line 1, column 1)", id="bom"
+        ),
+    ],
+)
+def test_bad_json_in_a_fresh_process(stdin: str, message: str) -> None:
+    """The C scanner fails differently before `json` is imported: the message must not."""
+    result = subprocess.run(
+        [sys.executable, "-c", "from ctk.hook.main import main; raise SystemExit(main())", "chmod"],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
+    assert (result.returncode, result.stderr) == (
+        1,
+        f"ctk-hook chmod: error: container state on stdin: not valid JSON: {message}\n",
+    )
