@@ -31,6 +31,7 @@ SCENARIOS = [
     pytest.param("cdi-stale", {"cdi.spec-stale"}, set(), id="cdi-stale"),
     pytest.param("cdi-conflict", {"cdi.spec-conflict"}, set(), id="cdi-conflict"),
     pytest.param("cdi-incomplete", {"cdi.spec-incomplete"}, set(), id="cdi-incomplete"),
+    pytest.param("cdi-wrong-minor", {"cdi.spec-incomplete"}, set(), id="cdi-index-names-moved"),
     pytest.param("dev-nodes-missing", {"dev.nodes-missing"}, set(), id="dev-nodes-missing"),
     pytest.param(
         "a100-mig-no-instances",

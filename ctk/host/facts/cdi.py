@@ -57,7 +57,7 @@ def spec_file(
             shown = str(node.get("hostPath") or node.get("path") or "")
             if shown:
                 host_paths.append(shown)
-                device_nodes.append(shown)
+                device_nodes.append(str(node.get("path") or shown))
         if device is not None:
             nodes[device] = tuple(device_nodes)
         host_paths += [str(m["hostPath"]) for m in _entries(edits, "mounts") if m.get("hostPath")]
