@@ -232,3 +232,17 @@ def test_debug_pod_points_to_the_host(node: Node, capsys: pytest.CaptureFixture[
     ]
     _, text, _ = doctor(capsys, "--root", str(node.root), "--json")
     assert json.loads(text)["context"]["host_mount"] == "/host"
+
+
+GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "expected" / "doctor"
+
+
+@pytest.mark.parametrize("node", ["container-old-driver"], indirect=True)
+def test_json_document_is_exact(node: Node, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = doctor(capsys, "--root", str(node.root), "--json", "--group", "cuda")
+    document = json.loads(out)
+    timings = document.pop("timings")
+    expected = json.loads((GOLDEN / "container-old-driver.cuda.json").read_text())
+    expected["context"]["root"] = str(node.root)
+    assert (code, err, document) == (1, "", expected)
+    assert [t["step"] for t in timings][:3] == ["environment", "kernel", "dev"]
