@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
+from ctk.host.facts.cdi import gather_cdi
 from ctk.host.facts.engines import gather_containerd, gather_docker
 from ctk.host.facts.gatherer import Gatherer
 from ctk.host.root import HostRoot
@@ -44,3 +47,38 @@ def test_daemon_json_directory_is_an_error(tmp_path: Path) -> None:
         Gatherer(HostRoot(tmp_path)), "/etc/docker/daemon.json", {}, installed=True
     )
     assert (facts.config_exists, facts.error) == (True, "not a regular file")
+
+
+SPEC = """cdiVersion: 0.5.0
+kind: nvidia.com/gpu
+devices:
+- name: "0"
+  containerEdits:
+    deviceNodes:
+    - path: /dev/nvidia0
+"""
+
+
+@pytest.mark.parametrize(
+    ("files", "conflicts"),
+    [
+        pytest.param(("etc/cdi/nvidia.yaml", "var/run/cdi/nvidia.yaml"), (), id="override"),
+        pytest.param(
+            ("var/run/cdi/a.yaml", "var/run/cdi/b.yaml"),
+            (
+                "/var/run/cdi/a.yaml line 4: device nvidia.com/gpu=0 is also defined by "
+                "/var/run/cdi/b.yaml at the same priority; CDI runtimes drop it from both",
+                "/var/run/cdi/b.yaml line 4: device nvidia.com/gpu=0 is also defined by "
+                "/var/run/cdi/a.yaml at the same priority; CDI runtimes drop it from both",
+            ),
+            id="same-directory",
+        ),
+    ],
+)
+def test_cdi_conflicts_are_the_registry_s(
+    tmp_path: Path, files: tuple[str, ...], conflicts: tuple[str, ...]
+) -> None:
+    for name in files:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(SPEC)
+    assert gather_cdi(Gatherer(HostRoot(tmp_path)), ()).conflicts == conflicts

@@ -29,7 +29,8 @@ SCENARIOS = [
         "cdi-missing", {"cdi.spec-missing", "toolkit.mode-mismatch"}, set(), id="cdi-missing"
     ),
     pytest.param("cdi-stale", {"cdi.spec-stale"}, set(), id="cdi-stale"),
-    pytest.param("cdi-conflict", {"cdi.spec-conflict"}, set(), id="cdi-conflict"),
+    pytest.param("cdi-conflict", {"cdi.spec-conflict"}, set(), id="cdi-same-directory-conflict"),
+    pytest.param("cdi-override", set(), set(), id="cdi-override-across-directories"),
     pytest.param("cdi-incomplete", {"cdi.spec-incomplete"}, set(), id="cdi-incomplete"),
     pytest.param("cdi-wrong-minor", {"cdi.spec-incomplete"}, set(), id="cdi-index-names-moved"),
     pytest.param("dev-nodes-missing", {"dev.nodes-missing"}, set(), id="dev-nodes-missing"),

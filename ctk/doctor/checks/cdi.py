@@ -242,21 +242,30 @@ def spec_incomplete(facts: NodeFacts) -> Result:
 @check(
     "cdi.spec-conflict",
     severity=Severity.WARNING,
-    title="no CDI device is defined in two spec files",
-    remedy="Keep one spec file per kind (usually the refresh unit's /var/run/cdi/nvidia.yaml).",
+    title="no CDI device is defined twice in one spec directory",
+    remedy="Keep one spec file per kind and directory (usually the refresh unit's).",
     sources=("https://github.com/cncf-tags/container-device-interface/blob/main/pkg/cdi/doc.go",),
     depends_on=("cdi.spec-invalid",),
     where=HOST_ONLY,
 )
 def spec_conflict(facts: NodeFacts) -> Result:
-    """The higher-priority directory wins silently; edits to the other file do nothing."""
+    """One device defined twice at the same priority: runtimes drop it from both specs.
+
+    The same device in `/etc/cdi` and `/var/run/cdi` is an override (the later directory wins),
+    not a conflict; `facts.cdi.conflicts` holds the CDI registry's own verdict, as
+    `ctk cdi list` shows it.
+    """
     if not facts.cdi.conflicts:
         return ok("no conflicting device definitions")
-    return warn(
-        f"{len(facts.cdi.conflicts)} CDI device(s) are defined in more than one spec file; "
-        "the later directory wins silently",
+    return fail(
+        f"{len(facts.cdi.conflicts)} CDI device definition(s) clash within one spec directory; "
+        "runtimes drop those devices (unresolvable CDI devices)",
         *(Evidence("CDI", conflict) for conflict in facts.cdi.conflicts[:MAX_EVIDENCE]),
-        commands=("sudo rm /etc/cdi/nvidia.yaml   # keep the one the refresh unit owns",),
+        commands=(
+            "ctk cdi list   # shows the clashing files",
+            "sudo rm <the hand-made spec>   # keep one spec per kind and directory",
+        ),
+        severity=Severity.ERROR,
     )
 
 

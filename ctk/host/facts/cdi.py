@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctk.doctor.facts import (
     CdiFacts,
@@ -16,6 +16,9 @@ from ctk.host.facts.gatherer import (
     REFRESH_UNITS,
     Gatherer,
 )
+
+if TYPE_CHECKING:
+    from ctk.cdi.registry import SpecFile as RegistryFile
 
 # --- CDI ----------------------------------------------------------------------------------
 
@@ -87,15 +90,16 @@ def spec_file(
     )
 
 
-def _conflicts(specs: Iterable[SpecFile]) -> tuple[str, ...]:
-    where: dict[str, list[str]] = {}
-    for spec in specs:
-        for name in spec.devices:
-            where.setdefault(f"{spec.kind}={name}", []).append(spec.path)
+def _conflicts(files: Iterable[RegistryFile]) -> tuple[str, ...]:
+    """The registry's own conflicts: one device defined twice at the same priority.
+
+    A device in both `/etc/cdi` and `/var/run/cdi` is an override (the later directory wins), not
+    a conflict, exactly as `ctk cdi list` and CDI runtimes see it.
+    """
     return tuple(
-        f"{device} in {' and '.join(paths)}"
-        for device, paths in sorted(where.items())
-        if len(paths) > 1
+        f"{spec.path}" + (f" line {p.line}" if p.line else "") + f": {p.message}"
+        for spec in files
+        for p in spec.conflicts
     )
 
 
@@ -133,5 +137,5 @@ def gather_cdi(g: Gatherer, extra_dirs: Iterable[str]) -> CdiFacts:
         for unit in REFRESH_UNITS
     )
     return CdiFacts(
-        dirs=dirs, specs=tuple(specs), conflicts=_conflicts(specs), refresh_enabled=refresh
+        dirs=dirs, specs=tuple(specs), conflicts=_conflicts(registry.files), refresh_enabled=refresh
     )
