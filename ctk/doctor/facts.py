@@ -113,6 +113,14 @@ class MigDevice:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NvmlProcess:
+    """A process with a compute context on a GPU (NVML); memory None: NVML could not say."""
+
+    pid: int
+    used_memory: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NvmlGpu:
     """A GPU as NVML reports it."""
 
@@ -126,6 +134,9 @@ class NvmlGpu:
     mig_pending: int | None = None
     mig_devices: tuple[MigDevice, ...] = ()
     memory_total: int | None = None
+    memory_used: int | None = None
+    processes: tuple[NvmlProcess, ...] | None = None
+    """None: NVML would not list them (not supported, or no permission with MIG on)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -287,6 +298,8 @@ class NodeFacts:
     container: ContainerFacts = field(default_factory=ContainerFacts)
     kubernetes: Mapping[str, Any] | None = None
     gpu_processes: tuple[GpuProcess, ...] | Unavailable = ()
+    nvml_process_states: Mapping[int, str] | Unavailable = field(default_factory=dict)
+    """`/proc/<pid>/stat` state of each PID NVML lists; "" when `/proc/<pid>` does not exist."""
     advisories: tuple[Advisory, ...] = ()
     kubelet: bool = False
     kubelet_cgroup_driver: str | Unavailable | None = None

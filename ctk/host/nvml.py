@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 from ctk.cdi.model import Gpu, MigDevice, MigMode, NvmlFacts
 from ctk.errors import CtkError
 from ctk.host import driver
 
 LIBRARY = "libnvidia-ml.so.1"
+T = TypeVar("T")
 
 # NVML return codes (nvml.h) that get a message of their own.
 _NOT_SUPPORTED = 3
@@ -88,6 +91,20 @@ def read_nvml(driver_root: Path, search: tuple[str, ...] = ()) -> NvmlFacts:
 
     ``search``: library dirs inside the root that are searched first (--library-search-path).
     """
+    return _session(driver_root, search, _facts)
+
+
+def read_nvml_report(driver_root: Path, search: tuple[str, ...] = ()) -> NvmlReport:
+    """`read_nvml`'s facts plus each GPU's health details, in one NVML session."""
+
+    def read(pynvml: Any) -> NvmlReport:
+        facts = _facts(pynvml)
+        return NvmlReport(facts, tuple(_health(pynvml, gpu.index) for gpu in facts.gpus))
+
+    return _session(driver_root, search, read)
+
+
+def _session(driver_root: Path, search: tuple[str, ...], read: Callable[[Any], T]) -> T:
     import pynvml
 
     _preload(driver_root, search)
@@ -100,14 +117,105 @@ def read_nvml(driver_root: Path, search: tuple[str, ...] = ()) -> NvmlFacts:
             ) from exc
         raise _nvml_error(exc, "NVML initialisation") from exc
     try:
-        return NvmlFacts(
-            driver_version=_call(pynvml.nvmlSystemGetDriverVersion, what="driver version"),
-            cuda_driver_version=_call(pynvml.nvmlSystemGetCudaDriverVersion, what="CUDA version"),
-            gpus=tuple(_gpu(pynvml, index) for index in range(_call(pynvml.nvmlDeviceGetCount))),
-        )
+        return read(pynvml)
     finally:
         with contextlib.suppress(pynvml.NVMLError):  # nothing to do about it after reading
             pynvml.nvmlShutdown()
+
+
+def _facts(pynvml: Any) -> NvmlFacts:
+    return NvmlFacts(
+        driver_version=_call(pynvml.nvmlSystemGetDriverVersion, what="driver version"),
+        cuda_driver_version=_call(pynvml.nvmlSystemGetCudaDriverVersion, what="CUDA version"),
+        gpus=tuple(_gpu(pynvml, index) for index in range(_call(pynvml.nvmlDeviceGetCount))),
+    )
+
+
+# --- health details (doctor) ------------------------------------------------------------------
+
+BRANDS: Final = (
+    "unknown",
+    "quadro",
+    "tesla",
+    "nvs",
+    "grid",
+    "geforce",
+    "titan",
+    "nvidiavapps",
+    "nvidiavpc",
+    "nvidiavcs",
+    "nvidiavws",
+    "nvidiacloudgaming",
+    "quadrortx",
+    "nvidiartx",
+    "nvidia",
+    "geforcertx",
+    "titanrtx",
+)
+"""`nvmlBrandType_t` values as the toolkit names them in `brand=` constraints (lower case)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ComputeProcess:
+    """A process with a compute context on a GPU; ``used_memory`` None: NVML could not say."""
+
+    pid: int
+    used_memory: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuHealth:
+    """Per-GPU details the doctor needs; None: NVML refused (``errors`` says why)."""
+
+    index: int
+    brand: str | None = None
+    mig_current: int | None = None
+    mig_pending: int | None = None
+    memory_total: int | None = None
+    memory_used: int | None = None
+    processes: tuple[ComputeProcess, ...] | None = None
+    errors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NvmlReport:
+    """`read_nvml_report`'s answer."""
+
+    facts: NvmlFacts
+    health: tuple[GpuHealth, ...]
+
+
+def _health(pynvml: Any, index: int) -> GpuHealth:
+    handle = _call(pynvml.nvmlDeviceGetHandleByIndex, index, what=f"GPU {index}")
+    errors: list[str] = []
+
+    def ask(function: Any, *args: Any) -> Any:
+        try:
+            return function(handle, *args)
+        except (pynvml.NVMLError, pynvml.NVMLLibraryMismatchError) as exc:
+            if getattr(exc, "value", None) != _NOT_SUPPORTED:
+                errors.append(f"{function.__name__}: {exc}")
+            return None
+
+    brand = ask(pynvml.nvmlDeviceGetBrand)
+    mig = ask(pynvml.nvmlDeviceGetMigMode)
+    memory = ask(pynvml.nvmlDeviceGetMemoryInfo)
+    processes = ask(pynvml.nvmlDeviceGetComputeRunningProcesses)
+    return GpuHealth(
+        index=index,
+        brand=None if brand is None else (BRANDS[brand] if 0 <= brand < len(BRANDS) else "unknown"),
+        mig_current=None if mig is None else int(mig[0]),
+        mig_pending=None if mig is None else int(mig[1]),
+        memory_total=None if memory is None else int(memory.total),
+        memory_used=None if memory is None else int(memory.used),
+        processes=None
+        if processes is None
+        else tuple(
+            ComputeProcess(int(p.pid), None if p.usedGpuMemory is None else int(p.usedGpuMemory))
+            for p in processes
+        ),
+        errors=tuple(errors),
+    )
 
 
 def _call(function: Any, *args: Any, what: str = "") -> Any:

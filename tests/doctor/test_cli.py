@@ -52,6 +52,8 @@ driver<471
          fix       upgrade the driver to >= 570.26: sudo apt-get install nvidia-driver-570 && \
 sudo reboot
                    or use an image built for CUDA 12.2 or older
+                   or add cuda-compat-12-8 to the image (forward compatibility; the driver \
+branch must be one the compat package lists)
          docs      https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html
   [ok]   cuda.minor-compat-only           minor-version compatibility is not relied on
   [ok]   cuda.requirement-check-disabled  the requirement check is active

@@ -101,6 +101,7 @@ SCENARIOS = [
     ),
     pytest.param("container-535", set(), set(), id="container-535-no-requirement"),
     pytest.param("container-old-driver", {"cuda.driver-too-old"}, set(), id="container-old-driver"),
+    pytest.param("rtx-forward-compat", {"cuda.driver-too-old"}, set(), id="geforce-old-driver"),
     pytest.param("container-new-major", {"cuda.driver-too-old"}, set(), id="container-new-major"),
     pytest.param(
         "container-mvc",
@@ -116,14 +117,21 @@ SCENARIOS = [
     ),
     pytest.param("pod-unrequested", {"k8s.unrequested-gpu-access"}, set(), id="pod-unrequested"),
     pytest.param(
-        "pod-hami-no-preload",
-        {"hami.libvgpu-not-loaded"},
+        "pod-hami-no-preload", {"hami.libvgpu-not-loaded"}, set(), id="pod-hami-no-preload"
+    ),
+    pytest.param(
+        "pod-hami-limit-ignored",
         {"hami.memory-limit-not-enforced"},
-        id="pod-hami-no-preload",
+        set(),
+        id="pod-hami-nvml-reports-full-memory",
     ),
     pytest.param("nvml-not-found", {"lib.nvml-not-found"}, set(), id="nvml-not-found"),
     pytest.param("libcuda-not-found", {"lib.libcuda-not-found"}, set(), id="libcuda-not-found"),
     pytest.param("gpu-leftover", {"gpu.leftover-processes"}, set(), id="gpu-leftover-zombie"),
+    pytest.param(
+        "gpu-leftover-nvml", {"gpu.leftover-processes"}, set(), id="gpu-leftover-gone-and-orphaned"
+    ),
+    pytest.param("a100-mig-pending", {"mig.mode-pending"}, set(), id="a100-mig-pending"),
     pytest.param(
         "blackwell-proprietary",
         {"driver.kernel-module-flavor"},

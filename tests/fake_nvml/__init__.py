@@ -63,6 +63,14 @@ def topology_text(nvml: dict[str, Any]) -> str:
     for gpu in nvml.get("gpus", []):
         mig = {True: "on", False: "off"}.get(gpu["mig"], gpu["mig"])  # YAML reads on/off as bools
         lines.append(f"gpu {gpu['minor']} {mig} {gpu['uuid']} {gpu['pci']} {gpu['name']}")
+        if "pending" in gpu:
+            lines.append(f"pending {gpu['pending']}")
+        if "brand" in gpu:
+            lines.append(f"brand {gpu['brand']}")
+        if "memory" in gpu:
+            lines.append(f"memory {gpu['memory']['total']} {gpu['memory']['used']}")
+        for pid, used in gpu.get("processes", []):
+            lines.append(f"process {pid} {'na' if used is None else used}")
         for slot, gi, ci, gi_slices, ci_slices, memory, uuid, profile in gpu.get("migs", []):
             name = f"{gpu['name']} MIG {profile}"
             lines.append(f"mig {slot} {gi} {ci} {gi_slices} {ci_slices} {memory} {uuid} {name}")

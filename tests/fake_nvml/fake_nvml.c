@@ -8,12 +8,18 @@
  *   gpu <minor> <none|off|on> <uuid> <pci-bus-id> <name...>         (mig support and mode)
  *   mig <slot> <gi> <ci> <gi-slices> <ci-slices> <memory-mb> <uuid> <name...>  (of the last gpu)
  *   lost <index>                GPU <index> fell off the bus: its handle is GPU_IS_LOST
+ * Optional lines about the last gpu (defaults keep older topology files working):
+ *   pending <0|1>               pending MIG mode (default: the current mode)
+ *   brand <nvmlBrandType_t>     e.g. 2 tesla, 5 geforce, 14 nvidia (default 14)
+ *   memory <total> <used>       bytes (default 85520809984, used = the processes' sum)
+ *   process <pid> <used|na>     a compute process and its memory in bytes (na: not available)
  *
  * Build: gcc -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o libnvidia-ml.so.1 fake_nvml.c
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef int nvmlReturn_t;
 enum {
@@ -25,12 +31,23 @@ enum {
 
 #define MAX_GPUS 256
 #define MAX_MIGS 7
+#define MAX_PROCS 16
 #define TEXT 96
+#define VALUE_NOT_AVAILABLE 0xFFFFFFFFFFFFFFFFULL /* NVML_VALUE_NOT_AVAILABLE as unsigned long long */
+#define DEFAULT_MEMORY 85520809984ULL
+#define BRAND_NVIDIA 14
+
+struct process {
+    unsigned pid;
+    unsigned long long used;
+};
 
 struct device {
     int is_mig, index, minor, mig_mode, lost; /* mig_mode: -1 none, 0 off, 1 on */
+    int pending, brand, memory_set, proc_count;
     unsigned gi, ci, gi_slices, ci_slices;
-    unsigned long long memory_mb;
+    unsigned long long memory_mb, memory_total, memory_used;
+    struct process procs[MAX_PROCS];
     char uuid[TEXT], bus_id[TEXT], name[TEXT];
     struct device *parent;
     struct device *migs[MAX_MIGS];
@@ -41,6 +58,16 @@ typedef struct {
     unsigned domain, bus, device, pciDeviceId, pciSubSystemId;
     char busId[32];
 } nvmlPciInfo_t;
+
+typedef struct {
+    unsigned long long total, free, used;
+} nvmlMemory_t;
+
+typedef struct {
+    unsigned pid;
+    unsigned long long usedGpuMemory;
+    unsigned gpuInstanceId, computeInstanceId;
+} nvmlProcessInfo_t;
 
 typedef struct {
     unsigned multiprocessorCount, sharedCopyEngineCount, sharedDecoderCount, sharedEncoderCount,
@@ -91,7 +118,22 @@ static nvmlReturn_t load(void) {
             gpu->index = gpu_count++;
             sscanf(line, "gpu %d %95s %95s %95s", &gpu->minor, mode, gpu->uuid, gpu->bus_id);
             gpu->mig_mode = !strcmp(mode, "on") ? 1 : !strcmp(mode, "off") ? 0 : -1;
+            gpu->pending = gpu->mig_mode;
+            gpu->brand = BRAND_NVIDIA;
+            gpu->memory_total = DEFAULT_MEMORY;
             rest_of_line(line, 5, gpu->name);
+        } else if (!strcmp(word, "pending") && gpu) {
+            sscanf(line, "pending %d", &gpu->pending);
+        } else if (!strcmp(word, "brand") && gpu) {
+            sscanf(line, "brand %d", &gpu->brand);
+        } else if (!strcmp(word, "memory") && gpu) {
+            if (sscanf(line, "memory %llu %llu", &gpu->memory_total, &gpu->memory_used) == 2)
+                gpu->memory_set = 1;
+        } else if (!strcmp(word, "process") && gpu && gpu->proc_count < MAX_PROCS) {
+            struct process *proc = &gpu->procs[gpu->proc_count++];
+            char used[TEXT] = "na";
+            sscanf(line, "process %u %95s", &proc->pid, used);
+            proc->used = strcmp(used, "na") ? strtoull(used, NULL, 10) : VALUE_NOT_AVAILABLE;
         } else if (!strcmp(word, "lost")) {
             int lost = -1;
             sscanf(line, "lost %d", &lost);
@@ -235,7 +277,8 @@ nvmlReturn_t nvmlDeviceGetMigMode(struct device *device, unsigned *current, unsi
     REQUIRE_INIT();
     REQUIRE(device && current && pending);
     if (device->is_mig || device->mig_mode < 0) return NOT_SUPPORTED;
-    *current = *pending = (unsigned)device->mig_mode;
+    *current = (unsigned)device->mig_mode;
+    *pending = (unsigned)device->pending;
     return OK;
 }
 
@@ -297,5 +340,57 @@ nvmlReturn_t nvmlDeviceGetAttributes_v2(struct device *device, nvmlDeviceAttribu
     attrs->computeInstanceSliceCount = device->ci_slices;
     attrs->multiprocessorCount = 14 * device->ci_slices;
     attrs->memorySizeMB = device->memory_mb;
+    return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetBrand(struct device *device, int *brand) {
+    REQUIRE_INIT();
+    REQUIRE(device && brand);
+    *brand = device->is_mig ? device->parent->brand : device->brand;
+    return OK;
+}
+
+static unsigned long long process_memory(const struct device *device) {
+    unsigned long long sum = 0;
+    for (int i = 0; i < device->proc_count; i++)
+        if (device->procs[i].used != VALUE_NOT_AVAILABLE) sum += device->procs[i].used;
+    return sum;
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo(struct device *device, nvmlMemory_t *memory) {
+    REQUIRE_INIT();
+    REQUIRE(device && memory);
+    if (device->is_mig) {
+        memory->total = device->memory_mb << 20;
+        memory->used = 0;
+    } else {
+        memory->total = device->memory_total;
+        memory->used = device->memory_set ? device->memory_used : process_memory(device);
+    }
+    memory->free = memory->total > memory->used ? memory->total - memory->used : 0;
+    return OK;
+}
+
+/* Compute processes: count query first (infos may be NULL), INSUFFICIENT_SIZE when too small.
+ * With MIG on, the whole GPU's aggregate list needs privileges (NO_PERMISSION otherwise). */
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(struct device *device, unsigned *count,
+                                                     nvmlProcessInfo_t *infos) {
+    unsigned n;
+    REQUIRE_INIT();
+    REQUIRE(device && count);
+    if (!device->is_mig && device->mig_mode == 1 && geteuid() != 0) return NO_PERMISSION;
+    n = device->is_mig ? 0 : (unsigned)device->proc_count;
+    if (*count < n) {
+        *count = n;
+        return INSUFFICIENT_SIZE;
+    }
+    *count = n;
+    if (n == 0) return OK;
+    REQUIRE(infos);
+    for (unsigned i = 0; i < n; i++) {
+        infos[i].pid = device->procs[i].pid;
+        infos[i].usedGpuMemory = device->procs[i].used;
+        infos[i].gpuInstanceId = infos[i].computeInstanceId = 0xFFFFFFFFu;
+    }
     return OK;
 }

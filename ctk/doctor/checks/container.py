@@ -276,6 +276,7 @@ def parse_hami_size(text: str) -> int | None:
     title="NVML reports HAMi's memory limit",
     remedy="As hami.libvgpu-not-loaded: the interposer must be active.",
     sources=("https://github.com/Project-HAMi/HAMi/issues/2581",),
+    depends_on=("hami.libvgpu-not-loaded",),
     where=INSIDE,
 )
 def memory_limit_not_enforced(facts: NodeFacts) -> Result:

@@ -19,7 +19,11 @@ from ctk.doctor.model import (
 RELEASE_NOTES = "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html"
 MVC_DOCS = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
 FORWARD_DOCS = "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html"
-DATA_CENTER_BRANDS = frozenset({"tesla", "nvidia", "datacenter", "quadro_rtx", "nvidiartx"})
+# NVML brands as the toolkit names them (`ctk.host.nvml.BRANDS`). Forward compatibility works on
+# data-center GPUs (Tesla, and "NVIDIA" for A100/H100 and later), on some NGC-ready RTX SKUs only,
+# and never on GeForce/Titan (CUDA error 804).
+DATA_CENTER_BRANDS = frozenset({"tesla", "nvidia"})
+SOME_SKU_BRANDS = frozenset({"quadrortx", "nvidiartx"})
 NO_NEED = (
     "no CUDA requirement to check (use --cuda-version or --image-env, or run in the container)"
 )
@@ -85,13 +89,21 @@ def _upgrade_commands(verdict: compat.Verdict, host: compat.HostCuda) -> tuple[s
         )
     if verdict.required is not None:
         major, minor = verdict.required[:2]
-        if host.brands & DATA_CENTER_BRANDS:
+        known = host.brands - {"unknown"}
+        compat_line = (
+            f"or add cuda-compat-{major}-{minor} to the image (forward compatibility; the "
+            "driver branch must be one the compat package lists)"
+        )
+        if known and known <= DATA_CENTER_BRANDS:
+            commands.append(compat_line)
+        elif known and known <= DATA_CENTER_BRANDS | SOME_SKU_BRANDS:
+            commands.append(compat_line.replace("(forward", "(only NGC-ready RTX SKUs; forward"))
+        elif known:
+            shown = ", ".join(sorted(known - DATA_CENTER_BRANDS))
             commands.append(
-                f"or (data-center GPUs only) add cuda-compat-{major}-{minor} to the image "
-                "(forward compatibility)"
+                f"forward compatibility (cuda-compat) does not work on {shown} GPUs "
+                "(CUDA error 804)"
             )
-        elif host.brands:
-            commands.append("forward compatibility (cuda-compat) is not supported on this GPU")
     return tuple(commands)
 
 

@@ -60,7 +60,7 @@ def mode_pending(facts: NodeFacts) -> Result:
     if isinstance(gpus, Result):
         return gpus
     if gpus and all(g.mig_pending is None for g in gpus):
-        return skip("the NVML adapter does not report the pending MIG mode")
+        return skip("no GPU supports MIG")
     pending = [g for g in gpus if g.mig_pending is not None and g.mig_pending != g.mig_current]
     if not pending:
         return ok("no MIG mode change pending")

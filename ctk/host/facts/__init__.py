@@ -50,6 +50,7 @@ from ctk.host.facts.kernel import (
     gather_kernel,
     gather_libs,
     gather_nvml,
+    gather_process_states,
 )
 from ctk.host.root import HostRoot
 
@@ -117,6 +118,19 @@ def gather(
     else:
         nvml = Unavailable(f"NVML did not answer within {nvml_timeout:g} s")
         g.timings.append(Timing("nvml", elapsed, timed_out=True))
+    pids = (
+        sorted({p.pid for gpu in nvml.gpus for p in gpu.processes or ()})
+        if isinstance(nvml, NvmlFacts) and where is Where.HOST
+        else []
+    )
+    no_states: dict[int, str] | Unavailable = Unavailable("/proc did not answer in time")
+    states = (
+        g.bounded(
+            "nvml process states", lambda: gather_process_states(g, pids), no_states, STEP_TIMEOUT_S
+        )
+        if pids
+        else {}
+    )
     facts = NodeFacts(
         root=str(root),
         where=where,
@@ -136,6 +150,7 @@ def gather(
         cdi=cdi,
         container=container,
         gpu_processes=processes,
+        nvml_process_states=states,
         advisories=g.timed("advisories", advisories),
         kubelet=any(g.exists(p) for p in KUBELET_PATHS),
         kubelet_cgroup_driver=g.timed("kubelet", lambda: kubelet_cgroup_driver(g)),

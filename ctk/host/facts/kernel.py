@@ -7,6 +7,7 @@ import posixpath
 import stat
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ctk.doctor.facts import (
     DevFacts,
@@ -18,6 +19,7 @@ from ctk.doctor.facts import (
     MigDevice,
     NvmlFacts,
     NvmlGpu,
+    NvmlProcess,
     PciGpu,
     ProcGpu,
     Unavailable,
@@ -32,6 +34,10 @@ from ctk.host.facts.gatherer import (
     posix_join,
 )
 from ctk.host.root import PathEscapeError
+
+if TYPE_CHECKING:
+    from ctk.cdi.model import Gpu
+    from ctk.host.nvml import GpuHealth
 
 # --- kernel ---------------------------------------------------------------------------------
 
@@ -280,33 +286,40 @@ def gather_nvml(root: Path) -> NvmlFacts:
     from ctk.host import nvml
 
     try:
-        found = nvml.read_nvml(root)
+        report = nvml.read_nvml_report(root)
     except CtkError as exc:
         return NvmlFacts(error_code=nvml_error_code(exc), error=exc.message)
+    found = report.facts
+    health = {h.index: h for h in report.health}
     cuda = found.cuda_driver_version
     return NvmlFacts(
         driver_version=found.driver_version,
         cuda_version=(cuda // 1000, (cuda % 1000) // 10),
-        gpus=tuple(
-            NvmlGpu(
-                index=gpu.index,
-                minor=gpu.minor,
-                uuid=gpu.uuid,
-                name=gpu.name,
-                bus_id=gpu.pci_bus_id,
-                mig_current=_mig_mode(gpu.mig_mode.value),
-                mig_devices=tuple(
-                    MigDevice(
-                        gi=mig.gpu_instance,
-                        ci=mig.compute_instance,
-                        uuid=mig.uuid,
-                        profile=mig.profile,
-                    )
-                    for mig in gpu.migs
-                ),
+        gpus=tuple(_nvml_gpu(gpu, health.get(gpu.index)) for gpu in found.gpus),
+    )
+
+
+def _nvml_gpu(gpu: Gpu, health: GpuHealth | None) -> NvmlGpu:
+    return NvmlGpu(
+        index=gpu.index,
+        minor=gpu.minor,
+        uuid=gpu.uuid,
+        name=gpu.name,
+        bus_id=gpu.pci_bus_id,
+        brand=(health.brand or "") if health else "",
+        mig_current=_mig_mode(gpu.mig_mode.value),
+        mig_pending=health.mig_pending if health else None,
+        mig_devices=tuple(
+            MigDevice(
+                gi=mig.gpu_instance, ci=mig.compute_instance, uuid=mig.uuid, profile=mig.profile
             )
-            for gpu in found.gpus
+            for mig in gpu.migs
         ),
+        memory_total=health.memory_total if health else None,
+        memory_used=health.memory_used if health else None,
+        processes=None
+        if health is None or health.processes is None
+        else tuple(NvmlProcess(pid=p.pid, used_memory=p.used_memory) for p in health.processes),
     )
 
 
@@ -359,3 +372,14 @@ def _process(path: str, pid: int) -> GpuProcess:
     command = stat_line[stat_line.find("(") + 1 : stat_line.rfind(")")]
     state = stat_line[stat_line.rfind(")") + 2 :].split(" ", 1)[0]
     return GpuProcess(pid=pid, state=state, command=command)
+
+
+def gather_process_states(g: Gatherer, pids: list[int]) -> dict[int, str] | Unavailable:
+    """The `/proc/<pid>/stat` state of each PID; "" for a PID with no `/proc` entry."""
+    if not g.exists("/proc/1"):
+        return Unavailable("no process list under /proc (not the host's /proc)")
+    states = {}
+    for pid in pids:
+        stat_line = g.text(f"/proc/{pid}/stat")
+        states[pid] = "" if stat_line is None else stat_line[stat_line.rfind(")") + 2 :][:1]
+    return states

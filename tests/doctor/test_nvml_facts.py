@@ -1,0 +1,156 @@
+"""NVML facts the doctor needs, read by the real pynvml from the fake libnvidia-ml.so.1."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ctk.cli.app import main
+from ctk.host.nvml import ComputeProcess, GpuHealth, read_nvml, read_nvml_report
+from tests.doctor.nodes import Node, materialise
+from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
+from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
+
+H100_BYTES = 85520809984
+GIB = 1 << 30
+
+
+@pytest.fixture
+def node(
+    request: pytest.FixtureRequest,
+    fake_nvml_library: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Node]:
+    try:
+        with materialise(request.param, tmp_path, fake_nvml_library) as built:
+            monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
+            yield built
+    except SkipNode as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.mark.parametrize(
+    ("node", "health"),
+    [
+        pytest.param(
+            "healthy",
+            (
+                GpuHealth(0, "nvidia", 0, 0, H100_BYTES, 0, ()),
+                GpuHealth(1, "nvidia", 0, 0, H100_BYTES, 0, ()),
+            ),
+            id="defaults-of-older-topologies",
+        ),
+        pytest.param(
+            "a100-mig-pending",
+            (
+                GpuHealth(0, "nvidia", 0, 1, H100_BYTES, 0, ()),
+                GpuHealth(1, "nvidia", 0, 0, H100_BYTES, 0, ()),
+            ),
+            id="mig-pending",
+        ),
+        pytest.param(
+            "gpu-leftover-nvml",
+            (
+                GpuHealth(
+                    0,
+                    "nvidia",
+                    0,
+                    0,
+                    H100_BYTES,
+                    11 * GIB,
+                    (ComputeProcess(4343, 10 * GIB), ComputeProcess(4444, GIB)),
+                ),
+                GpuHealth(1, "nvidia", 0, 0, H100_BYTES, 20 * GIB, ()),
+            ),
+            id="processes-and-memory",
+        ),
+        pytest.param(
+            "rtx-forward-compat",
+            (GpuHealth(0, "geforcertx", None, None, 25757220864, 0, (ComputeProcess(777, None),)),),
+            id="geforce-no-mig-memory-not-available",
+        ),
+    ],
+    indirect=["node"],
+)
+def test_report_health(node: Node, health: tuple[GpuHealth, ...]) -> None:
+    report = read_nvml_report(node.root)
+    assert (report.facts, report.health) == (read_nvml(node.root), health)
+
+
+LEFTOVER = """\
+ctk doctor: host, root {root}, root, ctk 0.1.0
+
+gpu
+  [warn] gpu.leftover-processes  GPU memory is held by dead, stuck or missing processes
+         evidence  NVML GPU 0 PID 4343: 10240 MiB, no /proc/4343
+                   NVML GPU 1: 20480 MiB used, 20480 MiB held by no process
+         remedy    Find the holders with fuser, kill them; reset the GPU or reboot if memory \
+stays held.
+         fix       sudo fuser -v /dev/nvidia*
+                   sudo nvidia-smi --gpu-reset -i 0   # memory of no live process; or reboot
+                   sudo nvidia-smi --gpu-reset -i 1   # memory of no live process; or reboot
+         docs      https://github.com/PaddlePaddle/PaddleOCR/issues/2074
+
+0 error(s), 1 warning(s), 0 ok, 0 skipped, 0 unknown. Fix first: gpu.leftover-processes.
+"""
+
+PENDING = """\
+ctk doctor: host, root {root}, root, ctk 0.1.0
+
+mig
+  [warn] mig.mode-pending  MIG mode change pending on GPU 0: it takes effect after a GPU reset \
+or reboot
+         evidence  NVML GPU 0: MIG current 0, pending 1
+         remedy    Stop the GPU's clients and reset it (or reboot) so the MIG mode change takes \
+effect.
+         fix       sudo systemctl stop nvidia-persistenced nvidia-dcgm
+                   sudo nvidia-smi -i 0 -r
+         docs      https://docs.nvidia.com/datacenter/tesla/mig-user-guide/
+
+0 error(s), 1 warning(s), 0 ok, 0 skipped, 0 unknown. Fix first: mig.mode-pending.
+"""
+
+
+@pytest.mark.parametrize(
+    ("node", "check", "expected"),
+    [
+        pytest.param("gpu-leftover-nvml", "gpu.leftover-processes", LEFTOVER, id="leftover"),
+        pytest.param("a100-mig-pending", "mig.mode-pending", PENDING, id="mig-pending"),
+    ],
+    indirect=["node"],
+)
+def test_nvml_finding_is_exact(
+    node: Node, check: str, expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["doctor", "--root", str(node.root), "--check", check])
+    captured = capsys.readouterr()
+    assert (code, captured.out, captured.err) == (0, expected.format(root=node.root), "")
+
+
+@pytest.mark.parametrize(
+    ("node", "last_command"),
+    [
+        pytest.param(
+            "container-old-driver",
+            "or add cuda-compat-12-8 to the image (forward compatibility; the driver branch must "
+            "be one the compat package lists)",
+            id="data-center-brand",
+        ),
+        pytest.param(
+            "rtx-forward-compat",
+            "forward compatibility (cuda-compat) does not work on geforcertx GPUs (CUDA error 804)",
+            id="geforce-brand",
+        ),
+    ],
+    indirect=["node"],
+)
+def test_forward_compat_follows_the_brand(
+    node: Node, last_command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main(["doctor", "--json", "--root", str(node.root), "--check", "cuda.driver-too-old"])
+    (found,) = json.loads(capsys.readouterr().out)["checks"]
+    assert found["remedy"]["commands"][-1] == last_command
