@@ -23,6 +23,50 @@ class Unavailable:
     needs_root: bool = False
 
 
+class FactTimedOut(Exception):
+    """Raised when a check uses a fact whose gather step did not finish in time."""
+
+    def __init__(self, step: str) -> None:
+        super().__init__(f"gathering {step} did not finish in time")
+        self.step = step
+
+
+class TimedOut:
+    """Stands in for a fact whose gather step hung (NVML, a /proc or /sys read of a broken driver).
+
+    Any use (an attribute, iteration, truth, length, membership) raises `FactTimedOut`, which the
+    runner turns into `unknown` for exactly the checks that touch this fact; checks that do not
+    need it run as usual.
+    """
+
+    __slots__ = ("step",)
+    step: str
+
+    def __init__(self, step: str) -> None:
+        object.__setattr__(self, "step", step)
+
+    def __getattr__(self, name: str) -> Any:
+        raise FactTimedOut(self.step)
+
+    def __iter__(self) -> Any:
+        raise FactTimedOut(self.step)
+
+    def __bool__(self) -> bool:
+        raise FactTimedOut(self.step)
+
+    def __len__(self) -> int:
+        raise FactTimedOut(self.step)
+
+    def __contains__(self, item: object) -> bool:
+        raise FactTimedOut(self.step)
+
+    def __getitem__(self, key: object) -> Any:
+        raise FactTimedOut(self.step)
+
+    def __repr__(self) -> str:
+        return f"TimedOut({self.step!r})"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PciGpu:
     """An NVIDIA display/3D controller on the PCI bus."""

@@ -10,7 +10,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import ctk.doctor.checks  # noqa: F401  (fills the registry)
-from ctk.doctor.facts import NodeFacts
+from ctk.doctor.facts import FactTimedOut, NodeFacts
 from ctk.doctor.model import (
     REGISTRY,
     Check,
@@ -57,6 +57,10 @@ def _evaluate(check: Check, facts: NodeFacts, done: dict[str, Finding]) -> Findi
         return _finding(check, Result(status=Status.SKIP, summary=summary), roots)
     try:
         result = check.run(facts)
+    except FactTimedOut as exc:  # the fact's gather step hung: this check cannot tell
+        result = Result(
+            status=Status.UNKNOWN, summary=f"{exc}: cannot tell (a hung driver or /proc read)"
+        )
     except Exception as exc:  # a broken check must not take the whole report down
         result = Result(
             status=Status.UNKNOWN,

@@ -247,4 +247,11 @@ def test_json_document_is_exact(node: Node, capsys: pytest.CaptureFixture[str]) 
     expected = json.loads((GOLDEN / "container-old-driver.cuda.json").read_text())
     expected["context"]["root"] = str(node.root)
     assert (code, err, document) == (1, "", expected)
-    assert [t["step"] for t in timings][:3] == ["environment", "kernel", "dev"]
+    assert [t["step"] for t in timings][:6] == [
+        "environment",
+        "context",
+        "/proc/driver/nvidia/gpus",
+        "/proc/driver/nvidia/params",
+        "kernel",
+        "dev",
+    ]

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import json
+import os
 import tempfile
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctk.doctor.model import REGISTRY
+from ctk.cli.app import main
+from ctk.doctor.facts import TimedOut
+from ctk.doctor.model import REGISTRY, Status
 from ctk.doctor.run import diagnose
 from ctk.host.facts import gather
+from tests.doctor.nodes import Node, materialise
+from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
+from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
 
 FILES = (
     "proc/driver/nvidia/version",
@@ -32,6 +42,14 @@ FILES = (
 )
 
 
+HUNG_GPUS_CHECKS = (  # the checks that need the per-GPU `information` files
+    "driver.gpu-not-enumerated",
+    "driver.kernel-module-flavor",
+    "dev.nodes-missing",
+    "dev.permission-denied",
+)
+
+
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -48,3 +66,52 @@ def test_any_file_contents_give_findings(contents: dict[str, bytes]) -> None:
         findings = diagnose(facts)
     crashed = [f.check for f in findings if "crashed" in f.summary]
     assert (crashed, len(findings)) == ([], len(REGISTRY))
+
+
+@pytest.fixture
+def healthy(
+    fake_nvml_library: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Node]:
+    try:
+        with materialise("healthy", tmp_path, fake_nvml_library) as built:
+            monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
+            yield built
+    except SkipNode as exc:
+        pytest.skip(str(exc))
+
+
+def test_a_hanging_proc_file_makes_only_its_checks_unknown(
+    healthy: Node, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A FIFO where the driver's `information` file should be: reading it blocks forever."""
+    information = healthy.root / "proc/driver/nvidia/gpus/0000:62:00.0/information"
+    information.unlink()
+    os.mkfifo(information)
+    try:
+        code = main(["doctor", "--json", "--root", str(healthy.root)])
+    finally:  # let the reader stuck in open() go: a writer that closes at once means EOF
+        os.close(os.open(information, os.O_WRONLY | os.O_NONBLOCK))
+    document = json.loads(capsys.readouterr().out)
+    unknown = {c["id"]: c["summary"] for c in document["checks"] if c["status"] == "unknown"}
+    problems = {c["id"] for c in document["checks"] if c["status"] in ("fail", "warn")}
+    hung = [t["step"] for t in document["timings"] if t["timed_out"]]
+    assert (code, problems, hung) == (0, set(), ["/proc/driver/nvidia/gpus"])
+    assert unknown == dict.fromkeys(
+        HUNG_GPUS_CHECKS,
+        "gathering /proc/driver/nvidia/gpus did not finish in time: cannot tell "
+        "(a hung driver or /proc read)",
+    )
+
+
+def test_a_timed_out_fact_is_unknown_never_a_crash(tmp_path: Path) -> None:
+    facts, _ = gather(tmp_path, nvml_timeout=0.1)
+    for name in ("kernel", "dev", "libs", "toolkit", "docker", "containerd", "cdi", "container"):
+        findings = {f.check: f for f in diagnose(replace(facts, **{name: TimedOut(name)}))}
+        assert [f.check for f in findings.values() if "crashed" in f.summary] == []
+    findings = {f.check: f for f in diagnose(replace(facts, kernel=TimedOut("kernel")))}
+    assert (findings["driver.not-loaded"].status, findings["driver.not-loaded"].summary) == (
+        Status.UNKNOWN,
+        "gathering kernel did not finish in time: cannot tell (a hung driver or /proc read)",
+    )

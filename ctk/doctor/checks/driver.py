@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ctk.doctor.facts import LibFacts, NodeFacts, NvmlFacts
+from ctk.doctor.facts import LibFacts, NodeFacts, NvmlFacts, TimedOut
 from ctk.doctor.model import (
     HOST_ONLY,
     Evidence,
@@ -111,9 +111,9 @@ def not_loaded(facts: NodeFacts) -> Result:
     kernel = facts.kernel
     if kernel.driver_version is not None and nvml_error(facts) != NVML_DRIVER_NOT_LOADED:
         flavour = "open" if kernel.open_module else "proprietary"
+        count = "?" if isinstance(kernel.gpus, TimedOut) else len(kernel.gpus)
         return ok(
-            f"NVIDIA driver {kernel.driver_version} ({flavour} kernel module), "
-            f"{len(kernel.gpus)} GPU(s)",
+            f"NVIDIA driver {kernel.driver_version} ({flavour} kernel module), {count} GPU(s)",
             driver_version_evidence(facts),
         )
     evidence = [driver_version_evidence(facts)]

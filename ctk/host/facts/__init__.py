@@ -24,6 +24,7 @@ from ctk.doctor.facts import (
     GpuProcess,
     NodeFacts,
     NvmlFacts,
+    TimedOut,
     Unavailable,
 )
 from ctk.doctor.model import Where
@@ -78,25 +79,34 @@ def gather(
     )
     start = time.monotonic()
     nvml_thread.start()
-    env = g.timed("environment", lambda: read_environ(g))
-    where = detect_where(g, env)
-    kernel = g.timed("kernel", lambda: gather_kernel(g))
-    dev = g.timed("dev", lambda: gather_dev(g))
-    libs = g.timed("libraries", lambda: gather_libs(g, env if where is not Where.HOST else {}))
-    toolkit = g.timed("toolkit", lambda: gather_toolkit(g, env))
-    binaries = toolkit.binaries
+    # Every step that reads /proc, /sys or config files runs bounded: a step that hangs (a broken
+    # driver's /proc file, a dead NFS mount) leaves a `TimedOut` stand-in, and only the checks that
+    # use that fact become `unknown`.
+    no_env: dict[str, str] = {}
+    env = g.bounded("environment", lambda: read_environ(g), no_env, STEP_TIMEOUT_S)
+    where = g.bounded("context", lambda: detect_where(g, env), Where.HOST, STEP_TIMEOUT_S)
+    kernel = g.step("kernel", lambda: gather_kernel(g))
+    dev = g.step("dev", lambda: gather_dev(g))
+    libs = g.step("libraries", lambda: gather_libs(g, env if where is not Where.HOST else {}))
+    toolkit = g.step("toolkit", lambda: gather_toolkit(g, env))
+    binaries = {} if isinstance(toolkit, TimedOut) else toolkit.binaries
     docker_installed = bool({"docker", "dockerd"} & set(binaries)) or g.exists("/etc/docker")
-    docker = g.timed(
+    docker = g.step(
         "docker",
         lambda: gather_docker(g, "/etc/docker/daemon.json", binaries, installed=docker_installed),
     )
-    containerd = g.timed("containerd", lambda: gather_containerd(g, binaries))
-    crio = g.timed("crio", lambda: gather_crio(g, binaries))
-    rootless = g.timed("rootless docker", lambda: gather_rootless_docker(g, binaries))
-    extra_dirs = (*docker.cdi_spec_dirs, *containerd.cdi_spec_dirs)
-    cdi = g.timed("cdi", lambda: gather_cdi(g, extra_dirs))
+    containerd = g.step("containerd", lambda: gather_containerd(g, binaries))
+    crio = g.step("crio", lambda: gather_crio(g, binaries))
+    rootless = g.step("rootless docker", lambda: gather_rootless_docker(g, binaries))
+    extra_dirs = tuple(
+        directory
+        for engine in (docker, containerd)
+        if not isinstance(engine, TimedOut)
+        for directory in engine.cdi_spec_dirs
+    )
+    cdi = g.step("cdi", lambda: gather_cdi(g, extra_dirs))
     container = (
-        g.timed("container", lambda: gather_container(g, env))
+        g.step("container", lambda: gather_container(g, env))
         if where is not Where.HOST
         else ContainerFacts()
     )
@@ -107,7 +117,9 @@ def gather(
     no_answer: tuple[GpuProcess, ...] | Unavailable = Unavailable("/proc scan timed out")
     processes = (
         g.bounded("gpu processes", lambda: gather_gpu_processes(g), no_answer, STEP_TIMEOUT_S)
-        if where is Where.HOST and kernel.driver_version is not None
+        if where is Where.HOST
+        and not isinstance(kernel, TimedOut)
+        and kernel.driver_version is not None
         else ()
     )
     nvml_thread.join(max(0.0, nvml_timeout - (time.monotonic() - start)))
@@ -153,7 +165,7 @@ def gather(
         nvml_process_states=states,
         advisories=g.timed("advisories", advisories),
         kubelet=any(g.exists(p) for p in KUBELET_PATHS),
-        kubelet_cgroup_driver=g.timed("kubelet", lambda: kubelet_cgroup_driver(g)),
+        kubelet_cgroup_driver=g.step("kubelet", lambda: kubelet_cgroup_driver(g)),
         host_mount="/host"
         if where is not Where.HOST and g.exists("/host/etc/os-release")
         else None,

@@ -12,14 +12,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TypeVar
+from typing import TypeVar, cast
 
+from ctk.doctor.facts import TimedOut
 from ctk.host.root import HostRoot, PathEscapeError
 
 T = TypeVar("T")
 
 NVML_TIMEOUT_S = 5.0
 STEP_TIMEOUT_S = 5.0
+READ_TIMEOUT_S = 2.0  # one risky driver file read inside a step (below STEP_TIMEOUT_S)
 LIBRARY_DIRS = (
     "/usr/lib/x86_64-linux-gnu",
     "/usr/lib/aarch64-linux-gnu",
@@ -186,6 +188,10 @@ class Gatherer:
         if errors:
             raise errors[0]
         return box[0]
+
+    def step(self, step: str, function: Callable[[], T], timeout: float = STEP_TIMEOUT_S) -> T:
+        """``function``'s facts, or a `TimedOut` stand-in when it hangs (its checks: unknown)."""
+        return self.bounded(step, function, cast(T, TimedOut(step)), timeout)
 
     def timed(self, step: str, function: Callable[[], T]) -> T:
         """Run ``function`` and record how long it took."""
