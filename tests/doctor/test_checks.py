@@ -22,6 +22,7 @@ from ctk.doctor.facts import (
     NodeFacts,
     NvmlFacts,
     NvmlGpu,
+    NvmlProcess,
     ProcGpu,
     Unavailable,
 )
@@ -30,6 +31,7 @@ from ctk.doctor.run import diagnose, summarize
 from ctk.host.facts.gatherer import Gatherer
 from ctk.host.root import HostRoot
 
+GIB = 1 << 30
 GPU = NvmlGpu(index=0, minor=0, uuid="GPU-0", name="NVIDIA A100-SXM4-80GB")
 MIG = MigDevice(gi=1, ci=0, uuid="MIG-1", profile="3g.40gb")
 DRIVER = KernelFacts(
@@ -91,6 +93,64 @@ CASES = [
             ),
         ),
         id="mig-mode-pending",
+    ),
+    pytest.param(
+        "gpu.leftover-processes",
+        NodeFacts(
+            nvml=nvml(
+                replace(
+                    GPU,
+                    memory_total=80 * GIB,
+                    memory_used=5 * GIB,  # 4 GiB unaccounted: under max(2 GiB, 5 % = 4 GiB)
+                    processes=(NvmlProcess(pid=7, used_memory=GIB),),
+                )
+            ),
+            nvml_process_states={7: "R"},
+        ),
+        Result(
+            status=Status.OK,
+            summary="0 process(es) hold the device nodes, 1 compute process(es) in NVML; none "
+            "dead, stuck or leaking",
+        ),
+        id="leftover-driver-reservation-is-not-a-leak",
+    ),
+    pytest.param(
+        "gpu.leftover-processes",
+        NodeFacts(
+            nvml=nvml(
+                replace(
+                    GPU,
+                    memory_total=80 * GIB,
+                    memory_used=30 * GIB,
+                    processes=(NvmlProcess(pid=7, used_memory=None),),
+                )
+            ),
+            nvml_process_states=Unavailable("no process list under /proc"),
+        ),
+        Result(
+            status=Status.OK,
+            summary="0 process(es) hold the device nodes, 1 compute process(es) in NVML; none "
+            "dead, stuck or leaking",
+        ),
+        id="leftover-unknown-memory-and-no-proc-cannot-judge",
+    ),
+    pytest.param(
+        "gpu.leftover-processes",
+        NodeFacts(
+            nvml=nvml(replace(GPU, processes=(NvmlProcess(pid=9, used_memory=2 * GIB),))),
+            nvml_process_states={9: "D"},
+        ),
+        Result(
+            status=Status.WARN,
+            summary="GPU memory is held by dead, stuck or missing processes",
+            evidence=(Evidence("NVML GPU 0 PID 9", "2048 MiB, uninterruptible sleep"),),
+            commands=(
+                "sudo fuser -v /dev/nvidia*",
+                "sudo kill -9 9",
+                "# memory still held with no process: sudo nvidia-smi --gpu-reset -i <idx>",
+            ),
+        ),
+        id="leftover-nvml-process-stuck-in-d-state",
     ),
     pytest.param(
         "mig.strategy-mismatch",
