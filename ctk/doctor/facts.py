@@ -297,6 +297,19 @@ class CdiFacts:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CompatLibrary:
+    """The image's forward-compatibility `libcuda.so.<version>` (`cuda-compat-<x>-<y>`)."""
+
+    path: str
+    version: str
+    cuda_version: str | None = None
+    driver_branches: tuple[int, ...] = ()
+    """Host driver branches it supports (its `.note.cuda.fwd_compatibility`); () when unknown."""
+    on_path: str | None = None
+    """Where the library path forces it first (`LD_LIBRARY_PATH`, an ld.so.conf file)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ContainerFacts:
     """What a process inside a container can see about itself."""
 
@@ -308,6 +321,7 @@ class ContainerFacts:
     preload: tuple[str, ...] = ()
     has_torch: bool = False
     allocation_markers: bool = False
+    compat: CompatLibrary | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -5,7 +5,8 @@ and lists what differs: `remove` (paths), `files` (path -> text), `links` (path 
 `devices` (character devices made with mknod, `null` removes one), `nvml` (the fake NVML's
 topology, see tests/fake_nvml), `environ` (the diagnosed process's environment, written to
 `proc/self/environ`), `shm` (size of a real tmpfs mounted at `dev/shm`), `kernel_module: true`
-(an `nvidia.ko` for the running kernel). Facts that cannot be plain files therefore come from the
+(an `nvidia.ko` for the running kernel), `cuda_compat` (path -> the JSON of a generated
+forward-compat `libcuda` ELF note). Facts that cannot be plain files therefore come from the
 real adapters: `os.stat` on real device nodes, `statvfs` on a real tmpfs, the real pynvml on the
 fake library placed in the node's library directory.
 """
@@ -24,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from tests.doctor.elf_note import elf_with_note
 from tests.fake_nvml import SkipNode, topology_text
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "doctor"
@@ -88,6 +90,10 @@ def _overlay(root: Path, spec: dict[str, Any]) -> None:
     if "environ" in spec:
         env = "".join(f"{k}={v}\0" for k, v in spec["environ"].items())
         _write(root, "proc/self/environ", env)
+    for path, payload in (spec.get("cuda_compat") or {}).items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(elf_with_note(payload.encode()))
     if spec.get("kernel_module"):
         _write(root, f"lib/modules/{os.uname().release}/updates/dkms/nvidia.ko", "")
 

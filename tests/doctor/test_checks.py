@@ -14,6 +14,8 @@ import pytest
 from ctk.cli import doctor_render
 from ctk.doctor.facts import (
     CdiFacts,
+    CompatLibrary,
+    ContainerFacts,
     DevFacts,
     DeviceNode,
     EngineFacts,
@@ -151,6 +153,55 @@ CASES = [
             ),
         ),
         id="leftover-nvml-process-stuck-in-d-state",
+    ),
+    pytest.param(
+        "cuda.forward-compat-unusable",
+        NodeFacts(
+            where=Where.CONTAINER,
+            kernel=DRIVER,
+            nvml=nvml(replace(GPU, brand="nvidia")),
+            container=ContainerFacts(
+                compat=CompatLibrary(
+                    path="/usr/local/cuda/compat/libcuda.so.580.65.06",
+                    version="580.65.06",
+                    driver_branches=(535, 570, 575, 580),
+                )
+            ),
+        ),
+        Result(
+            status=Status.WARN,
+            summary="the image's compat libcuda 580.65.06 cannot work on this host (CUDA error "
+            "804 if it is used)",
+            evidence=(
+                Evidence(
+                    "/usr/local/cuda/compat/libcuda.so.580.65.06",
+                    "supports driver branches 535, 570, 575, 580; the host runs 550",
+                ),
+            ),
+            commands=("upgrade the host driver to >= 580.65.06 (then the compat libs are unused)",),
+        ),
+        id="forward-compat-branch-not-listed",
+    ),
+    pytest.param(
+        "cuda.forward-compat-unusable",
+        NodeFacts(
+            where=Where.CONTAINER,
+            kernel=DRIVER,
+            nvml=nvml(replace(GPU, brand="geforce")),
+            container=ContainerFacts(
+                compat=CompatLibrary(
+                    path="/usr/local/cuda-12.2/compat/libcuda.so.535.104.05",
+                    version="535.104.05",
+                    on_path="LD_LIBRARY_PATH",
+                )
+            ),
+        ),
+        Result(
+            status=Status.OK,
+            summary="the host driver 550.54.15 is not older than the image's compat libcuda "
+            "535.104.05: the compat libraries are not used",
+        ),
+        id="forward-compat-older-than-driver-unused",
     ),
     pytest.param(
         "mig.strategy-mismatch",

@@ -57,8 +57,9 @@ branch must be one the compat package lists)
          docs      https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html
   [ok]   cuda.minor-compat-only           minor-version compatibility is not relied on
   [ok]   cuda.requirement-check-disabled  the requirement check is active
+  [skip] 1 skipped: 1 not applicable here
 
-1 error(s), 0 warning(s), 2 ok, 0 skipped, 0 unknown. Fix first: cuda.driver-too-old.
+1 error(s), 0 warning(s), 2 ok, 1 skipped, 0 unknown. Fix first: cuda.driver-too-old.
 """
 
 
@@ -157,6 +158,7 @@ def test_image_env_file(node: Node, tmp_path: Path, capsys: pytest.CaptureFixtur
             "cuda.driver-too-old": "fail",
             "cuda.minor-compat-only": "ok",
             "cuda.requirement-check-disabled": "ok",
+            "cuda.forward-compat-unusable": "skip",
         },
     )
 
@@ -218,7 +220,7 @@ def test_bad_group_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
 def test_list_names_every_check_once(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = doctor(capsys, "--list")
     ids = [line.split()[0] for line in out.splitlines()]
-    assert (code, len(ids), len(set(ids))) == (0, 64, 64)
+    assert (code, len(ids), len(set(ids))) == (0, 65, 65)
     assert out.splitlines()[0] == (
         "driver.nouveau-loaded                   error    the nouveau driver does not hold the GPU"
     )

@@ -115,20 +115,45 @@ effect.
 """
 
 
+COMPAT_GEFORCE = """\
+ctk doctor: container, root {root}, root, ctk 0.1.0
+
+cuda
+  [FAIL] cuda.forward-compat-unusable  the image's compat libcuda 570.124.06 cannot work on this \
+host: LD_LIBRARY_PATH forces it first, so CUDA fails with error 804
+         evidence  NVML brand: geforcertx: forward compatibility needs a data-center GPU
+                   LD_LIBRARY_PATH: /usr/local/cuda/compat
+         remedy    Upgrade the host driver (best), or drop the compat directory from the \
+library path.
+         fix       upgrade the host driver to >= 570.124.06 (then the compat libs are unused)
+                   or remove /usr/local/cuda/compat from LD_LIBRARY_PATH in the image
+         docs      https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
+
+1 error(s), 0 warning(s), 0 ok, 0 skipped, 0 unknown. Fix first: cuda.forward-compat-unusable.
+"""
+
+
 @pytest.mark.parametrize(
-    ("node", "check", "expected"),
+    ("node", "check", "code", "expected"),
     [
-        pytest.param("gpu-leftover-nvml", "gpu.leftover-processes", LEFTOVER, id="leftover"),
-        pytest.param("a100-mig-pending", "mig.mode-pending", PENDING, id="mig-pending"),
+        pytest.param("gpu-leftover-nvml", "gpu.leftover-processes", 0, LEFTOVER, id="leftover"),
+        pytest.param("a100-mig-pending", "mig.mode-pending", 0, PENDING, id="mig-pending"),
+        pytest.param(
+            "container-compat-geforce",
+            "cuda.forward-compat-unusable",
+            1,
+            COMPAT_GEFORCE,
+            id="compat-on-geforce",
+        ),
     ],
     indirect=["node"],
 )
 def test_nvml_finding_is_exact(
-    node: Node, check: str, expected: str, capsys: pytest.CaptureFixture[str]
+    node: Node, check: str, code: int, expected: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["doctor", "--root", str(node.root), "--check", check])
+    exit_code = main(["doctor", "--root", str(node.root), "--check", check])
     captured = capsys.readouterr()
-    assert (code, captured.out, captured.err) == (0, expected.format(root=node.root), "")
+    assert (exit_code, captured.out, captured.err) == (code, expected.format(root=node.root), "")
 
 
 @pytest.mark.parametrize(

@@ -102,6 +102,18 @@ SCENARIOS = [
     pytest.param("container-535", set(), set(), id="container-535-no-requirement"),
     pytest.param("container-old-driver", {"cuda.driver-too-old"}, set(), id="container-old-driver"),
     pytest.param("rtx-forward-compat", {"cuda.driver-too-old"}, set(), id="geforce-old-driver"),
+    pytest.param(
+        "container-compat-geforce",
+        {"cuda.driver-too-old", "cuda.forward-compat-unusable"},
+        set(),
+        id="cuda-compat-on-geforce",
+    ),
+    pytest.param(
+        "container-compat-datacenter",
+        {"cuda.driver-too-old"},
+        set(),
+        id="cuda-compat-on-h100-usable",
+    ),
     pytest.param("container-new-major", {"cuda.driver-too-old"}, set(), id="container-new-major"),
     pytest.param(
         "container-mvc",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ctk.doctor import cuda as compat
 from ctk.doctor.facts import CudaNeed, NodeFacts, NvmlFacts
 from ctk.doctor.model import (
+    INSIDE,
     Evidence,
     Result,
     Severity,
@@ -208,4 +209,79 @@ def requirement_check_disabled(facts: NodeFacts) -> Result:
         "NVIDIA_DISABLE_REQUIRE is set: the runtime does not refuse this container although "
         "the driver does not meet its CUDA requirement",
         *_evidence(need, host),
+    )
+
+
+@check(
+    "cuda.forward-compat-unusable",
+    severity=Severity.WARNING,
+    title="the image's CUDA forward-compatibility libraries can work on this host",
+    remedy="Upgrade the host driver (best), or drop the compat directory from the library path.",
+    sources=(
+        FORWARD_DOCS,
+        "https://github.com/NVIDIA/nvidia-container-toolkit/pull/906",
+    ),
+    depends_on=("driver.not-loaded",),
+    where=INSIDE,
+)
+def forward_compat_unusable(facts: NodeFacts) -> Result:
+    """`cuda-compat` libs on a GeForce GPU or an unlisted driver branch: CUDA error 804.
+
+    The compat `libcuda` only matters when it is newer than the host driver. It works on
+    data-center brands (some NGC-ready RTX SKUs too) and on the driver branches its
+    `.note.cuda.fwd_compatibility` lists; forced onto the library path it breaks every CUDA call.
+    """
+    lib = facts.container.compat
+    if lib is None:
+        return skip("the image ships no forward-compatibility libraries")
+    host = host_cuda(facts)
+    if host is None:
+        return unknown("the driver version is unknown")
+    version = compat.parse_version(lib.version)
+    if version is not None and version <= host.driver:
+        return ok(
+            f"the host driver {host.driver_text} is not older than the image's compat libcuda "
+            f"{lib.version}: the compat libraries are not used"
+        )
+    problems = []
+    known = host.brands - {"unknown"}
+    if known and not known <= DATA_CENTER_BRANDS | SOME_SKU_BRANDS:
+        shown = ", ".join(sorted(known - DATA_CENTER_BRANDS - SOME_SKU_BRANDS))
+        problems.append(
+            Evidence("NVML brand", f"{shown}: forward compatibility needs a data-center GPU")
+        )
+    if lib.driver_branches and host.driver[0] not in lib.driver_branches:
+        branches = ", ".join(str(b) for b in lib.driver_branches)
+        problems.append(
+            Evidence(
+                lib.path, f"supports driver branches {branches}; the host runs {host.driver[0]}"
+            )
+        )
+    if not problems:
+        if not known and not lib.driver_branches:
+            return unknown(
+                "neither the GPU brand nor the compat library's driver branches are known"
+            )
+        return ok(
+            f"compat libcuda {lib.version} supports driver {host.driver_text} on this GPU",
+            *(
+                (Evidence(lib.path, f"driver branches {', '.join(map(str, lib.driver_branches))}"),)
+                if lib.driver_branches
+                else ()
+            ),
+        )
+    commands = [f"upgrade the host driver to >= {lib.version} (then the compat libs are unused)"]
+    summary = f"the image's compat libcuda {lib.version} cannot work on this host"
+    if lib.on_path is None:
+        return warn(
+            summary + " (CUDA error 804 if it is used)", *problems, commands=tuple(commands)
+        )
+    directory = lib.path.rsplit("/", 1)[0]
+    commands.append(f"or remove {directory} from {lib.on_path} in the image")
+    return fail(
+        summary + f": {lib.on_path} forces it first, so CUDA fails with error 804",
+        *problems,
+        Evidence(lib.on_path, directory),
+        commands=tuple(commands),
+        severity=Severity.ERROR,
     )

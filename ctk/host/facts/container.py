@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import posixpath
 from collections.abc import Mapping
 
 from ctk.doctor.facts import (
+    CompatLibrary,
     ContainerFacts,
     Unavailable,
 )
 from ctk.doctor.model import Where
 from ctk.host.facts.gatherer import (
+    LIB_VERSION,
     LIBRARY_DIRS,
-    STEP_TIMEOUT_S,
+    READ_TIMEOUT_S,
     TORCH_GLOBS,
     Gatherer,
 )
+
+FWD_COMPAT_NOTE = ".note.cuda.fwd_compatibility"
 
 # --- inside a container -------------------------------------------------------------------
 
@@ -67,7 +74,7 @@ def gather_container(g: Gatherer, env: Mapping[str, str]) -> ContainerFacts:
                     image_libs.append(path)
     preload = (g.text("/etc/ld.so.preload") or "").split()
     timed_out: int | Unavailable | None = Unavailable("statvfs did not answer in time")
-    shm = g.bounded("statvfs /dev/shm", lambda: _shm_size(g), timed_out, STEP_TIMEOUT_S)
+    shm = g.bounded("statvfs /dev/shm", lambda: _shm_size(g), timed_out, READ_TIMEOUT_S)
     return ContainerFacts(
         env=dict(env),
         shm_size=shm,
@@ -76,6 +83,49 @@ def gather_container(g: Gatherer, env: Mapping[str, str]) -> ContainerFacts:
         preload=tuple(preload),
         has_torch=any(g.glob(pattern) for pattern in TORCH_GLOBS),
         allocation_markers=g.exists("/var/run/nvidia-container-devices"),
+        compat=_compat(g, env),
+    )
+
+
+def _compat(g: Gatherer, env: Mapping[str, str]) -> CompatLibrary | None:
+    """The highest `libcuda.so.<version>` of the image's compat directory, and its ELF note."""
+    from ctk.host.elf import read_note
+    from ctk.host.facts.kernel import ld_conf_dirs
+
+    found = []
+    for path in g.glob("/usr/local/cuda*/compat/libcuda.so.*.*"):
+        match = LIB_VERSION.search(path)
+        host = g.host(path)
+        if match and host is not None and not host.is_symlink():
+            numbers = tuple(int(p) for p in match.group(1).split("."))
+            found.append((numbers, match.group(1), path, host))
+    if not found:
+        return None
+    _, version, path, host = max(found)
+    note = read_note(host, FWD_COMPAT_NOTE)
+    payload: dict[str, object] = {}
+    if note:
+        with contextlib.suppress(ValueError):
+            decoded = json.loads(note.rstrip(b"\0").decode("utf-8", "replace"))
+            payload = (
+                {str(k).lower(): v for k, v in decoded.items()} if isinstance(decoded, dict) else {}
+            )
+    branches = payload.get("driver")
+    directory = posixpath.dirname(path)
+    ld_path = [d.rstrip("/") for d in env.get("LD_LIBRARY_PATH", "").split(":")]
+    on_path = (
+        "LD_LIBRARY_PATH"
+        if directory in ld_path
+        else ("/etc/ld.so.conf" if directory in ld_conf_dirs(g) else None)
+    )
+    return CompatLibrary(
+        path=path,
+        version=version,
+        cuda_version=str(payload["cuda version"]) if "cuda version" in payload else None,
+        driver_branches=tuple(b for b in branches if isinstance(b, int))
+        if isinstance(branches, list)
+        else (),
+        on_path=on_path,
     )
 
 

@@ -211,7 +211,7 @@ def gather_dev(g: Gatherer) -> DevFacts:
 # --- libraries ----------------------------------------------------------------------------
 
 
-def _ld_conf_dirs(g: Gatherer, path: str = "/etc/ld.so.conf", depth: int = 0) -> list[str]:
+def ld_conf_dirs(g: Gatherer, path: str = "/etc/ld.so.conf", depth: int = 0) -> list[str]:
     dirs: list[str] = []
     for raw in (g.text(path) or "").splitlines():
         line = raw.split("#", 1)[0].strip()
@@ -220,7 +220,7 @@ def _ld_conf_dirs(g: Gatherer, path: str = "/etc/ld.so.conf", depth: int = 0) ->
             if not pattern.startswith("/"):
                 pattern = posix_join(os.path.dirname(path), pattern)
             for included in g.glob(pattern) if depth < 4 else ():
-                dirs += _ld_conf_dirs(g, included, depth + 1)
+                dirs += ld_conf_dirs(g, included, depth + 1)
         elif line.startswith("/"):
             dirs.append(line)
     return dirs
@@ -240,7 +240,7 @@ def gather_libs(g: Gatherer, env: Mapping[str, str]) -> LibFacts:
     candidates = [posix_join(d, soname) for d in search for soname in SONAMES]
     cached = [path for name, path in read_ld_cache(g.root) if name in SONAMES]
     candidates += cached
-    directories = _ld_conf_dirs(g) + list(LIBRARY_DIRS)
+    directories = ld_conf_dirs(g) + list(LIBRARY_DIRS)
     candidates += [posix_join(d, soname) for d in dict.fromkeys(directories) for soname in SONAMES]
     found: dict[str, list[Library]] = {}
     seen: set[tuple[str, str]] = set()
