@@ -188,19 +188,25 @@ class NvmlReport:
 def _health(pynvml: Any, index: int) -> GpuHealth:
     handle = _call(pynvml.nvmlDeviceGetHandleByIndex, index, what=f"GPU {index}")
     errors: list[str] = []
+    codes: dict[str, int | None] = {}
 
-    def ask(function: Any, *args: Any) -> Any:
+    def ask(function: Any, device: Any = handle) -> Any:
         try:
-            return function(handle, *args)
+            return function(device)
         except (pynvml.NVMLError, pynvml.NVMLLibraryMismatchError) as exc:
-            if getattr(exc, "value", None) != _NOT_SUPPORTED:
+            codes[function.__name__] = getattr(exc, "value", None)
+            if codes[function.__name__] != _NOT_SUPPORTED:
                 errors.append(f"{function.__name__}: {exc}")
             return None
 
     brand = ask(pynvml.nvmlDeviceGetBrand)
     mig = ask(pynvml.nvmlDeviceGetMigMode)
     memory = ask(pynvml.nvmlDeviceGetMemoryInfo)
-    processes = ask(pynvml.nvmlDeviceGetComputeRunningProcesses)
+    listing = pynvml.nvmlDeviceGetComputeRunningProcesses
+    processes = ask(listing)
+    if processes is None and codes.get(listing.__name__) == _NO_PERMISSION and mig and mig[0] == 1:
+        # With MIG on, the whole GPU's list needs privileges; each MIG device's list does not.
+        processes = _mig_processes(pynvml, handle, lambda device: ask(listing, device))
     return GpuHealth(
         index=index,
         brand=None if brand is None else (BRANDS[brand] if 0 <= brand < len(BRANDS) else "unknown"),
@@ -216,6 +222,25 @@ def _health(pynvml: Any, index: int) -> GpuHealth:
         ),
         errors=tuple(errors),
     )
+
+
+def _mig_processes(pynvml: Any, handle: Any, listing: Callable[[Any], Any]) -> list[Any] | None:
+    """The compute processes of every MIG device of a GPU; None when one cannot be listed."""
+    try:
+        count = pynvml.nvmlDeviceGetMaxMigDeviceCount(handle)
+    except pynvml.NVMLError:
+        return None
+    found: list[Any] = []
+    for slot in range(count):
+        try:
+            mig = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)
+        except pynvml.NVMLError:
+            continue  # an empty slot (NOT_FOUND)
+        listed = listing(mig)
+        if listed is None:
+            return None
+        found += listed
+    return found
 
 
 def _call(function: Any, *args: Any, what: str = "") -> Any:

@@ -73,10 +73,28 @@ def node(
             (GpuHealth(0, "geforcertx", None, None, 25757220864, 0, (ComputeProcess(777, None),)),),
             id="geforce-no-mig-memory-not-available",
         ),
+        pytest.param(
+            "a100-mig-leftover-unprivileged",
+            (
+                GpuHealth(
+                    0,
+                    "nvidia",
+                    1,
+                    1,
+                    H100_BYTES,
+                    0,
+                    (ComputeProcess(5151, 4 * GIB),),
+                    ("nvmlDeviceGetComputeRunningProcesses: Insufficient Permissions",),
+                ),
+                GpuHealth(1, "nvidia", 0, 0, H100_BYTES, 0, ()),
+            ),
+            id="mig-processes-through-mig-handles-without-privileges",
+        ),
     ],
     indirect=["node"],
 )
 def test_report_health(node: Node, health: tuple[GpuHealth, ...]) -> None:
+    """Whole per-GPU details; older topology files get the fake's defaults."""
     report = read_nvml_report(node.root)
     assert (report.facts, report.health) == (read_nvml(node.root), health)
 

@@ -145,6 +145,12 @@ SCENARIOS = [
     ),
     pytest.param("a100-mig-pending", {"mig.mode-pending"}, set(), id="a100-mig-pending"),
     pytest.param(
+        "a100-mig-leftover-unprivileged",
+        {"gpu.leftover-processes"},
+        set(),
+        id="mig-leftover-found-through-mig-handles",
+    ),
+    pytest.param(
         "blackwell-proprietary",
         {"driver.kernel-module-flavor"},
         set(),

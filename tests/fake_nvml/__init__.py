@@ -60,6 +60,8 @@ def topology_text(nvml: dict[str, Any]) -> str:
     lines = [f"driver {nvml['driver']}", f"cuda {nvml['cuda']}"]
     if nvml.get("error"):
         lines.append(f"error {nvml['error']}")
+    if nvml.get("unprivileged"):
+        lines.append("unprivileged")
     for gpu in nvml.get("gpus", []):
         mig = {True: "on", False: "off"}.get(gpu["mig"], gpu["mig"])  # YAML reads on/off as bools
         lines.append(f"gpu {gpu['minor']} {mig} {gpu['uuid']} {gpu['pci']} {gpu['name']}")
@@ -74,6 +76,8 @@ def topology_text(nvml: dict[str, Any]) -> str:
         for slot, gi, ci, gi_slices, ci_slices, memory, uuid, profile in gpu.get("migs", []):
             name = f"{gpu['name']} MIG {profile}"
             lines.append(f"mig {slot} {gi} {ci} {gi_slices} {ci_slices} {memory} {uuid} {name}")
+            for pid, used in gpu.get("mig_processes", {}).get(slot, []):
+                lines.append(f"migprocess {pid} {'na' if used is None else used}")
     return "\n".join(lines) + "\n"
 
 

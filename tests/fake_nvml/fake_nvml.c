@@ -13,6 +13,8 @@
  *   brand <nvmlBrandType_t>     e.g. 2 tesla, 5 geforce, 14 nvidia (default 14)
  *   memory <total> <used>       bytes (default 85520809984, used = the processes' sum)
  *   process <pid> <used|na>     a compute process and its memory in bytes (na: not available)
+ *   migprocess <pid> <used|na>  the same on the last mig device
+ *   unprivileged                answer as to a non-root caller even when run as root
  *
  * Build: gcc -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o libnvidia-ml.so.1 fake_nvml.c
  */
@@ -77,7 +79,7 @@ typedef struct {
 
 static struct device gpus[MAX_GPUS];
 static struct device migs[MAX_GPUS * MAX_MIGS];
-static int gpu_count, mig_count, init_count;
+static int gpu_count, mig_count, init_count, unprivileged;
 static char driver_version[TEXT];
 static int cuda_version;
 
@@ -98,7 +100,7 @@ static nvmlReturn_t load(void) {
     char line[512], word[TEXT], mode[TEXT];
     struct device *gpu = NULL;
     nvmlReturn_t status = OK;
-    gpu_count = mig_count = 0;
+    gpu_count = mig_count = unprivileged = 0;
     if (!f) return DRIVER_NOT_LOADED;
     while (fgets(line, sizeof line, f)) {
         if (sscanf(line, "%95s", word) != 1 || word[0] == '#') continue;
@@ -129,10 +131,14 @@ static nvmlReturn_t load(void) {
         } else if (!strcmp(word, "memory") && gpu) {
             if (sscanf(line, "memory %llu %llu", &gpu->memory_total, &gpu->memory_used) == 2)
                 gpu->memory_set = 1;
-        } else if (!strcmp(word, "process") && gpu && gpu->proc_count < MAX_PROCS) {
-            struct process *proc = &gpu->procs[gpu->proc_count++];
+        } else if (!strcmp(word, "unprivileged")) {
+            unprivileged = 1;
+        } else if ((!strcmp(word, "process") && gpu && gpu->proc_count < MAX_PROCS) ||
+                   (!strcmp(word, "migprocess") && mig_count && migs[mig_count - 1].proc_count < MAX_PROCS)) {
+            struct device *owner = word[0] == 'm' ? &migs[mig_count - 1] : gpu;
+            struct process *proc = &owner->procs[owner->proc_count++];
             char used[TEXT] = "na";
-            sscanf(line, "process %u %95s", &proc->pid, used);
+            sscanf(line, "%*s %u %95s", &proc->pid, used);
             proc->used = strcmp(used, "na") ? strtoull(used, NULL, 10) : VALUE_NOT_AVAILABLE;
         } else if (!strcmp(word, "lost")) {
             int lost = -1;
@@ -372,14 +378,32 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(struct device *device, nvmlMemory_t *memory
 }
 
 /* Compute processes: count query first (infos may be NULL), INSUFFICIENT_SIZE when too small.
- * With MIG on, the whole GPU's aggregate list needs privileges (NO_PERMISSION otherwise). */
+ * A MIG device lists its own; with MIG on, the whole GPU's aggregate list (its own and every MIG
+ * device's) needs privileges (NO_PERMISSION otherwise). */
+static unsigned collect(struct device *device, nvmlProcessInfo_t *infos, unsigned room) {
+    unsigned n = 0;
+    for (int i = 0; i < device->proc_count; i++, n++) {
+        if (!infos || n >= room) continue;
+        infos[n].pid = device->procs[i].pid;
+        infos[n].usedGpuMemory = device->procs[i].used;
+        infos[n].gpuInstanceId = device->is_mig ? device->gi : 0xFFFFFFFFu;
+        infos[n].computeInstanceId = device->is_mig ? device->ci : 0xFFFFFFFFu;
+    }
+    if (!device->is_mig)
+        for (int slot = 0; slot < MAX_MIGS; slot++)
+            if (device->migs[slot])
+                n += collect(device->migs[slot], infos ? infos + n : NULL, room > n ? room - n : 0);
+    return n;
+}
+
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(struct device *device, unsigned *count,
                                                      nvmlProcessInfo_t *infos) {
     unsigned n;
     REQUIRE_INIT();
     REQUIRE(device && count);
-    if (!device->is_mig && device->mig_mode == 1 && geteuid() != 0) return NO_PERMISSION;
-    n = device->is_mig ? 0 : (unsigned)device->proc_count;
+    if (!device->is_mig && device->mig_mode == 1 && (unprivileged || geteuid() != 0))
+        return NO_PERMISSION;
+    n = collect(device, NULL, 0);
     if (*count < n) {
         *count = n;
         return INSUFFICIENT_SIZE;
@@ -387,10 +411,6 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(struct device *device, unsi
     *count = n;
     if (n == 0) return OK;
     REQUIRE(infos);
-    for (unsigned i = 0; i < n; i++) {
-        infos[i].pid = device->procs[i].pid;
-        infos[i].usedGpuMemory = device->procs[i].used;
-        infos[i].gpuInstanceId = infos[i].computeInstanceId = 0xFFFFFFFFu;
-    }
+    collect(device, infos, n);
     return OK;
 }
