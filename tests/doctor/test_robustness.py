@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -89,10 +90,19 @@ def test_a_hanging_proc_file_makes_only_its_checks_unknown(
     information = healthy.root / "proc/driver/nvidia/gpus/0000:62:00.0/information"
     information.unlink()
     os.mkfifo(information)
-    try:
-        code = main(["doctor", "--json", "--root", str(healthy.root)])
-    finally:  # let the reader stuck in open() go: a writer that closes at once means EOF
-        os.close(os.open(information, os.O_WRONLY | os.O_NONBLOCK))
+    codes: list[int] = []
+    worker = threading.Thread(
+        target=lambda: codes.append(main(["doctor", "--json", "--root", str(healthy.root)])),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(30)  # the bounds add up to a few seconds; unbounded, it would never finish
+    finished = not worker.is_alive()
+    # let the reader stuck in open() go: a writer that closes at once means EOF
+    os.close(os.open(information, os.O_WRONLY | os.O_NONBLOCK))
+    worker.join(5)
+    assert finished
+    code = codes[0]
     document = json.loads(capsys.readouterr().out)
     unknown = {c["id"]: c["summary"] for c in document["checks"] if c["status"] == "unknown"}
     problems = {c["id"] for c in document["checks"] if c["status"] in ("fail", "warn")}
