@@ -5,12 +5,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from ctk.cli.cdi_generate import default_hook_path
 from ctk.host.driver import (
     SearchPaths,
     driver_version_from_files,
@@ -72,16 +70,6 @@ def test_library_link_out_of_the_root_is_not_followed(tmp_path: Path) -> None:
     outside.write_bytes(b"")
     (libdir / "libnvidia-ml.so.1").symlink_to("../../../" + outside.name)
     assert find_library(tmp_path, "libnvidia-ml.so.1") is None
-
-
-@pytest.mark.parametrize("on_path", [True, False], ids=["nvidia-cdi-hook-on-path", "ctk-hook"])
-def test_default_hook_path(on_path: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    hook = tmp_path / "nvidia-cdi-hook"
-    hook.write_text("#!/bin/sh\n")
-    hook.chmod(0o755 if on_path else 0o644)  # not executable: which() passes it over
-    monkeypatch.setenv("PATH", str(tmp_path))
-    expected = str(hook) if on_path else str(Path(sys.executable).parent / "ctk-hook")
-    assert default_hook_path() == expected
 
 
 def _tree(root: Path, files: list[str]) -> None:

@@ -92,16 +92,18 @@ def test_generate_golden(
     node_name: str,
     flags: list[str],
     golden: str,
+    *,
     fake_node: MakeNode,
+    hook_program: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     node = fake_node(node_name)
-    code = main(["cdi", "generate", "--hook-path", HOOK, *_roots(node), *flags])
+    code = main(["cdi", "generate", "--hook-path", str(hook_program), *_roots(node), *flags])
     out, err = capsys.readouterr()
     assert (code, err) == (0, "")
-    text = out.replace(str(node.root), "/HOST")
-    assert text == _golden(golden, text)
     report = validate_text(out, golden)
+    text = out.replace(str(hook_program), HOOK).replace(str(node.root), "/HOST")
+    assert text == _golden(golden, text)
     assert (report.problems, report.minimum_version) == (
         (),
         report.spec and report.spec["cdiVersion"],
@@ -110,18 +112,20 @@ def test_generate_golden(
 
 @pytest.mark.integration
 def test_output_file_is_written_atomically_with_mode_0644(
-    fake_node: MakeNode, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    fake_node: MakeNode, hook_on_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Also: without --hook-path the spec names nvidia-cdi-hook found on PATH."""
     node = fake_node("workstation")
     output = tmp_path / "etc" / "cdi" / "nvidia.json"
-    code = main(["cdi", "generate", "--hook-path", HOOK, *_roots(node), "-o", str(output)])
+    code = main(["cdi", "generate", *_roots(node), "-o", str(output)])
     out, err = capsys.readouterr()
     assert (code, out) == (0, "")
     assert err == f"wrote {output} (cdiVersion 0.7.0, kind nvidia.com/gpu, 3 devices)\n"
     assert output.stat().st_mode & 0o777 == 0o644
     assert sorted(p.name for p in output.parent.iterdir()) == ["nvidia.json"]
     expected = yaml.safe_load((EXPECTED / "workstation.yaml").read_text())
-    assert json.loads(output.read_text().replace(str(node.root), "/HOST")) == expected
+    text = output.read_text().replace(str(hook_on_path), HOOK).replace(str(node.root), "/HOST")
+    assert json.loads(text) == expected
 
 
 def _break(node: FakeNode, path: str) -> None:
@@ -203,7 +207,7 @@ def test_broken_node_fails_and_keeps_the_output(
     output = tmp_path / "nvidia.yaml"
     output.write_bytes(b"# the old spec\n")
     output.chmod(0o600)
-    code = main(["cdi", "generate", "--hook-path", HOOK, *_roots(node), "-o", str(output)])
+    code = main(["cdi", "generate", *_roots(node), "-o", str(output)])
     out, err = capsys.readouterr()
     assert (code, out) == (1, "")
     assert err.splitlines() == [line.format(root=node.root) for line in stderr]
