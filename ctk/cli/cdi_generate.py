@@ -242,7 +242,7 @@ def _generate(
     config_search_paths: list[str],
 ) -> tuple[Spec, str]:
     """Gather, build, render and check: the spec and its text."""
-    from ctk.cdi.generate import build_spec
+    from ctk.cdi.generate import build_spec, missing_core_libraries
     from ctk.cdi.serialize import render
     from ctk.host.driver import SearchPaths, gather
 
@@ -253,6 +253,11 @@ def _generate(
     node = gather(driver_root, dev_root, options.mode, search=search)
     options = _hook_program(options, driver_root)
     spec = build_spec(node.nvml, node.driver, options, version=node.driver_version)
+    for name in missing_core_libraries(node.driver, node.driver_version):  # libnvidia-ml only
+        sys.stderr.write(
+            f"warning: {name} (the NVML library) not found under driver root {driver_root}; "
+            "nvidia-smi and other NVML tools will fail in containers\n"
+        )
     return spec, _checked(render(spec, spec_format), spec_format)
 
 

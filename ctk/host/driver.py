@@ -221,6 +221,26 @@ class _Scan:
         inside = str(self.driver.relative(host_path))
         return HostFile(container_path=container_path or inside, host_path=str(host_path))
 
+    def library_file(self, entry: os.DirEntry[str]) -> HostFile | None:
+        """The mount for a library: the file itself, or what its link leads to inside the root.
+
+        A link (say libcuda.so.<version> -> /opt/nvidia/lib/libcuda.so.<version>) is resolved
+        as if the driver root were `/` and mounted at the link's own path, next to its SONAME
+        link; a link that leads out of the root or to no regular file is left out.
+        """
+        if entry.is_file(follow_symlinks=False):
+            return self.file(Path(entry.path))
+        if not entry.is_symlink():
+            return None
+        inside = self.driver.relative(Path(entry.path))
+        try:
+            target = self.driver.path(inside)
+        except PathEscapeError:
+            return None
+        if not target.is_file():
+            return None
+        return self.file(target, str(inside))
+
     def find(self, *paths: str) -> Path | None:
         for path in paths:
             try:
@@ -251,15 +271,15 @@ class _Scan:
             dirs.append(inside)
             for sub in (directory, directory / "vdpau"):
                 entries = listing if sub == directory else _listing(sub)
-                mounted = {
-                    e.name
+                found = {
+                    e.name: self.library_file(e)
                     for e in entries
-                    if e.is_file(follow_symlinks=False)
-                    and e.name.startswith("lib")
+                    if e.name.startswith("lib")
                     and (e.name.endswith(suffix) or LEGACY_NVVM.match(e.name))
                 }
-                files += [self.file(sub / name) for name in sorted(mounted)]
-                links += _soname_links(sub, entries, mounted, self.driver)
+                mounted = {name: file for name, file in found.items() if file is not None}
+                files += [mounted[name] for name in sorted(mounted)]
+                links += _soname_links(sub, entries, set(mounted), self.driver)
             egl += [
                 self.file(directory / e.name)
                 for e in listing

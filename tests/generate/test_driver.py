@@ -223,3 +223,45 @@ def test_config_search_path_replaces_the_config_dirs(tmp_path: Path) -> None:
             "/etc/vulkan/icd.d/nvidia_icd.json",
         ),
     ]
+
+
+@pytest.mark.parametrize(
+    ("link", "mounted"),
+    [
+        pytest.param(
+            f"/opt/nvidia/lib/libcuda.so.{V}",
+            [(f"opt/nvidia/lib/libcuda.so.{V}", f"/{UBUNTU}/libcuda.so.{V}")],
+            id="absolute-link-inside-the-root",
+        ),
+        pytest.param(
+            f"../../../opt/nvidia/lib/libcuda.so.{V}",
+            [(f"opt/nvidia/lib/libcuda.so.{V}", f"/{UBUNTU}/libcuda.so.{V}")],
+            id="relative-link",
+        ),
+        pytest.param(
+            "/opt/nvidia/lib/current",  # a link to a link, both resolved inside the root
+            [(f"opt/nvidia/lib/libcuda.so.{V}", f"/{UBUNTU}/libcuda.so.{V}")],
+            id="link-to-a-link",
+        ),
+        pytest.param("/opt/nvidia/lib/missing.so", [], id="dangling"),
+        pytest.param("/opt/nvidia/lib", [], id="link-to-a-directory"),
+        pytest.param("../../../../outside/libcuda.so", [], id="leads-out-of-the-root"),
+    ],
+)
+def test_library_links_resolve_inside_the_driver_root(
+    link: str, mounted: list[tuple[str, str]], tmp_path: Path
+) -> None:
+    """QA 5: libcuda.so.<version> as a link was left out of the spec without a word."""
+    root = tmp_path / "driver"
+    _tree(root, [f"opt/nvidia/lib/libcuda.so.{V}", f"{UBUNTU}/libnvidia-ml.so.{V}"])
+    (root / "opt/nvidia/lib/current").symlink_to(f"libcuda.so.{V}")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside/libcuda.so").write_bytes(b"")
+    (root / UBUNTU / f"libcuda.so.{V}").symlink_to(link)
+    (root / UBUNTU / "libcuda.so.1").symlink_to(f"libcuda.so.{V}")
+    facts = read_driver(root, root, version=V)
+    expected = [(str(root / host), container) for host, container in mounted]
+    expected.append((f"{root}/{UBUNTU}/libnvidia-ml.so.{V}", f"/{UBUNTU}/libnvidia-ml.so.{V}"))
+    assert [(f.host_path, f.container_path) for f in facts.libraries] == expected
+    soname = [(f"libcuda.so.{V}", f"/{UBUNTU}/libcuda.so.1")] if mounted else []
+    assert list(facts.soname_links) == soname
