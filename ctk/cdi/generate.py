@@ -227,10 +227,12 @@ def _cap_nodes(
     driver: DriverFacts,
 ) -> list[DeviceNodeFacts]:
     name = f"MIG device {gpu.index}:{mig.index} ({mig.uuid})"
+    file = f"{driver.dev_root.rstrip('/')}/proc/driver/nvidia-caps/mig-minors"
     if not minors:
+        if driver.mig_minors_malformed:
+            raise _malformed(name, file, driver.mig_minors_malformed)
         raise CtkError(
-            f"{name}: {driver.dev_root.rstrip('/')}/proc/driver/nvidia-caps/mig-minors is "
-            "missing or empty",
+            f"{name}: {file} is missing or empty",
             hint="MIG needs the nvidia-caps support of the driver; load the nvidia module with "
             "MIG support or pass the right --dev-root",
         )
@@ -238,6 +240,8 @@ def _cap_nodes(
     base = f"gpu{gpu.minor}/gi{mig.gpu_instance}"
     for capability in (f"{base}/access", f"{base}/ci{mig.compute_instance}/access"):
         minor = minors.get(capability)
+        if minor is None and driver.mig_minors_malformed:
+            raise _malformed(name, file, driver.mig_minors_malformed)
         path = f"/dev/nvidia-caps/nvidia-cap{minor}"
         node = nodes.get(path) if minor is not None else None
         if node is None:
@@ -249,6 +253,15 @@ def _cap_nodes(
             )
         found.append(node)
     return found
+
+
+def _malformed(name: str, file: str, lines: tuple[str, ...]) -> CtkError:
+    return CtkError(
+        f"{name}: {file} is malformed ({', '.join(lines[:2])}; expected "
+        "'<capability> <minor>' lines)",
+        hint="the driver writes this file: reload the nvidia module (check dmesg), or pass "
+        "the right --dev-root",
+    )
 
 
 def _management_device(driver: DriverFacts, options: GenerateOptions) -> Device:

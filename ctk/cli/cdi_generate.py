@@ -115,6 +115,24 @@ def _spec_format(output: Path | None, requested: SpecFormat | None) -> SpecForma
     return implied
 
 
+def _check_output(output: Path) -> None:
+    """Refuse an --output that cannot become a file, before the node is read."""
+    if output.is_dir():
+        raise UsageError(
+            f"--output {output}: is a directory",
+            hint=f"name the spec file, e.g. {output / 'nvidia.yaml'}",
+        )
+    for parent in output.parents:  # the nearest one that exists must be a directory
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(
+                    f"--output {output}: {parent} is not a directory",
+                    hint="choose a path whose parent directories are directories (missing ones "
+                    "are created)",
+                )
+            return
+
+
 def _kind(vendor: str | None, class_: str, mode: Mode) -> str:
     from ctk.cdi.names import class_error, vendor_error
 
@@ -390,6 +408,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Write a CDI spec for every GPU and MIG device of this node."""
         fmt = _spec_format(output, spec_format)
+        if output is not None:
+            _check_output(output)
         options = _options(
             mode=mode.resolve(),
             vendor=vendor,
@@ -437,6 +457,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Regenerate the spec only if the node changed (driver, GPUs, MIG layout, devices)."""
         fmt = _spec_format(output, None)
+        _check_output(output)
         options = _options(
             mode=mode.resolve(),
             vendor=vendor,

@@ -411,17 +411,23 @@ class _Scan:
             return []
         return [f"{directory}/{e.name}" for e in _listing(host)]
 
-    def mig_minors(self) -> list[tuple[str, int]]:
+    def mig_minors(self) -> tuple[list[tuple[str, int]], list[str]]:
+        """The `<capability> <minor>` lines of mig-minors, and the lines that are not that."""
         try:
-            text = self.dev.path("/proc/driver/nvidia-caps/mig-minors").read_text()
+            data = self.dev.path("/proc/driver/nvidia-caps/mig-minors").read_bytes()
         except (OSError, PathEscapeError):
-            return []
+            return [], []
         minors = []
-        for line in text.splitlines():
-            name, _, number = line.strip().partition(" ")
-            if number.strip().isdigit():
-                minors.append((name, int(number)))
-        return minors
+        malformed = []
+        for number, line in enumerate(data.decode("utf-8", "backslashreplace").splitlines(), 1):
+            parts = line.split()
+            if len(parts) == 2 and parts[1].isascii() and parts[1].isdigit():
+                minors.append((parts[0], int(parts[1])))
+            elif parts:
+                shown = line.strip()
+                shown = shown if len(shown) <= 40 else shown[:40] + "..."
+                malformed.append(f"line {number}: '{shown}'")
+        return minors, malformed
 
     def drm(self, bus_id: str) -> tuple[list[DeviceNodeFacts], list[tuple[str, str]]]:
         names = [
@@ -477,6 +483,7 @@ def read_driver(
     graphics, graphics_links = scan.graphics(library_dirs)
     graphics = egl + graphics
     explicit, explicit_links = scan.explicit_libraries(library_dirs, libraries)
+    minors, malformed = scan.mig_minors()
     dev_entries = scan.dev_listing("/dev")
     gpu_nodes = [p for p in dev_entries if re.fullmatch(r"/dev/nvidia\d+", p)]
     gpu_nodes.sort(key=lambda p: int(p.removeprefix("/dev/nvidia")))
@@ -508,7 +515,8 @@ def read_driver(
         gpu_nodes=tuple(scan.nodes(gpu_nodes)),
         cap_nodes=tuple(scan.nodes(caps)),
         other_nodes=tuple(scan.nodes(sorted(other))),
-        mig_minors=tuple(scan.mig_minors()),
+        mig_minors=tuple(minors),
+        mig_minors_malformed=tuple(malformed),
         drm=tuple(drm),
         drm_links=tuple(drm_links),
     )
@@ -520,7 +528,8 @@ def gather(
     """Read NVML (nvml mode), then scan the driver root and the dev root once."""
     for what, root in (("--driver-root", driver_root), ("--dev-root", dev_root)):
         if not root.is_dir():
-            raise CtkError(f"{what} {root}: no such directory", hint="pass an existing directory")
+            problem = "not a directory" if root.exists() else "no such directory"
+            raise CtkError(f"{what} {root}: {problem}", hint="pass an existing directory")
     nvml = None
     if mode is Mode.NVML:
         from ctk.host.nvml import read_nvml
