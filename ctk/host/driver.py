@@ -221,6 +221,15 @@ class _Scan:
         inside = str(self.driver.relative(host_path))
         return HostFile(container_path=container_path or inside, host_path=str(host_path))
 
+    def versioned(self, entries: list[os.DirEntry[str]], suffix: str) -> dict[str, HostFile]:
+        """The driver's libraries among ``entries``: lib*``suffix`` and the legacy NVVM."""
+        found = {
+            e.name: self.library_file(e)
+            for e in entries
+            if e.name.startswith("lib") and (e.name.endswith(suffix) or LEGACY_NVVM.match(e.name))
+        }
+        return {name: file for name, file in found.items() if file is not None}
+
     def library_file(self, entry: os.DirEntry[str]) -> HostFile | None:
         """The mount for a library: the file itself, or what its link leads to inside the root.
 
@@ -262,22 +271,15 @@ class _Scan:
         links: list[tuple[str, str]] = []
         for directory in _library_dirs_in(self.driver, self.search.libraries):
             listing = _listing(directory)
-            names = {
-                e.name for e in listing if e.name.startswith("lib") and e.name.endswith(suffix)
-            }
-            if not names:
-                continue
-            inside = str(self.driver.relative(directory))
-            dirs.append(inside)
-            for sub in (directory, directory / "vdpau"):
-                entries = listing if sub == directory else _listing(sub)
-                found = {
-                    e.name: self.library_file(e)
-                    for e in entries
-                    if e.name.startswith("lib")
-                    and (e.name.endswith(suffix) or LEGACY_NVVM.match(e.name))
-                }
-                mounted = {name: file for name, file in found.items() if file is not None}
+            own = self.versioned(listing, suffix)
+            if not any(name.endswith(suffix) for name in own):
+                continue  # no library of this driver (dangling links do not count)
+            dirs.append(str(self.driver.relative(directory)))
+            vdpau = _listing(directory / "vdpau")
+            for sub, entries, mounted in (
+                (directory, listing, own),
+                (directory / "vdpau", vdpau, self.versioned(vdpau, suffix)),
+            ):
                 files += [mounted[name] for name in sorted(mounted)]
                 links += _soname_links(sub, entries, set(mounted), self.driver)
             egl += [

@@ -265,3 +265,14 @@ def test_library_links_resolve_inside_the_driver_root(
     assert [(f.host_path, f.container_path) for f in facts.libraries] == expected
     soname = [(f"libcuda.so.{V}", f"/{UBUNTU}/libcuda.so.1")] if mounted else []
     assert list(facts.soname_links) == soname
+
+
+def test_a_directory_with_only_dangling_library_links_is_no_library_dir(tmp_path: Path) -> None:
+    _tree(tmp_path, [f"{UBUNTU}/libcuda.so.{V}"])
+    (tmp_path / "usr/lib64").mkdir()
+    (tmp_path / "usr/lib64" / f"libcuda.so.{V}").symlink_to(f"/opt/gone/libcuda.so.{V}")
+    facts = read_driver(tmp_path, tmp_path, version=V)
+    assert (facts.library_dirs, [f.container_path for f in facts.libraries]) == (
+        (f"/{UBUNTU}",),
+        [f"/{UBUNTU}/libcuda.so.{V}"],
+    )
