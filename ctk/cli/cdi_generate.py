@@ -352,7 +352,8 @@ HOOK_PATH = typer.Option(
     "--hook-path",
     "--nvidia-cdi-hook-path",
     "--nvidia-ctk-path",
-    help="Hook program in the spec [default: nvidia-cdi-hook on PATH, else ctk-hook].",
+    help="Hook program in the spec, a host path [default: nvidia-cdi-hook on PATH, else "
+    "ctk-hook next to ctk's Python or on PATH].",
 )
 DISABLE_HOOK = typer.Option(
     [], "--disable-hook", "--disable-hooks", help="Leave out a hook (repeatable, or all)."
