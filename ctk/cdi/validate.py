@@ -57,6 +57,8 @@ RULES: Final[Mapping[str, str]] = {
     "annotation.size": "annotations larger than 256 KiB in total",
     "path.relative": "(warning) a relative device node or container path",
     "registry.conflict": "the same device defined in two specs of one directory priority",
+    "spec-dir.missing": "(warning) a spec directory named with --spec-dir does not exist",
+    "spec-dir.unreadable": "a spec directory that is a file or cannot be listed",
 }
 """Every rule id that a `Problem` can carry, with what it means."""
 

@@ -124,7 +124,7 @@ def test_spec_dir_that_is_a_file(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     with pytest.raises(CtkError) as info:
         load_spec_dirs([tmp_path / "file"])
-    assert info.value.message == f"{tmp_path}/file: not a directory"
+    assert info.value.message == f"{tmp_path}/file: spec directory is a file, not a directory"
 
 
 def test_root_keeps_links_inside(tmp_path: Path) -> None:

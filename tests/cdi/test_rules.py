@@ -1,7 +1,8 @@
 """One case per validation rule: the whole list of problems each spec gets.
 
 Removing or weakening a rule makes its case fail; `test_every_rule_has_a_case` makes sure no rule
-in `RULES` goes untested (registry.conflict and read.error are tested in test_registry.py).
+in `RULES` goes untested (registry.conflict, read.error and spec-dir.* are tested in
+test_registry.py and test_cli_cdi.py).
 """
 # ruff: noqa: E501 (one table row per line reads best)
 
@@ -539,7 +540,12 @@ def test_rule_on_bytes(data: bytes, source: str, expected: list[Problem]) -> Non
 def test_every_rule_has_a_case() -> None:
     cases = [*TEXT_CASES, *BYTES_CASES]
     covered = {str(case.id) for case in cases}
-    tested_elsewhere = {"registry.conflict", "read.error"}
+    tested_elsewhere = {
+        "registry.conflict",
+        "read.error",
+        "spec-dir.missing",
+        "spec-dir.unreadable",
+    }
     assert set(RULES) - tested_elsewhere <= covered
     for case in cases:
         problems = case.values[-1]
