@@ -153,6 +153,20 @@ TEXT_CASES = [
         id="parse.octal",
     ),
     pytest.param(
+        spec("- name: gpu0\n  containerEdits:\n    deviceNodes:\n    - {path: /dev/x, uid: 1e3}\n"),
+        [
+            Problem(
+                "parse.number-form",
+                "CDI runtimes read 1e3 as the integer 1000, YAML 1.1 as a string; write 1000",
+                ("devices", 0, "containerEdits", "deviceNodes", 0, "uid"),
+                7,
+                27,
+                W,
+            )
+        ],
+        id="parse.number-form",
+    ),
+    pytest.param(
         spec("- containerEdits:\n    env: [A=1]\n"),
         [Problem("schema.required", "missing required field 'name'", ("devices", 0), 4, 3, E)],
         id="schema.required",
