@@ -403,3 +403,22 @@ def test_validate_files_that_cannot_be_specs(
         shown = tmp_path / name
         expected += f"{shown}: {line}\n{shown}: invalid (1 error)\n"
     assert capsys.readouterr() == (expected + "6 specs: 0 valid, 6 invalid\n", "")
+
+
+def test_validate_root_never_leaves_the_root(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """/etc/cdi links out of the root: an error for it; /var/run/cdi is still read, inside."""
+    root = tmp_path / "node"
+    (root / "etc").mkdir(parents=True)
+    (root / "var" / "run" / "cdi").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "evil.yaml").write_bytes((RUN / "nvidia.yaml").read_bytes())
+    (root / "etc" / "cdi").symlink_to("../../outside")
+    (root / "var" / "run" / "cdi" / "nvidia.yaml").write_bytes((RUN / "nvidia.yaml").read_bytes())
+    assert main(["cdi", "validate", "--root", str(root)]) == 1
+    assert capsys.readouterr() == (
+        f"/etc/cdi: error: /etc/cdi: leads out of {root} [spec-dir.unreadable]\n"
+        "/var/run/cdi/nvidia.yaml: valid (cdiVersion 0.5.0, needs 0.5.0, 1 device)\n",
+        "",
+    )
