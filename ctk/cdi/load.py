@@ -134,6 +134,12 @@ def _go_number_tag(text: str) -> str | None:
     return FLOAT if _go_float(text) is not None else None
 
 
+def _is_base60(node: ScalarNode) -> bool:
+    """A plain `1:30` or `1:30.5`: a number in YAML 1.1, a string for go-yaml v2."""
+    text = str(node.value)
+    return not node.style and ":" in text and _go_number_tag(text) is None
+
+
 def _go_json_integer(number: float) -> int | None:
     """What Go's JSON decoder makes of a float go-yaml read where an integer is needed.
 
@@ -299,7 +305,15 @@ class _Decoder:
         tag = node.tag
         value: object
         if shape.type == "string":
-            if tag != STR:
+            if tag in (INT, FLOAT) and _is_base60(node):
+                self.report(
+                    node,
+                    "parse.base60",
+                    f"{node.value} is a string for CDI runtimes but a base-60 number in YAML 1.1; "
+                    "quote it",
+                    warn=True,
+                )
+            elif tag != STR:
                 return self._wrong_type(node, "a string")
             value = node.value
             if len(node.value) < shape.min_length:

@@ -167,6 +167,20 @@ TEXT_CASES = [
         id="parse.number-form",
     ),
     pytest.param(
+        spec("- name: 1:0\n  containerEdits:\n    env: [A=1]\n", v="0.5.0"),
+        [
+            Problem(
+                "parse.base60",
+                "1:0 is a string for CDI runtimes but a base-60 number in YAML 1.1; quote it",
+                ("devices", 0, "name"),
+                4,
+                9,
+                W,
+            )
+        ],
+        id="parse.base60",
+    ),
+    pytest.param(
         spec("- containerEdits:\n    env: [A=1]\n"),
         [Problem("schema.required", "missing required field 'name'", ("devices", 0), 4, 3, E)],
         id="schema.required",
