@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+TYPE_CHECKING = False  # `typing` costs several ms: `ctk --version` must not import it
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 
 class CtkError(Exception):

@@ -70,14 +70,15 @@ def device_node(facts: DeviceNodeFacts) -> DeviceNode:
     )
 
 
-def nodes(facts: Iterable[DeviceNodeFacts]) -> ContainerEdits:
-    """Device nodes; a group that the node is not world read+write without is added too."""
+def nodes(facts: Iterable[DeviceNodeFacts], *, gids: bool = True) -> ContainerEdits:
+    """Device nodes; with ``gids``, a group the node is not world read+write without is added."""
     facts = tuple(facts)
-    gids = tuple(
+    needed = tuple(
         f.gid for f in facts if f.gid and f.file_mode & WORLD_READ_WRITE != WORLD_READ_WRITE
     )
     return ContainerEdits(
-        device_nodes=tuple(map(device_node, facts)), additional_gids=tuple(dict.fromkeys(gids))
+        device_nodes=tuple(map(device_node, facts)),
+        additional_gids=tuple(dict.fromkeys(needed)) if gids else (),
     )
 
 
@@ -91,14 +92,11 @@ def mounts(files: Iterable[HostFile], options: tuple[str, ...] = READ_ONLY) -> C
     )
 
 
-def driver_files(driver: DriverFacts, *, graphics: bool) -> ContainerEdits:
-    """Libraries, binaries, firmware, IPC sockets and (with ``graphics``) graphics configs."""
-    edits = (
-        mounts(driver.libraries)
-        + mounts(driver.binaries)
-        + mounts(driver.firmware)
-        + mounts(driver.ipc, IPC)
-    )
+def driver_files(driver: DriverFacts, *, graphics: bool, ipc: bool = True) -> ContainerEdits:
+    """Libraries, binaries, firmware, IPC sockets and (with ``graphics``) graphics files."""
+    edits = mounts(driver.libraries) + mounts(driver.binaries) + mounts(driver.firmware)
+    if ipc:
+        edits += mounts(driver.ipc, IPC)
     return edits + mounts(driver.graphics) if graphics else edits
 
 
@@ -127,12 +125,12 @@ def _library_links(driver: DriverFacts, version: str) -> list[tuple[str, str]]:
 
 
 def _graphics_links(driver: DriverFacts, version: str) -> list[tuple[str, str]]:
+    """The GBM backend link next to libnvidia-allocator, the Vulkan producer and Xorg links."""
     present = {PurePosixPath(f.container_path) for f in driver.libraries}
     links = []
     for directory in driver.library_dirs:
         base = PurePosixPath(directory)
-        gbm = any(p.parent == base and p.name.startswith("libnvidia-egl-gbm.so.") for p in present)
-        if gbm and base / f"libnvidia-allocator.so.{version}" in present:
+        if base / f"libnvidia-allocator.so.{version}" in present:
             links.append(("../libnvidia-allocator.so.1", str(base / "gbm" / "nvidia-drm_gbm.so")))
         producer = f"libnvidia-vulkan-producer.so.{version}"
         if base / producer in present:
@@ -149,22 +147,27 @@ def driver_hooks(
         hooks += program.links(_graphics_links(driver, version))
     hooks += program.links(_library_links(driver, version))
     hooks += program.hook(HookName.ENABLE_CUDA_COMPAT, f"--host-driver-version={version}")
-    if driver.library_dirs:
+    if driver.libraries:
         ldconfig_args = ("--ldconfig-path", ldconfig) if ldconfig else ()
-        folders = [arg for d in driver.library_dirs for arg in ("--folder", d)]
+        # every folder holding a mounted library (vdpau/ too), as nvidia-ctk lists them
+        dirs = dict.fromkeys(str(PurePosixPath(f.container_path).parent) for f in driver.libraries)
+        folders = [arg for d in dirs for arg in ("--folder", d)]
         hooks += program.hook(HookName.UPDATE_LDCACHE, *ldconfig_args, *folders)
     if graphics:
         hooks += program.hook(HookName.DISABLE_DEVICE_NODE_MODIFICATION)
-    chmod_paths = [
-        arg
-        for path in ("/dev/dri", "/dev/nvidia-caps")
-        for arg in ("--path", path)
-        if _has_nodes_under(driver, path)
-    ]
-    hooks += program.hook(HookName.CHMOD, "--mode", "755", *chmod_paths)
+        hooks += program.hook(HookName.UPDATE_APPLICATION_PROFILE)
     return ContainerEdits(hooks=hooks)
 
 
-def _has_nodes_under(driver: DriverFacts, directory: str) -> bool:
-    every = [*driver.cap_nodes, *(n for _, group in driver.drm for n in group)]
-    return any(n.container_path.startswith(directory + "/") for n in every)
+def device_folders_hook(
+    program: HookProgram, device_nodes: Iterable[DeviceNodeFacts]
+) -> tuple[Hook, ...]:
+    """`chmod --mode 755` of /dev/dri and /dev/nvidia-caps when a device has nodes there.
+
+    Off unless enabled (`--enable-hook chmod`); then, as nvidia-ctk does, every device gets
+    one, with no `--path` when it has no nested nodes. It works around crun giving nested
+    device folders mode 0700 in rootless containers.
+    """
+    folders = dict.fromkeys(str(PurePosixPath(n.container_path).parent) for n in device_nodes)
+    paths = [f for f in folders if f in ("/dev/dri", "/dev/nvidia-caps")]
+    return program.hook(HookName.CHMOD, "--mode", "755", *(a for p in paths for a in ("--path", p)))

@@ -19,11 +19,13 @@ from ctk.cdi.model import (
     Spec,
     merge,
 )
-from ctk.cdi.options import DEFAULT_KINDS, Mode, NameStrategy
+from ctk.cdi.options import DEFAULT_KINDS, FeatureFlag, Mode, NameStrategy
 from ctk.cdi.serialize import cdi_version
 from ctk.errors import CtkError, UsageError
 
 EMPTY_DEVICE_ENV = "NVCT_EMPTY_DEVICE="
+# device nodes that management mode leaves out, as nvidia-ctk does: GDS, NVSwitch, NVLink
+MANAGEMENT_BLOCKED = ("/dev/nvidia-fs", "/dev/nvidia-nvswitch", "/dev/nvidia-nvlink")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,6 +39,12 @@ class GenerateOptions:
     all_device: bool = True
     hooks: HookProgram = field(default_factory=lambda: HookProgram("/usr/bin/nvidia-cdi-hook"))
     ldconfig_path: str | None = None
+    features: frozenset[FeatureFlag] = frozenset()
+
+    @property
+    def gids(self) -> bool:
+        """Whether device nodes' groups go to `additionalGids`."""
+        return FeatureFlag.NO_ADDITIONAL_GIDS not in self.features
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,12 +83,18 @@ def build_spec(
     version: str,
 ) -> Spec:
     """The whole spec for the node: per-device edits, `all`, and the common edits."""
+    if FeatureFlag.ENABLE_EXPLICIT_DRIVER_LIBRARIES in options.features:
+        driver = replace(
+            driver,
+            libraries=driver.libraries + driver.explicit_libraries,
+            soname_links=driver.soname_links + driver.explicit_links,
+        )
     graphics = options.mode is Mode.NVML
     # management mode's one device carries every node itself, the control nodes included
     control = driver.control_nodes if graphics else ()
     common = (
         discover.library_env(driver)
-        + discover.nodes(control)
+        + discover.nodes(control, gids=options.gids)
         + discover.driver_hooks(
             driver,
             options.hooks,
@@ -88,10 +102,14 @@ def build_spec(
             graphics=graphics,
             ldconfig=options.ldconfig_path,
         )
-        + discover.driver_files(driver, graphics=graphics)
+        + discover.driver_files(
+            driver,
+            graphics=graphics,
+            ipc=FeatureFlag.DISABLE_IPC_DISCOVERER not in options.features,
+        )
     )
     if options.mode is Mode.MANAGEMENT:
-        devices = [_management_device(driver)]
+        devices = [_management_device(driver, options)]
     else:
         if nvml is None:
             raise CtkError("NVML facts are needed in nvml mode")  # a caller's bug
@@ -112,7 +130,7 @@ def _named_devices(
             "NVML reports no GPUs on this node",
             hint="check `nvidia-smi`; to list device nodes without NVML use --mode management",
         )
-    edits_of = _DeviceEdits(driver, options.hooks)
+    edits_of = _DeviceEdits(driver, options.hooks, gids=options.gids)
     edits = [_simplify(edits_of(unit), common) for unit in units]  # only the chosen ones
     devices = [
         Device(name=unit.names(strategy), edits=_tidy(unit_edits))
@@ -139,9 +157,10 @@ def _units(nvml: NvmlFacts) -> list[_Unit]:
 class _DeviceEdits:
     """The edits of one GPU or MIG device, from lookups built once for the node."""
 
-    def __init__(self, driver: DriverFacts, program: HookProgram) -> None:
+    def __init__(self, driver: DriverFacts, program: HookProgram, *, gids: bool) -> None:
         self.driver = driver
         self.program = program
+        self.gids = gids
         self.gpu_nodes = {n.container_path: n for n in driver.gpu_nodes}
         self.cap_nodes = {n.container_path: n for n in driver.cap_nodes}
         self.minors = dict(driver.mig_minors)
@@ -153,11 +172,14 @@ class _DeviceEdits:
         node = _gpu_node(gpu, self.gpu_nodes, self.driver)
         drm = self.drm.get(gpu.sysfs_bus_id, ())
         if mig is None:
-            links = self.program.links(self.drm_links.get(gpu.sysfs_bus_id, ()))
-            return discover.nodes((node, *drm)) + ContainerEdits(hooks=links)
-        caps = _cap_nodes(gpu, mig, self.minors, self.cap_nodes, self.driver)
-        graphics = drm if "gfx" in mig.attributes else ()
-        return discover.nodes((node, *caps, *graphics))
+            nodes = (node, *drm)
+            hooks = self.program.links(self.drm_links.get(gpu.sysfs_bus_id, ()))
+        else:
+            caps = _cap_nodes(gpu, mig, self.minors, self.cap_nodes, self.driver)
+            nodes = (node, *caps, *(drm if "gfx" in mig.attributes else ()))
+            hooks = ()
+        hooks += discover.device_folders_hook(self.program, nodes)
+        return discover.nodes(nodes, gids=self.gids) + ContainerEdits(hooks=hooks)
 
 
 def _gpu_node(
@@ -206,15 +228,17 @@ def _cap_nodes(
     return found
 
 
-def _management_device(driver: DriverFacts) -> Device:
+def _management_device(driver: DriverFacts, options: GenerateOptions) -> Device:
     every = (*driver.control_nodes, *driver.gpu_nodes, *driver.cap_nodes, *driver.other_nodes)
-    wanted = [n for n in every if not n.container_path.startswith("/dev/nvidia-nvswitch")]
+    wanted = [n for n in every if not n.container_path.startswith(MANAGEMENT_BLOCKED)]
     if not wanted:
         raise CtkError(
             f"no NVIDIA device nodes found under {driver.dev_root}",
             hint="is the driver loaded? Pass --dev-root if /dev lives elsewhere",
         )
-    return Device(name="all", edits=_tidy(discover.nodes(wanted)))
+    hooks = discover.device_folders_hook(options.hooks, wanted)
+    edits = discover.nodes(wanted, gids=options.gids) + ContainerEdits(hooks=hooks)
+    return Device(name="all", edits=_tidy(edits))
 
 
 def _select(units: list[_Unit], ids: tuple[str, ...]) -> list[_Unit]:
@@ -240,11 +264,21 @@ def _simplify(edits: ContainerEdits, common: ContainerEdits) -> ContainerEdits:
 
 
 def _tidy(edits: ContainerEdits) -> ContainerEdits:
-    """The one place where edits are sorted: device nodes and mounts by container path."""
+    """The one place where edits are sorted.
+
+    Device nodes and mounts go by container path, shallower paths first (nvidia-ctk's sorter:
+    the number of `/`, then the path), so that `/dev/nvidia0` precedes `/dev/dri/card1`.
+    """
     return ContainerEdits(
         env=tuple(sorted(edits.env)),
-        device_nodes=tuple(sorted(edits.device_nodes, key=lambda n: n.path)),
+        device_nodes=tuple(sorted(edits.device_nodes, key=lambda n: _depth_first(n.path))),
         hooks=edits.hooks,
-        mounts=tuple(sorted(edits.mounts, key=lambda m: (m.container_path, m.host_path))),
+        mounts=tuple(
+            sorted(edits.mounts, key=lambda m: (*_depth_first(m.container_path), m.host_path))
+        ),
         additional_gids=tuple(sorted(edits.additional_gids)),
     )
+
+
+def _depth_first(path: str) -> tuple[int, str]:
+    return path.count("/"), path

@@ -108,6 +108,9 @@ class DriverFacts:
     libraries: tuple[HostFile, ...] = ()  # every lib*.so.<version> in the driver's library dirs
     library_dirs: tuple[str, ...] = ()  # container paths of those dirs
     soname_links: tuple[tuple[str, str], ...] = ()  # (target file name, link path in container)
+    # GLVND/OpenCL libraries behind their dev links: --feature-flag enable-explicit-driver-libraries
+    explicit_libraries: tuple[HostFile, ...] = ()
+    explicit_links: tuple[tuple[str, str], ...] = ()
     binaries: tuple[HostFile, ...] = ()
     firmware: tuple[HostFile, ...] = ()
     ipc: tuple[HostFile, ...] = ()
@@ -116,7 +119,7 @@ class DriverFacts:
     control_nodes: tuple[DeviceNodeFacts, ...] = ()
     gpu_nodes: tuple[DeviceNodeFacts, ...] = ()  # /dev/nvidia<minor>
     cap_nodes: tuple[DeviceNodeFacts, ...] = ()  # /dev/nvidia-caps/nvidia-cap<N>
-    other_nodes: tuple[DeviceNodeFacts, ...] = ()  # nvswitch, imex channels: management mode
+    other_nodes: tuple[DeviceNodeFacts, ...] = ()  # other /dev/nvidia*, imex channels: management
     mig_minors: tuple[tuple[str, int], ...] = ()  # ("gpu0/gi1/access", 12) from mig-minors
     drm: tuple[tuple[str, tuple[DeviceNodeFacts, ...]], ...] = ()  # sysfs bus id -> DRM nodes
     drm_links: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # bus id -> by-path links

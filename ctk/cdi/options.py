@@ -39,6 +39,7 @@ class HookName(StrEnum):
     ENABLE_CUDA_COMPAT = "enable-cuda-compat"
     UPDATE_LDCACHE = "update-ldcache"
     DISABLE_DEVICE_NODE_MODIFICATION = "disable-device-node-modification"
+    UPDATE_APPLICATION_PROFILE = "update-application-profile"
     CHMOD = "chmod"
 
 
@@ -48,8 +49,23 @@ DEFAULT_HOOKS = frozenset(
         HookName.ENABLE_CUDA_COMPAT,
         HookName.UPDATE_LDCACHE,
         HookName.DISABLE_DEVICE_NODE_MODIFICATION,
+        HookName.UPDATE_APPLICATION_PROFILE,
     }
 )
+
+
+class FeatureFlag(StrEnum):
+    """nvidia-ctk's `--feature-flag` values."""
+
+    NO_ADDITIONAL_GIDS = "no-additional-gids-for-device-nodes"
+    DISABLE_IPC_DISCOVERER = "disable-ipc-discoverer"
+    ENABLE_EXPLICIT_DRIVER_LIBRARIES = "enable-explicit-driver-libraries"
+    # accepted, no effect: ctk never uses nvsandboxutils and has no CSV mode
+    DISABLE_NVSANDBOXUTILS = "disable-nvsandboxutils"
+    DISABLE_MULTIPLE_CSV_DEVICES = "disable-multiple-csv-devices"
+    # refused: the coherent/noncoherent extra specs are not implemented
+    ENABLE_COHERENT_ANNOTATIONS = "enable-coherent-annotations"
+
 
 DEFAULT_KINDS: Mapping[Mode, str] = {
     Mode.NVML: "nvidia.com/gpu",

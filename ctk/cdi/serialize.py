@@ -2,7 +2,8 @@
 
 Keys follow the CDI Go structs' order (`cdiVersion`, `kind`, `devices`, `containerEdits`; in
 edits `env`, `deviceNodes`, `hooks`, `mounts`, `additionalGids`), empty values are left out. YAML
-starts with `---` and indents by four; JSON is one compact line.
+starts with `---` and indents by four the way go-yaml v3 does (what is under a key of a
+sequence item is indented from the item's dash); JSON is one compact line.
 """
 
 from __future__ import annotations
@@ -146,16 +147,22 @@ def _special(text: str) -> bool:
         return True
 
 
-def _yaml(value: JSONValue, indent: int) -> list[str]:
+def _yaml(value: JSONValue, indent: int, nested: int | None = None) -> list[str]:
+    """A mapping with keys at ``indent``; what is under a key goes to ``nested`` (+4 default).
+
+    In a sequence item the keys follow `- ` (dash column + 2) while what is under them is
+    indented from the dash column, as go-yaml v3 with indent 4 (nvidia-ctk) lays it out.
+    """
     pad = " " * indent
+    inner = indent + 4 if nested is None else nested
     lines: list[str] = []
     for key, item in value.items():
         if isinstance(item, dict):
             lines.append(f"{pad}{key}:\n")
-            lines += _yaml(item, indent + 4)
+            lines += _yaml(item, inner)
         elif isinstance(item, list):
             lines.append(f"{pad}{key}:\n")
-            lines += _sequence(item, indent + 4)
+            lines += _sequence(item, inner)
         else:
             lines.append(f"{pad}{key}: {_scalar(item)}\n")
     return lines
@@ -166,7 +173,7 @@ def _sequence(items: list[JSONValue], indent: int) -> list[str]:
     lines: list[str] = []
     for item in items:
         if isinstance(item, dict):
-            body = _yaml(item, indent + 2)
+            body = _yaml(item, indent + 2, indent + 4)
             lines.append(f"{pad}- {body[0].lstrip()}")
             lines += body[1:]
         else:

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
 
 from ctk import __version__
 from ctk.errors import CtkError
+
+TYPE_CHECKING = False  # `typing` is too costly for `ctk --version`
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 EXIT_INTERNAL = 3
 

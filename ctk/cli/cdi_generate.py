@@ -5,12 +5,21 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
-from ctk.cdi.options import DEFAULT_HOOKS, DEFAULT_KINDS, HookName, Mode, NameStrategy, SpecFormat
+from ctk.cdi.options import (
+    DEFAULT_HOOKS,
+    DEFAULT_KINDS,
+    FeatureFlag,
+    HookName,
+    Mode,
+    NameStrategy,
+    SpecFormat,
+)
 from ctk.errors import CtkError, UsageError
 
 if TYPE_CHECKING:  # the generator is imported when a command runs, not for `ctk --help`
@@ -18,6 +27,19 @@ if TYPE_CHECKING:  # the generator is imported when a command runs, not for `ctk
     from ctk.cdi.model import Spec
 
 DEFAULT_OUTPUT = Path("/etc/cdi/nvidia.yaml")
+
+
+class DiscoveryMode(StrEnum):
+    """`--mode` as nvidia-ctk spells it: `auto` (its default) is nvml here (no Tegra or WSL)."""
+
+    AUTO = "auto"
+    NVML = "nvml"
+    MANAGEMENT = "management"
+
+    def resolve(self) -> Mode:
+        return Mode.NVML if self is DiscoveryMode.AUTO else Mode(self.value)
+
+
 EXTENSIONS = {".yaml": SpecFormat.YAML, ".json": SpecFormat.JSON}
 
 
@@ -64,9 +86,41 @@ def _enabled_hooks(disabled: list[str], enabled: list[str]) -> frozenset[HookNam
         for name in given:
             if name not in names and not (name == "all" and flag == "--disable-hook"):
                 choices = ", ".join(sorted(names)) + (", all" if flag == "--disable-hook" else "")
-                raise UsageError(f"{flag} {name}: unknown hook", hint=f"choose from {choices}")
+                problem = "enabling all hooks is not supported" if name == "all" else "unknown hook"
+                raise UsageError(f"{flag} {name}: {problem}", hint=f"choose from {choices}")
     hooks = set() if "all" in disabled else set(DEFAULT_HOOKS) - {HookName(n) for n in disabled}
     return frozenset(hooks | {HookName(n) for n in enabled})
+
+
+def _features(given: list[str]) -> frozenset[FeatureFlag]:
+    """`--feature-flag` values (repeatable or comma-separated), as nvidia-ctk names them."""
+    names = [n.strip() for value in given for n in value.split(",") if n.strip()]
+    known = {f.value for f in FeatureFlag}
+    for name in names:
+        if name not in known:
+            raise UsageError(
+                f"--feature-flag {name}: unknown feature flag",
+                hint="choose from "
+                + ", ".join(sorted(known - {FeatureFlag.ENABLE_COHERENT_ANNOTATIONS})),
+            )
+        if name == FeatureFlag.ENABLE_COHERENT_ANNOTATIONS:
+            raise UsageError(
+                f"--feature-flag {name}: not supported by ctk",
+                hint="ctk writes no coherent/noncoherent specs; leave the flag out",
+            )
+    return frozenset(FeatureFlag(n) for n in names)
+
+
+def _search_paths(flag: str, given: list[str]) -> tuple[str, ...]:
+    """Directory flags (repeatable or comma-separated): absolute dirs inside the driver root."""
+    paths = tuple(p.strip() for value in given for p in value.split(",") if p.strip())
+    for path in paths:
+        if not path.startswith("/"):
+            raise UsageError(
+                f"{flag} {path}: must be an absolute path",
+                hint="it is a directory as seen inside --driver-root, e.g. /usr/lib64",
+            )
+    return paths
 
 
 def _options(
@@ -81,6 +135,7 @@ def _options(
     disable_hook: list[str],
     enable_hook: list[str],
     ldconfig_path: str | None,
+    feature_flags: list[str],
 ) -> GenerateOptions:
     from ctk.cdi.discover import HookProgram
     from ctk.cdi.generate import GenerateOptions
@@ -98,6 +153,7 @@ def _options(
         all_device=not no_all_device and "none" not in device_ids,
         hooks=HookProgram(path, _enabled_hooks(disable_hook, enable_hook)),
         ldconfig_path=ldconfig_path,
+        features=_features(feature_flags),
     )
 
 
@@ -113,14 +169,24 @@ def _write(output: Path, text: str) -> None:
 
 
 def _generate(
-    driver_root: Path, dev_root: Path, options: GenerateOptions, spec_format: SpecFormat
+    driver_root: Path,
+    dev_root: Path,
+    options: GenerateOptions,
+    spec_format: SpecFormat,
+    *,
+    library_search_paths: list[str],
+    config_search_paths: list[str],
 ) -> tuple[Spec, str]:
     """Gather, build, render and check: the spec and its text."""
     from ctk.cdi.generate import build_spec
     from ctk.cdi.serialize import render
-    from ctk.host.driver import gather
+    from ctk.host.driver import SearchPaths, gather
 
-    node = gather(driver_root, dev_root, options.mode)
+    search = SearchPaths(
+        libraries=_search_paths("--library-search-path", library_search_paths),
+        configs=_search_paths("--config-search-path", config_search_paths),
+    )
+    node = gather(driver_root, dev_root, options.mode, search=search)
     spec = build_spec(node.nvml, node.driver, options, version=node.driver_version)
     return spec, _checked(render(spec, spec_format), spec_format)
 
@@ -168,12 +234,22 @@ DEV_ROOT = typer.Option(
     None, "--dev-root", help="Where /dev, /proc and /sys are [default: the driver root]."
 )
 FORMAT = typer.Option(None, "--format", help="yaml or json [default: from --output, else yaml].")
-MODE = typer.Option(Mode.NVML, "--mode", "--discovery-mode", help="How devices are found.")
+MODE = typer.Option(
+    DiscoveryMode.NVML,
+    "--mode",
+    "--discovery-mode",
+    help="How devices are found: nvml (auto is the same), or management (device nodes only).",
+)
 STRATEGY = typer.Option(
     [], "--device-name-strategy", help="Device names (repeatable) [default: index and uuid]."
 )
 DEVICE_ID = typer.Option(
-    [], "--device-id", "--device", help="Only these devices: index, i:j, UUID, all, none."
+    [],
+    "--device-id",
+    "--device-ids",
+    "--device",
+    "--devices",
+    help="Only these devices: index, i:j, UUID, all, none.",
 )
 NO_ALL = typer.Option(False, "--no-all-device", help="Leave out the `all` device.")
 VENDOR = typer.Option(
@@ -187,11 +263,35 @@ HOOK_PATH = typer.Option(
     None,
     "--hook-path",
     "--nvidia-cdi-hook-path",
+    "--nvidia-ctk-path",
     help="Hook program in the spec [default: nvidia-cdi-hook on PATH, else ctk-hook].",
 )
-DISABLE_HOOK = typer.Option([], "--disable-hook", help="Leave out a hook (repeatable, or all).")
-ENABLE_HOOK = typer.Option([], "--enable-hook", help="Add a hook that is off by default (chmod).")
+DISABLE_HOOK = typer.Option(
+    [], "--disable-hook", "--disable-hooks", help="Leave out a hook (repeatable, or all)."
+)
+ENABLE_HOOK = typer.Option(
+    [], "--enable-hook", "--enable-hooks", help="Add a hook that is off by default (chmod)."
+)
 LDCONFIG = typer.Option(None, "--ldconfig-path", help="ldconfig for the update-ldcache hook.")
+FEATURE_FLAG = typer.Option(
+    [],
+    "--feature-flag",
+    "--feature-flags",
+    help="nvidia-ctk feature flags (repeatable or comma-separated): "
+    "no-additional-gids-for-device-nodes, disable-ipc-discoverer, "
+    "enable-explicit-driver-libraries.",
+)
+CONFIG_SEARCH_PATH = typer.Option(
+    [],
+    "--config-search-path",
+    help="Directories in the driver root searched for graphics configs instead of /etc, "
+    "/usr/local/share and /usr/share (repeatable).",
+)
+LIBRARY_SEARCH_PATH = typer.Option(
+    [],
+    "--library-search-path",
+    help="Directories in the driver root searched first for driver libraries (repeatable).",
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -202,7 +302,7 @@ def register(app: typer.Typer) -> None:
         *,
         output: Path | None = OUTPUT,
         spec_format: SpecFormat | None = FORMAT,
-        mode: Mode = MODE,
+        mode: DiscoveryMode = MODE,
         driver_root: Path = DRIVER_ROOT,
         dev_root: Path | None = DEV_ROOT,
         strategies: list[NameStrategy] = STRATEGY,
@@ -214,11 +314,14 @@ def register(app: typer.Typer) -> None:
         disable_hook: list[str] = DISABLE_HOOK,
         enable_hook: list[str] = ENABLE_HOOK,
         ldconfig_path: str | None = LDCONFIG,
+        feature_flags: list[str] = FEATURE_FLAG,
+        library_search_paths: list[str] = LIBRARY_SEARCH_PATH,
+        config_search_paths: list[str] = CONFIG_SEARCH_PATH,
     ) -> None:
         """Write a CDI spec for every GPU and MIG device of this node."""
         fmt = _spec_format(output, spec_format)
         options = _options(
-            mode=mode,
+            mode=mode.resolve(),
             vendor=vendor,
             class_=class_,
             strategies=strategies,
@@ -228,8 +331,16 @@ def register(app: typer.Typer) -> None:
             disable_hook=disable_hook,
             enable_hook=enable_hook,
             ldconfig_path=ldconfig_path,
+            feature_flags=feature_flags,
         )
-        spec, text = _generate(driver_root, dev_root or driver_root, options, fmt)
+        spec, text = _generate(
+            driver_root,
+            dev_root or driver_root,
+            options,
+            fmt,
+            library_search_paths=library_search_paths,
+            config_search_paths=config_search_paths,
+        )
         if output is None:
             sys.stdout.write(text)
             return
@@ -240,7 +351,7 @@ def register(app: typer.Typer) -> None:
     def refresh(
         *,
         output: Path = REFRESH_OUTPUT,
-        mode: Mode = MODE,
+        mode: DiscoveryMode = MODE,
         driver_root: Path = DRIVER_ROOT,
         dev_root: Path | None = DEV_ROOT,
         strategies: list[NameStrategy] = STRATEGY,
@@ -250,11 +361,14 @@ def register(app: typer.Typer) -> None:
         disable_hook: list[str] = DISABLE_HOOK,
         enable_hook: list[str] = ENABLE_HOOK,
         ldconfig_path: str | None = LDCONFIG,
+        feature_flags: list[str] = FEATURE_FLAG,
+        library_search_paths: list[str] = LIBRARY_SEARCH_PATH,
+        config_search_paths: list[str] = CONFIG_SEARCH_PATH,
     ) -> None:
         """Regenerate the spec only if the node changed (driver, GPUs, MIG layout, devices)."""
         fmt = _spec_format(output, None)
         options = _options(
-            mode=mode,
+            mode=mode.resolve(),
             vendor=vendor,
             class_=class_,
             strategies=strategies,
@@ -264,8 +378,16 @@ def register(app: typer.Typer) -> None:
             disable_hook=disable_hook,
             enable_hook=enable_hook,
             ldconfig_path=ldconfig_path,
+            feature_flags=feature_flags,
         )
-        spec, text = _generate(driver_root, dev_root or driver_root, options, fmt)
+        spec, text = _generate(
+            driver_root,
+            dev_root or driver_root,
+            options,
+            fmt,
+            library_search_paths=library_search_paths,
+            config_search_paths=config_search_paths,
+        )
         from ctk.host import files
 
         before = files.read_text(output, missing_ok=True)

@@ -30,7 +30,10 @@ FIX = typer.Option(False, "--fix", help="Apply the fixes ctk implements, after c
 YES = typer.Option(False, "--yes", "-y", help="Do not ask before applying --fix.")
 CUDA = typer.Option(None, "--cuda-version", help="Check the driver against this CUDA version.")
 IMAGE_ENV = typer.Option(
-    None, "--image-env", help="An image's environment (KEY=VALUE lines) to check CUDA against."
+    None,
+    "--image-env",
+    help="An image's environment to check CUDA against: KEY=VALUE lines or docker inspect's "
+    "JSON list of Config.Env.",
 )
 NVML_TIMEOUT = typer.Option(5.0, "--nvml-timeout", help="Seconds to wait for NVML.", min=0.1)
 
@@ -175,6 +178,7 @@ def to_json(
             "root": facts.root,
             "is_root": facts.is_root,
             "cuda_requirement": facts.cuda_need.source if facts.cuda_need else None,
+            "host_mount": facts.host_mount,
         },
         "checks": [_finding_json(f) for f in findings],
         "summary": {

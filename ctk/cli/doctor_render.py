@@ -98,6 +98,14 @@ def report(facts: NodeFacts, findings: Sequence[Finding], *, verbose: bool, stri
     console.print(
         Text(f"ctk doctor: {facts.where.value}, root {facts.root}, {user}, ctk {__version__}")
     )
+    if facts.host_mount:
+        console.print(
+            Text(
+                f"The node's file system is mounted at {facts.host_mount}: run "
+                f"`ctk doctor --root {facts.host_mount}` for the host's checks.",
+                style="dim",
+            )
+        )
     width = max((len(f.check) for f in findings), default=0)
     groups: dict[str, list[Finding]] = {}
     for finding in findings:

@@ -6,16 +6,11 @@ import contextlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from ctk.errors import UsageError
-from ctk.host import engines as host_engines
-from ctk.host import files
-from ctk.runtime_config.changes import dump_record, load_record
-from ctk.runtime_config.configure import Inputs, uses_drop_in
-from ctk.runtime_config.configure import configure as plan_configure
-from ctk.runtime_config.configure import unconfigure as plan_unconfigure
 from ctk.runtime_config.engines import (
     DEFAULT_RUNTIME_NAME,
     DEFAULT_RUNTIME_PATH,
@@ -23,11 +18,19 @@ from ctk.runtime_config.engines import (
     Runtime,
     RuntimeRequest,
 )
-from ctk.runtime_config.plan import FileChange, Plan, unified_diff
+
+if TYPE_CHECKING:  # the editors (tomlkit) load only when a command runs, not for --help
+    from ctk.runtime_config.configure import Inputs
+    from ctk.runtime_config.plan import FileChange, Plan
 
 app = typer.Typer(no_args_is_help=True, help="Configure container engines for the nvidia runtime.")
 
-RUNTIME = typer.Option(Runtime.DOCKER, "--runtime", help="The container engine to configure.")
+RUNTIME = typer.Option(
+    Runtime.DOCKER,
+    "--runtime",
+    show_default=False,
+    help="The container engine to configure (default: docker).",
+)
 CONFIG = typer.Option(
     None,
     "--config",
@@ -40,7 +43,12 @@ DROP_IN = typer.Option(
     help="The drop-in file to write (default: /etc/containerd/conf.d/99-nvidia.toml, "
     '/etc/crio/crio.conf.d/99-nvidia.toml); "" edits the config in place.',
 )
-NAME = typer.Option(DEFAULT_RUNTIME_NAME, "--nvidia-runtime-name", help="Name of the runtime.")
+NAME = typer.Option(
+    DEFAULT_RUNTIME_NAME,
+    "--nvidia-runtime-name",
+    show_default=False,
+    help=f"Name of the runtime (default: {DEFAULT_RUNTIME_NAME}).",
+)
 
 
 def _check_name(runtime: Runtime, name: str) -> None:
@@ -51,6 +59,11 @@ def _check_name(runtime: Runtime, name: str) -> None:
 
 
 def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs:
+    from ctk.host import engines as host_engines
+    from ctk.host import files
+    from ctk.runtime_config.changes import load_record
+    from ctk.runtime_config.configure import Inputs, uses_drop_in
+
     engine = ENGINES[runtime]
     config_path = Path(config) if config else Path(engine.config_path)
     config_path = Path(Path.cwd(), config_path) if not config_path.is_absolute() else config_path
@@ -81,11 +94,13 @@ def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs
     if runtime is Runtime.CONTAINERD:
         found = host_engines.containerd_imports(config_path, text or "", drop_in)
         for name in found.missing:
-            sys.stderr.write(f"warning: {config_path} imports {name}, which does not exist\n")
+            sys.stderr.write(
+                f"warning: containerd is told to import {name}, which does not exist\n"
+            )
         before, after = found.before, found.after
     else:
         crio_before, crio_after = host_engines.crio_drop_ins(Path(drop_in))
-        before, after = tuple(crio_before), tuple((name, "") for name in crio_after)
+        before, after = tuple(crio_before), tuple(crio_after)
     return Inputs(
         config=str(config_path),
         config_text=text,
@@ -98,6 +113,8 @@ def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs
 
 
 def _apply(runtime: Runtime, plan: Plan, *, dry_run: bool, backup: bool, verb: str) -> None:
+    from ctk.runtime_config.plan import unified_diff
+
     for note in plan.notes:
         sys.stderr.write(f"note: {note}\n")
     for warning in plan.warnings:
@@ -127,14 +144,19 @@ def _apply(runtime: Runtime, plan: Plan, *, dry_run: bool, backup: bool, verb: s
 
 
 def _write(change: FileChange, *, backup: bool) -> None:
+    from ctk.host import engines as host_engines
+    from ctk.host import files
+    from ctk.runtime_config.changes import dump_record
+
     path = Path(change.path)
     if change.changed:
         if change.after is None:
-            if backup and change.before is not None:
+            if backup and not change.own and change.before is not None:
                 files.write_atomic(path.with_name(path.name + ".bak"), change.before)
             files.remove(path)
         else:
-            files.write_atomic(path, change.after, backup=backup, make_parents=True)
+            keep = backup and not change.own  # a .bak in crio.conf.d would be read by CRI-O
+            files.write_atomic(path, change.after, backup=keep, make_parents=True)
     if change.record is not None:
         record_file = host_engines.record_path(path)
         if change.record:
@@ -151,6 +173,9 @@ def _nothing(runtime: Runtime, verb: str) -> str:
 
 @contextlib.contextmanager
 def _lock(runtime: Runtime, config: str | None) -> Iterator[None]:
+    from ctk.host import engines as host_engines
+    from ctk.host import files
+
     path = Path(config) if config else Path(ENGINES[runtime].config_path)
     host_engines.check_access(path)
     with files.locked(path.absolute()):
@@ -168,7 +193,8 @@ def configure(
         DEFAULT_RUNTIME_PATH,
         "--nvidia-runtime-path",
         "--runtime-path",
-        help="The runtime binary the engine should run.",
+        show_default=False,
+        help=f"The runtime binary the engine should run (default: {DEFAULT_RUNTIME_PATH}).",
     ),
     set_as_default: bool = typer.Option(
         False,
@@ -182,7 +208,7 @@ def configure(
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print a unified diff of what would change; write nothing."
     ),
-    backup: bool = typer.Option(False, "--backup", help="Keep the old file as <file>.bak."),
+    backup: bool = typer.Option(False, "--backup", help="Keep the old config as <file>.bak."),
 ) -> None:
     """Add the nvidia runtime to a container engine's config."""
     _check_name(runtime, nvidia_runtime_name)
@@ -199,6 +225,8 @@ def configure(
     )
     with _lock(runtime, config):
         inputs = _gather(runtime, config, drop_in_config)
+        from ctk.runtime_config.configure import configure as plan_configure
+
         plan = plan_configure(runtime, inputs, request)
         _apply(runtime, plan, dry_run=dry_run, backup=backup, verb="configure")
 
@@ -213,11 +241,13 @@ def unconfigure(
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print a unified diff of what would change; write nothing."
     ),
-    backup: bool = typer.Option(False, "--backup", help="Keep the old file as <file>.bak."),
+    backup: bool = typer.Option(False, "--backup", help="Keep the old config as <file>.bak."),
 ) -> None:
     """Remove what `ctk runtime configure` added."""
     _check_name(runtime, nvidia_runtime_name)
     with _lock(runtime, config):
         inputs = _gather(runtime, config, drop_in_config)
+        from ctk.runtime_config.configure import unconfigure as plan_unconfigure
+
         plan = plan_unconfigure(runtime, inputs, nvidia_runtime_name)
         _apply(runtime, plan, dry_run=dry_run, backup=backup, verb="unconfigure")

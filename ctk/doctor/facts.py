@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctk.doctor.advisories import Advisory
 from ctk.doctor.model import Where
 
 
@@ -199,6 +200,7 @@ class EngineFacts:
     managed_by: str | None = None
     version: str | None = None
     cdi_spec_dirs: tuple[str, ...] = ()
+    cri_disabled: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -285,4 +287,7 @@ class NodeFacts:
     container: ContainerFacts = field(default_factory=ContainerFacts)
     kubernetes: Mapping[str, Any] | None = None
     gpu_processes: tuple[GpuProcess, ...] | Unavailable = ()
-    advisories: tuple[Any, ...] = ()
+    advisories: tuple[Advisory, ...] = ()
+    kubelet: bool = False
+    kubelet_cgroup_driver: str | Unavailable | None = None
+    host_mount: str | None = None

@@ -13,6 +13,7 @@ import re
 import stat
 import struct
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from ctk.cdi.model import DeviceNodeFacts, DriverFacts, HostFile, NodeFacts
@@ -42,8 +43,9 @@ BINARIES = (
     "nvidia-cuda-mps-server",
     "nvidia-imex",
     "nvidia-imex-ctl",
+    "nvidia-xconfig",
 )
-FIRMWARE_DIRS = ("/lib/firmware/updates", "/lib/firmware")
+FIRMWARE_CLASS_PATH = "/sys/module/firmware_class/parameters/path"
 IPC_PATHS = (
     ("/run/nvidia-persistenced/socket", "/var/run/nvidia-persistenced/socket"),
     ("/run/nvidia-fabricmanager/socket", "/var/run/nvidia-fabricmanager/socket"),
@@ -71,17 +73,50 @@ GRAPHICS_CONFIGS: tuple[tuple[str, str | None], ...] = (
         "/usr/share/X11/xorg.conf.d/nvidia-drm-outputclass.conf",
     ),
     ("OpenCL/vendors/nvidia.icd", "/etc/OpenCL/vendors/nvidia.icd"),
-    ("vulkan/icd.d/nvidia_icd.json", "/etc/vulkan/icd.d/nvidia_icd.json"),
-    ("vulkan/icd.d/nvidia_layers.json", "/etc/vulkan/icd.d/nvidia_layers.json"),
-    (
-        "vulkan/implicit_layer.d/nvidia_layers.json",
-        "/etc/vulkan/implicit_layer.d/nvidia_layers.json",
-    ),
-    ("vulkan/icd.d/nvidia_icd.x86_64.json", "/etc/vulkan/icd.d/nvidia_icd.x86_64.json"),
 )
-GRAPHICS_LIBRARY = re.compile(r"^libnvidia-egl-(gbm|wayland|wayland2|xcb|xlib)\.so\.\d+\.\d+\.\d+$")
+# Vulkan ICD and layer files: found in the config dirs or at the driver root itself (GKE puts
+# them in <driver root>/vulkan), always mounted under /etc, where the Vulkan loader looks.
+VULKAN_CONFIGS = (
+    "vulkan/icd.d/nvidia_icd.json",
+    "vulkan/icd.d/nvidia_layers.json",
+    "vulkan/implicit_layer.d/nvidia_layers.json",
+    "vulkan/icd.d/nvidia_icd.x86_64.json",
+)
+# Where X.Org looks for modules, after <libdir>/nvidia/xorg and <libdir>/xorg/modules/...
+XORG_MODULE_DIRS = tuple(
+    f"{base}/{modules}/{kind}"
+    for base in ("/usr/lib/xorg", "/usr/lib64/xorg", "/usr/X11R6/lib", "/usr/X11R6/lib64")
+    for modules in ("modules", "modules/updates")
+    for kind in ("drivers", "extensions")
+)
+# Libraries mounted with --feature-flag enable-explicit-driver-libraries (as nvidia-ctk names them)
+EXPLICIT_LIBRARIES = (
+    "libEGL.so",
+    "libGL.so",
+    "libGLESv1_CM.so",
+    "libGLESv2.so",
+    "libGLX.so",
+    "libGLdispatch.so",
+    "libOpenCL.so",
+    "libOpenGL.so",
+    "libnvidia-api.so",
+    "libnvidia-egl-xcb.so",
+    "libnvidia-egl-xlib.so",
+)
+# The legacy NVVM of CUDA 11 (libnvidia-nvvm70.so.4): a driver library not named by the version
+LEGACY_NVVM = re.compile(r"^libnvidia-nvvm70\.so\.\d+$")
+# EGL platform libraries, with their own X.Y.Z: graphics files (nvml mode only), no SONAME links
+EGL_PLATFORM_LIBRARY = re.compile(r"^libnvidia-egl-(gbm|wayland|wayland2|xcb|xlib)\.so\.\d+\.\d+")
 DRIVER_VERSION_FILE = re.compile(r"^lib(cuda|nvidia-ml)\.so\.(\d+\.\d+(?:\.\d+)?)$")
 LD_CACHE_MAGIC = b"glibc-ld.so.cache1.1"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPaths:
+    """Directories inside the driver root: `--library-search-path`, `--config-search-path`."""
+
+    libraries: tuple[str, ...] = ()  # searched before the standard library dirs
+    configs: tuple[str, ...] = ()  # searched instead of /etc, /usr/local/share, /usr/share
 
 
 # --- libraries ---------------------------------------------------------------------------------
@@ -112,10 +147,10 @@ def _cstring(data: bytes, offset: int) -> str:
     return data[offset:end].decode()
 
 
-def find_library(driver_root: Path, name: str) -> Path | None:
+def find_library(driver_root: Path, name: str, search: Iterable[str] = ()) -> Path | None:
     """Where library ``name`` (e.g. libnvidia-ml.so.1) is on this machine, under the root."""
     root = HostRoot(driver_root)
-    candidates = [f"{d}/{name}" for d in LIBRARY_DIRS]
+    candidates = [f"{d}/{name}" for d in (*search, *LIBRARY_DIRS)]
     candidates += [path for key, path in read_ld_cache(root) if key == name]
     for candidate in candidates:
         try:
@@ -127,9 +162,9 @@ def find_library(driver_root: Path, name: str) -> Path | None:
     return None
 
 
-def driver_version_from_files(driver_root: Path) -> str | None:
+def driver_version_from_files(driver_root: Path, search: Iterable[str] = ()) -> str | None:
     """The driver version from `libcuda.so.<version>` file names, for use without NVML."""
-    for directory in _library_dirs_in(HostRoot(driver_root)):
+    for directory in _library_dirs_in(HostRoot(driver_root), search):
         for entry in _listing(directory):
             match = DRIVER_VERSION_FILE.match(entry.name)
             if match:
@@ -137,10 +172,11 @@ def driver_version_from_files(driver_root: Path) -> str | None:
     return None
 
 
-def _library_dirs_in(root: HostRoot) -> Iterator[Path]:
+def _library_dirs_in(root: HostRoot, search: Iterable[str] = ()) -> Iterator[Path]:
+    """``search`` (--library-search-path), the standard library dirs, then the ld.so.cache's."""
     seen: set[Path] = set()
     cached = [os.path.dirname(p) for key, p in read_ld_cache(root) if key == "libcuda.so.1"]
-    for directory in (*LIBRARY_DIRS, *cached):
+    for directory in (*search, *LIBRARY_DIRS, *cached):
         try:
             path = root.path(directory)
         except PathEscapeError:
@@ -165,10 +201,21 @@ def _listing(directory: Path) -> list[os.DirEntry[str]]:
 class _Scan:
     """One pass over the driver root and dev root."""
 
-    def __init__(self, driver_root: Path, dev_root: Path, version: str) -> None:
+    def __init__(
+        self,
+        driver_root: Path,
+        dev_root: Path,
+        version: str,
+        *,
+        search: SearchPaths = SearchPaths(),
+        kernel: str = "",
+    ) -> None:
         self.driver = HostRoot(driver_root)
         self.dev = HostRoot(dev_root)
         self.version = version
+        self.search = search
+        self.config_dirs = search.configs or CONFIG_DIRS
+        self.kernel = kernel
 
     def file(self, host_path: Path, container_path: str | None = None) -> HostFile:
         inside = str(self.driver.relative(host_path))
@@ -184,12 +231,16 @@ class _Scan:
                 return found
         return None
 
-    def libraries(self) -> tuple[list[HostFile], list[str], list[tuple[str, str]]]:
+    def libraries(
+        self,
+    ) -> tuple[list[HostFile], list[str], list[tuple[str, str]], list[HostFile]]:
+        """Driver libraries, their dirs, SONAME links, and the EGL platform libraries."""
         suffix = f".so.{self.version}"
+        egl: list[HostFile] = []
         files: list[HostFile] = []
         dirs: list[str] = []
         links: list[tuple[str, str]] = []
-        for directory in _library_dirs_in(self.driver):
+        for directory in _library_dirs_in(self.driver, self.search.libraries):
             listing = _listing(directory)
             names = {
                 e.name for e in listing if e.name.startswith("lib") and e.name.endswith(suffix)
@@ -205,11 +256,40 @@ class _Scan:
                     for e in entries
                     if e.is_file(follow_symlinks=False)
                     and e.name.startswith("lib")
-                    and (e.name.endswith(suffix) or GRAPHICS_LIBRARY.match(e.name))
+                    and (e.name.endswith(suffix) or LEGACY_NVVM.match(e.name))
                 }
                 files += [self.file(sub / name) for name in sorted(mounted)]
                 links += _soname_links(sub, entries, mounted, self.driver)
-        return files, dirs, links
+            egl += [
+                self.file(directory / e.name)
+                for e in listing
+                if e.is_file(follow_symlinks=False) and EGL_PLATFORM_LIBRARY.match(e.name)
+            ]
+        return files, dirs, links, egl
+
+    def explicit_libraries(
+        self, library_dirs: list[str], already: list[HostFile]
+    ) -> tuple[list[HostFile], list[tuple[str, str]]]:
+        """GLVND, OpenCL and nvidia-api libraries named by their development link.
+
+        Found in the libcuda directory and mounted as the file the link leads to; used with
+        `--feature-flag enable-explicit-driver-libraries`.
+        """
+        if not library_dirs:
+            return [], []
+        mounted = {f.host_path for f in already}
+        found: dict[Path, HostFile] = {}
+        for name in EXPLICIT_LIBRARIES:
+            path = self.find(f"{library_dirs[0]}/{name}")
+            if path is not None and path.is_file() and str(path) not in mounted:
+                found.setdefault(path, self.file(path))
+        links: list[tuple[str, str]] = []
+        by_dir: dict[Path, set[str]] = {}
+        for path in found:
+            by_dir.setdefault(path.parent, set()).add(path.name)
+        for directory, names in sorted(by_dir.items()):
+            links += _soname_links(directory, _listing(directory), names, self.driver)
+        return sorted(found.values(), key=lambda f: f.container_path), links
 
     def binaries(self) -> list[HostFile]:
         found = []
@@ -220,15 +300,26 @@ class _Scan:
         return found
 
     def firmware(self) -> list[HostFile]:
-        for base in FIRMWARE_DIRS:
+        """`gsp*.bin` of this driver version in every firmware dir the kernel searches."""
+        found: dict[Path, HostFile] = {}
+        for base in self._firmware_dirs():
             directory = self.find(f"{base}/nvidia/{self.version}")
-            if directory is not None:
-                return [
-                    self.file(Path(e.path))
-                    for e in _listing(directory)
-                    if e.name.startswith("gsp") and e.name.endswith(".bin")
-                ]
-        return []
+            if directory is None:
+                continue
+            for entry in _listing(directory):
+                if entry.name.startswith("gsp") and entry.name.endswith(".bin"):
+                    found.setdefault(Path(entry.path), self.file(Path(entry.path)))
+        return list(found.values())
+
+    def _firmware_dirs(self) -> list[str]:
+        try:
+            custom = self.dev.path(FIRMWARE_CLASS_PATH).read_text().strip()
+        except (OSError, PathEscapeError, UnicodeDecodeError):
+            custom = ""
+        kernel = [f"/lib/firmware/updates/{self.kernel}"] if self.kernel else []
+        plain = [f"/lib/firmware/{self.kernel}"] if self.kernel else []
+        dirs = [custom] if custom.startswith("/") else []
+        return [*dirs, *kernel, "/lib/firmware/updates", *plain, "/lib/firmware"]
 
     def ipc(self) -> list[HostFile]:
         found = []
@@ -239,24 +330,38 @@ class _Scan:
         return found
 
     def graphics(self, library_dirs: list[str]) -> tuple[list[HostFile], list[tuple[str, str]]]:
+        """EGL, X11, OpenCL and Vulkan configs, and the X.Org driver modules."""
         files = []
         for relative, mount_at in GRAPHICS_CONFIGS:
-            path = self.find(*(f"{d}/{relative}" for d in CONFIG_DIRS))
+            path = self.find(*(f"{d}/{relative}" for d in self.config_dirs))
             if path is not None:
                 files.append(self.file(path, mount_at))
+        for relative in VULKAN_CONFIGS:
+            path = self.find(*(f"{d}/{relative}" for d in (*self.config_dirs, "")))
+            if path is not None:
+                files.append(self.file(path, f"/etc/{relative}"))
+        xorg_dirs = [
+            f"{d}/{sub}"
+            for d in library_dirs[:1]  # the libcuda directory, as nvidia-ctk searches
+            for sub in (
+                "nvidia/xorg",
+                "xorg/modules/drivers",
+                "xorg/modules/extensions",
+                "xorg/modules/updates/drivers",
+                "xorg/modules/updates/extensions",
+            )
+        ]
+        xorg_dirs += XORG_MODULE_DIRS
         links: list[tuple[str, str]] = []
-        for directory in library_dirs:
-            xorg = self.find(f"{directory}/nvidia/xorg", f"{directory}/xorg/modules/drivers")
-            if xorg is None:
+        glx = f"libglxserver_nvidia.so.{self.version}"
+        for name in ("nvidia_drv.so", glx):
+            path = self.find(*(f"{d}/{name}" for d in xorg_dirs))
+            if path is None or not path.is_file():
                 continue
-            for name in ("nvidia_drv.so", f"libglxserver_nvidia.so.{self.version}"):
-                if (xorg / name).is_file():
-                    files.append(self.file(xorg / name))
-            if (xorg / f"libglxserver_nvidia.so.{self.version}").is_file():
-                inside = self.driver.relative(xorg)
-                links.append(
-                    (f"libglxserver_nvidia.so.{self.version}", f"{inside}/libglxserver_nvidia.so")
-                )
+            files.append(self.file(path))
+            if name == glx:
+                inside = self.driver.relative(path).parent
+                links.append((glx, f"{inside}/libglxserver_nvidia.so"))
         return files, links
 
     def node(self, container_path: str) -> DeviceNodeFacts | None:
@@ -333,16 +438,30 @@ def _soname_links(
 
 
 def read_driver(
-    driver_root: Path, dev_root: Path, *, version: str, bus_ids: Iterable[str] = ()
+    driver_root: Path,
+    dev_root: Path,
+    *,
+    version: str,
+    bus_ids: Iterable[str] = (),
+    search: SearchPaths = SearchPaths(),
 ) -> DriverFacts:
     """Gather the driver's files under ``driver_root`` and device nodes under ``dev_root``."""
-    scan = _Scan(driver_root, dev_root, version)
-    libraries, library_dirs, links = scan.libraries()
+    scan = _Scan(
+        driver_root,
+        dev_root,
+        version,
+        search=search,
+        kernel=os.uname().release,
+    )
+    libraries, library_dirs, links, egl = scan.libraries()
     graphics, graphics_links = scan.graphics(library_dirs)
+    graphics = egl + graphics
+    explicit, explicit_links = scan.explicit_libraries(library_dirs, libraries)
     dev_entries = scan.dev_listing("/dev")
     gpu_nodes = [p for p in dev_entries if re.fullmatch(r"/dev/nvidia\d+", p)]
     gpu_nodes.sort(key=lambda p: int(p.removeprefix("/dev/nvidia")))
-    other = [p for p in dev_entries if p.startswith("/dev/nvidia-nvswitch")]
+    known = {*gpu_nodes, *CONTROL_NODES}
+    other = [p for p in dev_entries if p.startswith("/dev/nvidia") and p not in known]
     other += scan.dev_listing("/dev/nvidia-caps-imex-channels")
     caps = scan.dev_listing("/dev/nvidia-caps")
     caps.sort(key=lambda p: (len(p), p))
@@ -358,6 +477,8 @@ def read_driver(
         libraries=tuple(libraries),
         library_dirs=tuple(library_dirs),
         soname_links=tuple(links),
+        explicit_libraries=tuple(explicit),
+        explicit_links=tuple(explicit_links),
         binaries=tuple(scan.binaries()),
         firmware=tuple(scan.firmware()),
         ipc=tuple(scan.ipc()),
@@ -373,7 +494,9 @@ def read_driver(
     )
 
 
-def gather(driver_root: Path, dev_root: Path, mode: Mode) -> NodeFacts:
+def gather(
+    driver_root: Path, dev_root: Path, mode: Mode, *, search: SearchPaths = SearchPaths()
+) -> NodeFacts:
     """Read NVML (nvml mode), then scan the driver root and the dev root once."""
     for what, root in (("--driver-root", driver_root), ("--dev-root", dev_root)):
         if not root.is_dir():
@@ -382,10 +505,10 @@ def gather(driver_root: Path, dev_root: Path, mode: Mode) -> NodeFacts:
     if mode is Mode.NVML:
         from ctk.host.nvml import read_nvml
 
-        nvml = read_nvml(driver_root)
+        nvml = read_nvml(driver_root, search.libraries)
         version = nvml.driver_version
     else:
-        found = driver_version_from_files(driver_root)
+        found = driver_version_from_files(driver_root, search.libraries)
         if found is None:
             raise CtkError(
                 f"no NVIDIA driver libraries (libcuda.so.<version>) found under {driver_root}",
@@ -393,5 +516,11 @@ def gather(driver_root: Path, dev_root: Path, mode: Mode) -> NodeFacts:
             )
         version = found
     bus_ids = [g.sysfs_bus_id for g in nvml.gpus] if nvml else []
-    facts = read_driver(driver_root, dev_root, version=version, bus_ids=bus_ids)
+    facts = read_driver(
+        driver_root,
+        dev_root,
+        version=version,
+        bus_ids=bus_ids,
+        search=search,
+    )
     return NodeFacts(nvml=nvml, driver=facts, driver_version=version)

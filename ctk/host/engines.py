@@ -9,7 +9,6 @@ from pathlib import Path, PurePosixPath
 
 from ctk.errors import CtkError
 from ctk.host import files
-from ctk.runtime_config.containerd import imported_by
 from ctk.runtime_config.parse import load_toml
 
 # k3s and RKE2 write containerd's config.toml from a Go template at every start.
@@ -73,6 +72,8 @@ def containerd_imports(main: Path, main_text: str, drop_in: str) -> ContainerdFi
     """
     order: list[tuple[str, str]] = []
     missing: list[str] = []
+    from ctk.runtime_config.containerd import imported_by
+
     main_name = str(main)
     imports = _imports(main_name, main_text)
     if not imported_by(main_name, imports, drop_in):
@@ -97,6 +98,43 @@ def containerd_imports(main: Path, main_text: str, drop_in: str) -> ContainerdFi
     return ContainerdFiles(tuple(order[:index]), tuple(order[index + 1 :]), tuple(missing))
 
 
+def containerd_config_files(main: Path) -> tuple[tuple[str, str], ...]:
+    """containerd's main file and every file it imports, read, in containerd's load order.
+
+    A missing main file reads as empty (containerd's defaults); missing imports are skipped.
+    This is the input `ctk.runtime_config.inspect.inspect_containerd` expects.
+    """
+    text = files.read_text(main, missing_ok=True) or ""
+    order: list[tuple[str, str]] = [(str(main), text)]
+    pending = _resolve(main, _imports(str(main), text), None)
+    loaded = {str(main)}
+    while pending:
+        name = pending.pop(0)
+        if name in loaded:
+            continue
+        loaded.add(name)
+        imported = files.read_text(Path(name), missing_ok=True)
+        if imported is not None:
+            order.append((name, imported))
+            pending.extend(_resolve(Path(name), _imports(name, imported), None))
+    return tuple(order)
+
+
+def crio_config_files(config: Path, drop_in_dir: Path) -> tuple[tuple[str, str], ...]:
+    """crio.conf (empty when missing) and the files of its drop-in directory, in CRI-O's order."""
+    text = files.read_text(config, missing_ok=True) or ""
+    try:
+        names = sorted(p.name for p in drop_in_dir.iterdir() if p.is_file())
+    except FileNotFoundError:
+        names = []
+    except OSError as exc:
+        raise CtkError(f"{drop_in_dir}: cannot list: {exc.strerror}") from exc
+    return (
+        (str(config), text),
+        *((str(drop_in_dir / n), files.read_text(drop_in_dir / n) or "") for n in names),
+    )
+
+
 def _imports(name: str, text: str) -> list[str]:
     value = load_toml(name, text).get("imports", [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -104,23 +142,23 @@ def _imports(name: str, text: str) -> list[str]:
     return value
 
 
-def _resolve(including: Path, imports: list[str], drop_in: str) -> list[str]:
+def _resolve(including: Path, imports: list[str], drop_in: str | None) -> list[str]:
     out: list[str] = []
     for entry in imports:
         if "*" in entry or "?" in entry or "[" in entry:
             matches = set(glob.glob(entry))
-            if PurePosixPath(drop_in).match(os.path.abspath(entry)):
+            if drop_in is not None and PurePosixPath(drop_in).match(os.path.abspath(entry)):
                 matches.add(drop_in)
             out.extend(sorted(matches))
         elif os.path.isabs(entry):
             out.append(entry)
         else:
-            out.append(str(including.parent / entry))
+            out.append(os.path.normpath(including.parent / entry))
     return out
 
 
-def crio_drop_ins(drop_in: Path) -> tuple[list[tuple[str, str]], list[str]]:
-    """Return CRI-O's drop-ins sorting before ``drop_in`` (read) and the names of those after."""
+def crio_drop_ins(drop_in: Path) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Return CRI-O's drop-ins that sort before ``drop_in`` and those after it, read."""
     directory = drop_in.parent
     try:
         names = sorted(p.name for p in directory.iterdir() if p.is_file())
@@ -136,7 +174,7 @@ def crio_drop_ins(drop_in: Path) -> tuple[list[tuple[str, str]], list[str]]:
         if name < drop_in.name:
             before.append((str(directory / name), files.read_text(directory / name) or ""))
         else:
-            after.append(str(directory / name))
+            after.append((str(directory / name), files.read_text(directory / name) or ""))
     return before, after
 
 

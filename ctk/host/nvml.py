@@ -63,10 +63,12 @@ def _nvml_error(exc: Exception, what: str) -> CtkError:
     return CtkError(message, hint=_HINTS.get(code if isinstance(code, int) else -1))
 
 
-def _preload(driver_root: Path) -> None:
-    if str(driver_root) == "/":
+def _preload(driver_root: Path, search: tuple[str, ...]) -> None:
+    if str(driver_root) == "/" and not search:
         return  # the dynamic loader's own search finds the host's library
-    library = driver.find_library(driver_root, LIBRARY)
+    library = driver.find_library(driver_root, LIBRARY, search)
+    if library is None and str(driver_root) == "/":
+        return  # not in the search paths: the dynamic loader's own search decides
     if library is None:
         raise CtkError(
             f"NVML library {LIBRARY} not found under driver root {driver_root}",
@@ -81,11 +83,14 @@ def _preload(driver_root: Path) -> None:
         ) from exc
 
 
-def read_nvml(driver_root: Path) -> NvmlFacts:
-    """Read the driver version, CUDA version, GPUs and MIG devices from NVML."""
+def read_nvml(driver_root: Path, search: tuple[str, ...] = ()) -> NvmlFacts:
+    """Read the driver version, CUDA version, GPUs and MIG devices from NVML.
+
+    ``search``: library dirs inside the root that are searched first (--library-search-path).
+    """
     import pynvml
 
-    _preload(driver_root)
+    _preload(driver_root, search)
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as exc:

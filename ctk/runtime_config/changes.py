@@ -15,6 +15,7 @@ from ctk.errors import CtkError
 from ctk.runtime_config.parse import JSONValue
 
 NEW_TABLE: dict[str, JSONValue] = {}  # the "after" of a table ctk created: removed once empty
+SUPER_TABLE: dict[str, JSONValue] = {"implicit-table": True}  # a [header] ctk had to write
 FINAL_NEWLINE = ("\n",)  # the key path that stands for "ctk added the final newline"
 
 
@@ -104,3 +105,8 @@ def restore_whole_file(result: str, record: Sequence[Change], *, blank: bool) ->
 def without_inside(changes: Sequence[Change], keys: tuple[str, ...]) -> tuple[Change, ...]:
     """Drop the changes below ``keys`` (a table that unconfigure removes as a whole)."""
     return tuple(c for c in changes if len(c.keys) <= len(keys) or c.keys[: len(keys)] != keys)
+
+
+def replaced_keys(changes: Sequence[Change]) -> tuple[str, ...]:
+    """The names of the keys whose existing values the changes replaced (their lines change)."""
+    return tuple(c.keys[-1] for c in changes if c.existed and c.keys and c.before != SUPER_TABLE)

@@ -6,10 +6,11 @@ writes it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ctk.runtime_config import containerd, crio, docker
 from ctk.runtime_config.changes import (
+    FINAL_NEWLINE,
     Change,
     Edit,
     merge_records,
@@ -76,6 +77,7 @@ def configure(runtime: Runtime, inputs: Inputs, request: RuntimeRequest) -> Plan
         )
     if uses_drop_in(runtime, inputs):
         assert inputs.drop_in is not None
+        request = _keep_earlier_choices(runtime, inputs, request)
         if runtime is Runtime.CONTAINERD:
             result = containerd.configure_drop_in(
                 (inputs.config, text), inputs.drop_in, inputs.before, inputs.after, request
@@ -88,9 +90,9 @@ def configure(runtime: Runtime, inputs: Inputs, request: RuntimeRequest) -> Plan
             )
             main_edit, drop_in_text = None, drop_edit.text
             notes.extend(drop_edit.notes)
-            warnings.extend(_crio_later(inputs))
+            warnings.extend(_crio_later(inputs, request))
         files = [_with_record(inputs, main_edit)] if main_edit is not None else []
-        files.append(FileChange(inputs.drop_in, inputs.drop_in_text, drop_in_text))
+        files.append(FileChange(inputs.drop_in, inputs.drop_in_text, drop_in_text, own=True))
         return Plan(tuple(files), tuple(notes), tuple(warnings))
     if runtime is Runtime.CONTAINERD:
         edit = containerd.configure_in_place(inputs.config, text, request)
@@ -102,11 +104,40 @@ def configure(runtime: Runtime, inputs: Inputs, request: RuntimeRequest) -> Plan
     return Plan((_with_record(inputs, edit),), tuple(notes), tuple(warnings))
 
 
-def _crio_later(inputs: Inputs) -> list[str]:
-    return [
-        f"{name} is read after {inputs.drop_in} and may override its settings"
-        for name, _ in inputs.after
-    ]
+def _keep_earlier_choices(
+    runtime: Runtime, inputs: Inputs, request: RuntimeRequest
+) -> RuntimeRequest:
+    """Keep the default runtime and CDI that an earlier run put into our drop-in.
+
+    The drop-in is written afresh from the other files; a run without --set-as-default must not
+    quietly take back the default an earlier run set (nvidia-ctk does).
+    """
+    if not inputs.drop_in or inputs.drop_in_text is None:
+        return request
+    assert inputs.drop_in is not None
+    if runtime is Runtime.CONTAINERD:
+        view = inspect_containerd([(inputs.drop_in, inputs.drop_in_text)])
+        default, cdi = view.default_runtime, view.cdi_enabled
+    else:
+        view = inspect_crio([(inputs.drop_in, inputs.drop_in_text)])
+        default, cdi = view.default_runtime, None
+    return replace(
+        request,
+        set_as_default=request.set_as_default or default == request.name,
+        enable_cdi=request.enable_cdi or cdi is True,
+    )
+
+
+def _crio_later(inputs: Inputs, request: RuntimeRequest) -> list[str]:
+    out = []
+    for name, text in inputs.after:
+        view = inspect_crio([(name, text)])
+        overrides = view.runtime_named(request.name) is not None or (
+            request.set_as_default and view.default_runtime not in (None, request.name)
+        )
+        if overrides:
+            out.append(f"{name} is read after {inputs.drop_in} and overrides its settings")
+    return out
 
 
 def _with_record(inputs: Inputs, edit: Edit) -> FileChange:
@@ -115,7 +146,11 @@ def _with_record(inputs: Inputs, edit: Edit) -> FileChange:
         return FileChange(inputs.config, inputs.config_text, after)
     if after == "" and inputs.config_text is None:
         return FileChange(inputs.config, None, None)
-    new = (*whole_file_change(inputs.config_text), *edit.changes)
+    newline: tuple[Change, ...] = ()
+    added_newline = any(c.keys == FINAL_NEWLINE for c in edit.changes)
+    if inputs.config_text and not inputs.config_text.endswith("\n") and not added_newline:
+        newline = (Change(FINAL_NEWLINE, False, None, None),)
+    new = (*whole_file_change(inputs.config_text), *edit.changes, *newline)
     return FileChange(inputs.config, inputs.config_text, after, merge_records(inputs.record, new))
 
 
@@ -128,7 +163,7 @@ def unconfigure(runtime: Runtime, inputs: Inputs, runtime_name: str) -> Plan:
         if runtime is Runtime.CONTAINERD and text is not None:
             new = containerd.unconfigure_main(inputs.config, text, inputs.drop_in, inputs.record)
             files.append(_undone(inputs, text, new))
-        files.append(FileChange(inputs.drop_in, inputs.drop_in_text, None))
+        files.append(FileChange(inputs.drop_in, inputs.drop_in_text, None, own=True))
         return Plan(tuple(files))
     if text is None:
         return Plan((FileChange(inputs.config, None, None),))
@@ -143,6 +178,8 @@ def unconfigure(runtime: Runtime, inputs: Inputs, runtime_name: str) -> Plan:
 
 
 def _undone(inputs: Inputs, text: str, new: str, *, blank: bool | None = None) -> FileChange:
+    if any(c.keys == FINAL_NEWLINE for c in inputs.record) and new.endswith("\n"):
+        new = new[:-1]
     blank = not new.strip() if blank is None else blank
     after = restore_whole_file(new, inputs.record, blank=blank)
     if after == text:

@@ -10,12 +10,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from tomlkit.items import Table
+from tomlkit.items import InlineTable, Table
 from tomlkit.toml_document import TOMLDocument
 
 from ctk.errors import CtkError
 from ctk.runtime_config import tomledit
-from ctk.runtime_config.changes import NEW_TABLE, Change, Edit, without_inside
+from ctk.runtime_config.changes import (
+    NEW_TABLE,
+    SUPER_TABLE,
+    Change,
+    Edit,
+    replaced_keys,
+    without_inside,
+)
 from ctk.runtime_config.engines import CONTAINERD_CRI_PLUGIN, RuntimeRequest
 from ctk.runtime_config.inspect import containerd_version, deep_merge, dotted
 from ctk.runtime_config.parse import JSONValue, load_toml
@@ -41,7 +48,7 @@ def cri_keys(version: int) -> tuple[str, str]:
 
 def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
     """Add the runtime ``request`` describes to the config ``text``."""
-    doc = tomledit.parse_document(name, text)
+    doc = tomledit.parse_document(name, tomledit.with_final_newline(text))
     version = version_of(name, text)
     changes: list[Change] = []
     if not text.strip():
@@ -56,18 +63,25 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
     if runtime is None:
         source = _source_runtime(name, containerd, runtimes, request.name)
         runtime = tomledit.copy_item(source) if source is not None else tomledit.new_table()
-        tomledit.append_table(
-            runtimes, request.name, runtime, text_ends_with_newline=text.endswith("\n")
-        )
+        tomledit.append_table(runtimes, request.name, runtime)
         changes.append(Change(rt_keys, False, None, NEW_TABLE))
     runtime_type = tomledit.plain(runtime.get("runtime_type", ""))
     if not runtime_type:
         tomledit.set_key(runtime, (*rt_keys, "runtime_type"), RUNC_V2, changes)
         runtime_type = RUNC_V2
-    options = tomledit.ensure_table(name, doc, (*rt_keys, "options"), changes)
     # The old v1 shim names the binary `Runtime`; the runc v2 shim calls it `BinaryName`.
     binary_key = "Runtime" if runtime_type == RUNTIME_V1_LINUX else "BinaryName"
-    tomledit.set_key(options, (*rt_keys, "options", binary_key), request.path, changes)
+    copied = runtime.get("options")
+    if isinstance(copied, InlineTable):  # `options = { ... }` as the copied runtime wrote it
+        if copied.get(binary_key) != request.path:
+            existed = binary_key in copied
+            before = tomledit.plain(copied.get(binary_key))
+            fresh = tomledit.new_inline_table({**copied.unwrap(), binary_key: request.path})
+            runtime["options"] = fresh
+            changes.append(Change((*rt_keys, "options", binary_key), existed, before, request.path))
+    else:
+        options = tomledit.ensure_table(name, doc, (*rt_keys, "options"), changes)
+        tomledit.set_key(options, (*rt_keys, "options", binary_key), request.path, changes)
     if request.set_as_default:
         keys = (*cri, "containerd", "default_runtime_name")
         tomledit.set_key(containerd, keys, request.name, changes)
@@ -75,7 +89,8 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
         cri_table = tomledit.find_table(name, doc, cri)
         assert cri_table is not None
         tomledit.set_key(cri_table, (*cri, "enable_cdi"), True, changes)
-    return Edit(tomledit.dumps(doc), without_inside(changes, rt_keys))
+    out = tomledit.finish(name, doc, text, replaced=replaced_keys(changes))
+    return Edit(out, without_inside(changes, rt_keys))
 
 
 def _source_runtime(name: str, containerd: Table, runtimes: Table, wanted: str) -> Table | None:
@@ -90,7 +105,7 @@ def _source_runtime(name: str, containerd: Table, runtimes: Table, wanted: str) 
 
 def unconfigure_in_place(name: str, text: str, runtime_name: str, record: Sequence[Change]) -> str:
     """Remove the runtime and what ``record`` says ctk added; keep everything else."""
-    doc = tomledit.parse_document(name, text)
+    doc = tomledit.parse_document(name, tomledit.with_final_newline(text))
     tomledit.undo_changes(doc, record)
     version = version_of(name, text)
     cri = cri_keys(version)
@@ -102,8 +117,8 @@ def unconfigure_in_place(name: str, text: str, runtime_name: str, record: Sequen
         runtime_name
     ):
         tomledit.delete_key(containerd, "default_runtime_name")
-    tomledit.undo_changes(doc, [c for c in record if c.after == NEW_TABLE])
-    return tomledit.dumps(doc)
+    tomledit.undo_changes(doc, [c for c in record if c.after in (NEW_TABLE, SUPER_TABLE)])
+    return tomledit.finish(name, doc, text, replaced=replaced_keys(record), undo=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +161,7 @@ def configure_drop_in(
     version = version_of(main_name, main_text)
     if version == 1:
         raise ValueError("version 1 configs cannot import drop-ins; edit them in place")
-    doc = tomledit.parse_document(main_name, main_text)
+    doc = tomledit.parse_document(main_name, tomledit.with_final_newline(main_text))
     changes: list[Change] = []
     if not main_text.strip():
         tomledit.set_key(doc, ("version",), 2, changes)
@@ -171,7 +186,8 @@ def configure_drop_in(
         for name, text in after
         if _plugin_table(name, text, cri) is not None
     )
-    return DropInEdit(Edit(tomledit.dumps(doc), tuple(changes)), drop_in, warnings)
+    main_out = tomledit.finish(main_name, doc, main_text, replaced=replaced_keys(changes))
+    return DropInEdit(Edit(main_out, tuple(changes)), drop_in, warnings)
 
 
 def imports_of(name: str, text: str) -> list[str]:
@@ -205,7 +221,7 @@ def _add_import(doc: TOMLDocument, imports: list[str], path: str, changes: list[
 
 def unconfigure_main(name: str, text: str, drop_in_name: str, record: Sequence[Change]) -> str:
     """Remove the drop-in's import from the main file, and what else ``record`` says ctk added."""
-    doc = tomledit.parse_document(name, text)
+    doc = tomledit.parse_document(name, tomledit.with_final_newline(text))
     if "imports" in doc:
         array = doc["imports"]
         entries = tomledit.plain(array)
@@ -215,4 +231,4 @@ def unconfigure_main(name: str, text: str, drop_in_name: str, record: Sequence[C
             if created and not array:
                 del doc["imports"]
     tomledit.undo_changes(doc, [c for c in record if c.keys != ("imports",)])
-    return tomledit.dumps(doc)
+    return tomledit.finish(name, doc, text, replaced=replaced_keys(record), undo=True)

@@ -11,7 +11,14 @@ from collections.abc import Sequence
 from tomlkit.items import Table
 
 from ctk.runtime_config import tomledit
-from ctk.runtime_config.changes import NEW_TABLE, Change, Edit, without_inside
+from ctk.runtime_config.changes import (
+    NEW_TABLE,
+    SUPER_TABLE,
+    Change,
+    Edit,
+    replaced_keys,
+    without_inside,
+)
 from ctk.runtime_config.engines import RuntimeRequest
 from ctk.runtime_config.inspect import deep_merge
 from ctk.runtime_config.parse import JSONValue, load_toml
@@ -24,7 +31,7 @@ CDI_NOTE = "CRI-O always reads CDI specs: --cdi.enabled changes nothing for crio
 
 def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
     """Add the runtime ``request`` describes to crio.conf ``text``."""
-    doc = tomledit.parse_document(name, text)
+    doc = tomledit.parse_document(name, tomledit.with_final_newline(text))
     changes: list[Change] = []
     runtimes = tomledit.ensure_table(name, doc, RUNTIMES_KEYS, changes)
     crio_runtime = tomledit.find_table(name, doc, RUNTIME_KEYS)
@@ -34,9 +41,7 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
     if runtime is None:
         source = _source(name, crio_runtime, runtimes, request.name)
         runtime = tomledit.new_table() if source is None else tomledit.copy_item(source)
-        tomledit.append_table(
-            runtimes, request.name, runtime, text_ends_with_newline=text.endswith("\n")
-        )
+        tomledit.append_table(runtimes, request.name, runtime)
         changes.append(Change(keys, False, None, NEW_TABLE))
     tomledit.set_key(runtime, (*keys, "runtime_path"), request.path, changes)
     tomledit.set_key(runtime, (*keys, "runtime_type"), "oci", changes)
@@ -44,7 +49,8 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
         default_keys = (*RUNTIME_KEYS, "default_runtime")
         tomledit.set_key(crio_runtime, default_keys, request.name, changes)
     notes = (CDI_NOTE,) if request.enable_cdi else ()
-    return Edit(tomledit.dumps(doc), without_inside(changes, keys), notes)
+    out = tomledit.finish(name, doc, text, replaced=replaced_keys(changes))
+    return Edit(out, without_inside(changes, keys), notes)
 
 
 def _source(name: str, crio_runtime: Table, runtimes: Table, wanted: str) -> Table | None:
@@ -83,7 +89,7 @@ def configure_drop_in(
 
 def unconfigure_in_place(name: str, text: str, runtime_name: str, record: Sequence[Change]) -> str:
     """Remove the runtime, a default naming it, and what ``record`` says ctk added."""
-    doc = tomledit.parse_document(name, text)
+    doc = tomledit.parse_document(name, tomledit.with_final_newline(text))
     tomledit.undo_changes(doc, record)
     runtimes = tomledit.find_table(name, doc, RUNTIMES_KEYS)
     if runtimes is not None:
@@ -93,5 +99,5 @@ def unconfigure_in_place(name: str, text: str, runtime_name: str, record: Sequen
         runtime_name
     ):
         tomledit.delete_key(crio_runtime, "default_runtime")
-    tomledit.undo_changes(doc, [c for c in record if c.after == NEW_TABLE])
-    return tomledit.dumps(doc)
+    tomledit.undo_changes(doc, [c for c in record if c.after in (NEW_TABLE, SUPER_TABLE)])
+    return tomledit.finish(name, doc, text, replaced=replaced_keys(record), undo=True)

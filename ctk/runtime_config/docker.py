@@ -11,6 +11,7 @@ from ctk.runtime_config.engines import RuntimeRequest
 from ctk.runtime_config.parse import JSONValue, load_json_object, type_name
 
 DEFAULT_INDENT = "    "
+EMPTY_INSIDE = "\u0000inside"  # key of a record entry: the whitespace of an empty object
 
 
 def _object(name: str, data: dict[str, JSONValue], key: str) -> dict[str, JSONValue] | None:
@@ -37,6 +38,11 @@ def configure(name: str, text: str | None, request: RuntimeRequest) -> Edit:
 
     def put(keys: tuple[str, ...], value: JSONValue, existed: bool, before: JSONValue) -> None:
         nonlocal current
+        parent = jsonedit.find_object(current, keys[:-1])
+        if parent is not None and not parent.members and parent.close > parent.open + 1:
+            # `{ }` becomes `{}` when its last member goes: keep the blank inside to restore.
+            inner = current[parent.open + 1 : parent.close]
+            changes.append(Change((*keys[:-1], EMPTY_INSIDE), True, inner, None))
         current = jsonedit.set_member(current, keys, value, default_unit=DEFAULT_INDENT)
         changes.append(Change(keys, existed, before, value))
 
@@ -83,9 +89,16 @@ def unconfigure(name: str, text: str, runtime_name: str, record: Sequence[Change
 
 
 def _undo(text: str, change: Change, runtime_name: str) -> str:
-    if change.keys == FINAL_NEWLINE:
-        return text[:-1] if text.endswith("\n") and not text.endswith("\n\n") else text
-    if not change.keys or change.keys[:2] == ("runtimes", runtime_name):
+    if change.keys and change.keys[-1] == EMPTY_INSIDE:
+        span = jsonedit.find_object(text, change.keys[:-1])
+        if span is None or span.members or not isinstance(change.before, str):
+            return text
+        return text[: span.open + 1] + change.before + text[span.close :]
+    if (
+        not change.keys
+        or change.keys == FINAL_NEWLINE
+        or change.keys[:2] == ("runtimes", runtime_name)
+    ):
         return text
     parent = jsonedit.find_object(text, change.keys[:-1])
     if parent is None:

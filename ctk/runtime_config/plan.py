@@ -16,6 +16,7 @@ class FileChange:
     before: str | None
     after: str | None
     record: tuple[Change, ...] | None = None  # None: keep no record for this file
+    own: bool = False  # ctk's own drop-in: written afresh, never backed up
 
     @property
     def changed(self) -> bool:

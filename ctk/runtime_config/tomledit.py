@@ -7,6 +7,8 @@ stay as they were, and removing what was added gives back the original text.
 from __future__ import annotations
 
 import copy
+import difflib
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,7 +19,7 @@ from tomlkit.items import AoT, InlineTable, Item, Table
 from tomlkit.toml_document import TOMLDocument
 
 from ctk.errors import CtkError
-from ctk.runtime_config.changes import NEW_TABLE, Change
+from ctk.runtime_config.changes import NEW_TABLE, SUPER_TABLE, Change
 from ctk.runtime_config.inspect import dotted
 from ctk.runtime_config.parse import JSONValue, load_toml, type_name
 
@@ -31,6 +33,11 @@ def parse_document(name: str, text: str) -> TOMLDocument:
         return tomlkit.parse(text)
     except (TOMLKitError, ValueError) as exc:
         raise CtkError(f"{name}: cannot edit this TOML: {exc}") from exc
+
+
+def with_final_newline(text: str) -> str:
+    """``text`` ending with a newline (a new table must start on a line of its own)."""
+    return text if not text or text.endswith("\n") else text + "\n"
 
 
 def plain(item: object) -> JSONValue:
@@ -68,6 +75,7 @@ def ensure_table(name: str, doc: TOMLDocument, keys: Sequence[str], changes: lis
         if found is None:
             found = tomlkit.table(is_super_table=True)
             _append_table(parent, key, found)
+            found.trivia.indent = found.trivia.indent.lstrip("\n")
             changes.append(Change(tuple(keys[: index + 1]), False, None, NEW_TABLE))
         parent = found
     assert isinstance(parent, Table)
@@ -101,6 +109,9 @@ def set_key(table: Parent, keys: tuple[str, ...], value: JSONValue, changes: lis
     if existed:
         table[key] = value
     else:
+        if isinstance(table, Table) and table.is_super_table():
+            # The table was implied by a [sub.table] header and now needs its own header.
+            changes.append(Change(keys[:-1], True, SUPER_TABLE, SUPER_TABLE))
         _insert_key(table, key, value)
     changes.append(Change(keys, existed, before, value))
 
@@ -142,15 +153,21 @@ def new_table() -> Table:
     return tomlkit.table()
 
 
-def append_table(parent: Table, key: str, table: Table, *, text_ends_with_newline: bool) -> None:
+def append_table(parent: Table, key: str, table: Table) -> None:
     """Append a new table after ``parent``'s last child, with no blank line of its own before it.
 
     tomlkit puts a blank line before an appended table, but on the next parse that line belongs
     to the table before it, so removing ours would leave it behind.
     """
     parent.append(key, table)
-    if text_ends_with_newline:
-        table.trivia.indent = table.trivia.indent.lstrip("\n")
+    table.trivia.indent = table.trivia.indent.lstrip("\n")
+
+
+def new_inline_table(data: dict[str, JSONValue]) -> InlineTable:
+    """An inline table `{ a = 1, b = 2 }` holding ``data``."""
+    table = tomlkit.inline_table()
+    table.update(data)
+    return table
 
 
 def copy_item(item: Table) -> Table:
@@ -188,6 +205,10 @@ def undo_changes(doc: TOMLDocument, changes: Sequence[Change]) -> None:
         if key not in parent:
             continue
         current = parent[key]
+        if change.before == SUPER_TABLE:
+            if isinstance(current, Table) and not _has_plain_keys(current):
+                current._is_super_table = True
+            continue
         if change.after == NEW_TABLE and not change.existed:
             if isinstance(current, Table) and not _has_content(current):
                 del parent[key]
@@ -200,6 +221,10 @@ def undo_changes(doc: TOMLDocument, changes: Sequence[Change]) -> None:
             del parent[key]
 
 
+def _has_plain_keys(table: Table) -> bool:
+    return any(k is not None and not isinstance(v, Table | AoT) for k, v in table.value.body)
+
+
 def _has_content(table: Table) -> bool:
     return any(k is not None for k, _ in table.value.body)
 
@@ -207,6 +232,56 @@ def _has_content(table: Table) -> bool:
 def dumps(doc: TOMLDocument) -> str:
     """Return the document's text."""
     return tomlkit.dumps(doc)
+
+
+def finish(
+    name: str, doc: TOMLDocument, original: str, *, replaced: Sequence[str] = (), undo: bool = False
+) -> str:
+    """Return the edited text: ``original`` itself when the data did not change.
+
+    The new text must read back as exactly the edited data, and keep every line of
+    ``original`` (configure) or come only from its lines (``undo``), apart from the lines of the
+    ``replaced`` keys. If the editor ever did anything else, nothing is written.
+    """
+    out = tomlkit.dumps(doc)  # before unwrap(): reading some layouts upsets tomlkit's rendering
+    data = doc.unwrap()
+    if data == load_toml(name, original):
+        return original
+    try:
+        same = load_toml(name, out) == data
+    except CtkError:
+        same = False
+    before, after = (out, original) if undo else (original, out)
+    if same and not original.strip():
+        return document_from(data)  # a new file: lay it out afresh, with blank lines
+    if not same or not _lines_kept(before, after, set(replaced)):
+        raise CtkError(
+            f"{name}: ctk cannot edit this file's layout without changing other lines; "
+            "nothing was written",
+            hint="use a drop-in (the default), or add the runtime by hand",
+        )
+    return out
+
+
+_KEY_LINE = re.compile(r"""^\s*(?:[^=\s]+\.)?["']?([A-Za-z0-9_-]+)["']?\s*=""")
+_ARRAY_ITEM = re.compile(r"""^\s*(?:"[^"]*"|'[^']*'),?\s*(?:#.*)?$""")
+
+
+def _lines_kept(old: str, new: str, replaced: set[str]) -> bool:
+    """Whether every line of ``old`` is still in ``new``, in order, but those of ``replaced``."""
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
+    for tag, i1, i2, _, _ in matcher.get_opcodes():
+        if tag not in ("delete", "replace"):
+            continue
+        for line in old_lines[i1:i2]:
+            match = _KEY_LINE.match(line)
+            if match and match.group(1) in replaced:
+                continue
+            if "imports" in replaced and _ARRAY_ITEM.match(line):
+                continue
+            return False
+    return True
 
 
 def document_from(data: dict[str, JSONValue]) -> str:

@@ -27,7 +27,7 @@ from ctk.doctor.facts import (
 )
 from ctk.doctor.model import REGISTRY, Evidence, Result, Severity, Status, Where, check
 from ctk.doctor.run import diagnose, summarize
-from ctk.host.facts import Gatherer
+from ctk.host.facts.gatherer import Gatherer
 from ctk.host.root import HostRoot
 
 GPU = NvmlGpu(index=0, minor=0, uuid="GPU-0", name="NVIDIA A100-SXM4-80GB")

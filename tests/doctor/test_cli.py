@@ -216,7 +216,33 @@ def test_bad_group_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
 def test_list_names_every_check_once(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = doctor(capsys, "--list")
     ids = [line.split()[0] for line in out.splitlines()]
-    assert (code, len(ids), len(set(ids))) == (0, 63, 63)
+    assert (code, len(ids), len(set(ids))) == (0, 64, 64)
     assert out.splitlines()[0] == (
         "driver.nouveau-loaded                   error    the nouveau driver does not hold the GPU"
     )
+
+
+@pytest.mark.parametrize("node", ["debug-pod"], indirect=True)
+def test_debug_pod_points_to_the_host(node: Node, capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = doctor(capsys, "--root", str(node.root), "--group", "driver")
+    assert out.splitlines()[:2] == [
+        f"ctk doctor: pod, root {node.root}, root, ctk 0.1.0",
+        "The node's file system is mounted at /host: run `ctk doctor --root /host` for the "
+        "host's checks.",
+    ]
+    _, text, _ = doctor(capsys, "--root", str(node.root), "--json")
+    assert json.loads(text)["context"]["host_mount"] == "/host"
+
+
+GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "expected" / "doctor"
+
+
+@pytest.mark.parametrize("node", ["container-old-driver"], indirect=True)
+def test_json_document_is_exact(node: Node, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = doctor(capsys, "--root", str(node.root), "--json", "--group", "cuda")
+    document = json.loads(out)
+    timings = document.pop("timings")
+    expected = json.loads((GOLDEN / "container-old-driver.cuda.json").read_text())
+    expected["context"]["root"] = str(node.root)
+    assert (code, err, document) == (1, "", expected)
+    assert [t["step"] for t in timings][:3] == ["environment", "kernel", "dev"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ctk.host.facts import Gatherer, gather_containerd, gather_docker
+from ctk.host.facts.engines import gather_containerd, gather_docker
+from ctk.host.facts.gatherer import Gatherer
 from ctk.host.root import HostRoot
 
 

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from ctk.host.facts import Gatherer, gather_containerd
+from ctk.host.facts.engines import gather_containerd
+from ctk.host.facts.gatherer import Gatherer
+from ctk.host.facts.kernel import gather_libs
 from ctk.host.root import HostRoot
 from tests.doctor.nodes import materialise
 from tests.fake_nvml import SkipNode
@@ -74,3 +76,26 @@ def containerd_view_with(config: Path, root: Path) -> dict[str, object]:
         return containerd_view(config)
     finally:
         config.write_text(text)
+
+
+@pytest.mark.integration
+def test_reads_the_cache_ldconfig_writes(
+    fake_nvml_library: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    ldconfig = shutil.which("ldconfig") or "/sbin/ldconfig"
+    if not Path(ldconfig).exists():
+        pytest.skip("ldconfig is not installed")
+    try:
+        with materialise("healthy", tmp_path, fake_nvml_library) as built:
+            (built.root / "etc/ld.so.conf").write_text("/usr/lib/x86_64-linux-gnu\n")
+            subprocess.run([ldconfig, "-r", str(built.root)], check=True, timeout=30)
+            libs = gather_libs(Gatherer(HostRoot(built.root)), {})
+    except SkipNode as exc:
+        pytest.skip(str(exc))
+    nvml = libs.libraries["libnvidia-ml.so.1"][0]
+    assert (libs.source, nvml.path, nvml.target) == (
+        "/etc/ld.so.cache",
+        "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
+        "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15",
+    )

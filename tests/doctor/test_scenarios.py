@@ -31,6 +31,7 @@ SCENARIOS = [
     pytest.param("cdi-stale", {"cdi.spec-stale"}, set(), id="cdi-stale"),
     pytest.param("cdi-conflict", {"cdi.spec-conflict"}, set(), id="cdi-conflict"),
     pytest.param("cdi-incomplete", {"cdi.spec-incomplete"}, set(), id="cdi-incomplete"),
+    pytest.param("cdi-wrong-minor", {"cdi.spec-incomplete"}, set(), id="cdi-index-names-moved"),
     pytest.param("dev-nodes-missing", {"dev.nodes-missing"}, set(), id="dev-nodes-missing"),
     pytest.param(
         "a100-mig-no-instances",
@@ -48,6 +49,7 @@ SCENARIOS = [
         "docker-invalid-json", {"docker.daemon-json-invalid"}, set(), id="docker-invalid-json"
     ),
     pytest.param("docker-snap", {"docker.snap"}, set(), id="docker-snap"),
+    pytest.param("docker-host", set(), set(), id="docker-host-containerd-cri-off-healthy"),
     pytest.param(
         "rootless-docker",
         {"docker.rootless-config", "toolkit.rootless-no-cgroups"},
@@ -69,6 +71,12 @@ SCENARIOS = [
         {"containerd.systemd-cgroup-mismatch"},
         set(),
         id="containerd-systemd-cgroup",
+    ),
+    pytest.param(
+        "kubelet-cgroupfs",
+        {"containerd.systemd-cgroup-mismatch"},
+        set(),
+        id="kubelet-cgroupfs-vs-systemd",
     ),
     pytest.param(
         "ldconfig-real-on-rhel", {"toolkit.ldconfig-path"}, set(), id="ldconfig-real-on-rhel"
@@ -101,6 +109,10 @@ SCENARIOS = [
     ),
     pytest.param("container-no-gpu", {"container.no-gpu-attached"}, set(), id="container-no-gpu"),
     pytest.param("container-stub", {"lib.libcuda-stub"}, set(), id="container-libcuda-stub"),
+    pytest.param("debug-pod", {"container.no-gpu-attached"}, set(), id="node-debug-pod"),
+    pytest.param(
+        "pod-cgroupv2", {"container.shm-too-small"}, set(), id="cri-pod-found-by-overlay-root"
+    ),
     pytest.param("pod-unrequested", {"k8s.unrequested-gpu-access"}, set(), id="pod-unrequested"),
     pytest.param(
         "pod-hami-no-preload",
@@ -111,6 +123,12 @@ SCENARIOS = [
     pytest.param("nvml-not-found", {"lib.nvml-not-found"}, set(), id="nvml-not-found"),
     pytest.param("libcuda-not-found", {"lib.libcuda-not-found"}, set(), id="libcuda-not-found"),
     pytest.param("gpu-leftover", {"gpu.leftover-processes"}, set(), id="gpu-leftover-zombie"),
+    pytest.param(
+        "blackwell-proprietary",
+        {"driver.kernel-module-flavor"},
+        set(),
+        id="blackwell-needs-open-modules",
+    ),
     pytest.param("gpu-vfio", {"driver.gpu-not-enumerated"}, set(), id="gpu-bound-to-vfio"),
     pytest.param("toolkit-cve", {"toolkit.security-outdated"}, set(), id="toolkit-1.17.3-cves"),
     pytest.param(

@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from ctk.cli.cdi_generate import default_hook_path
-from ctk.host.driver import driver_version_from_files, find_library, read_ld_cache
+from ctk.host.driver import (
+    SearchPaths,
+    driver_version_from_files,
+    find_library,
+    read_driver,
+    read_ld_cache,
+)
 from ctk.host.root import HostRoot
 
 LDCONFIG = shutil.which("ldconfig") or "/sbin/ldconfig"
@@ -76,3 +82,156 @@ def test_default_hook_path(on_path: bool, tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("PATH", str(tmp_path))
     expected = str(hook) if on_path else str(Path(sys.executable).parent / "ctk-hook")
     assert default_hook_path() == expected
+
+
+def _tree(root: Path, files: list[str]) -> None:
+    for name in files:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(b"")
+
+
+V = "550.54.15"
+UBUNTU = "usr/lib/x86_64-linux-gnu"
+
+
+@pytest.mark.parametrize(
+    ("files", "mounted", "links"),
+    [
+        pytest.param(
+            [
+                f"{UBUNTU}/nvidia/xorg/nvidia_drv.so",
+                f"{UBUNTU}/nvidia/xorg/libglxserver_nvidia.so.{V}",
+            ],
+            [
+                f"/{UBUNTU}/nvidia/xorg/nvidia_drv.so",
+                f"/{UBUNTU}/nvidia/xorg/libglxserver_nvidia.so.{V}",
+            ],
+            [(f"libglxserver_nvidia.so.{V}", f"/{UBUNTU}/nvidia/xorg/libglxserver_nvidia.so")],
+            id="ubuntu-packages",
+        ),
+        pytest.param(
+            [
+                "usr/lib/xorg/modules/drivers/nvidia_drv.so",
+                f"usr/lib/xorg/modules/extensions/libglxserver_nvidia.so.{V}",
+            ],
+            [
+                "/usr/lib/xorg/modules/drivers/nvidia_drv.so",
+                f"/usr/lib/xorg/modules/extensions/libglxserver_nvidia.so.{V}",
+            ],
+            [
+                (
+                    f"libglxserver_nvidia.so.{V}",
+                    "/usr/lib/xorg/modules/extensions/libglxserver_nvidia.so",
+                )
+            ],
+            id="run-installer-split",
+        ),
+        pytest.param(
+            [
+                "usr/lib64/xorg/modules/drivers/nvidia_drv.so",
+                "usr/X11R6/lib/modules/drivers/nvidia_drv.so",
+                f"usr/lib/xorg/modules/updates/extensions/libglxserver_nvidia.so.{V}",
+            ],
+            [
+                "/usr/lib64/xorg/modules/drivers/nvidia_drv.so",
+                f"/usr/lib/xorg/modules/updates/extensions/libglxserver_nvidia.so.{V}",
+            ],
+            [
+                (
+                    f"libglxserver_nvidia.so.{V}",
+                    "/usr/lib/xorg/modules/updates/extensions/libglxserver_nvidia.so",
+                )
+            ],
+            id="first-hit-each",
+        ),
+        pytest.param(
+            ["usr/lib/xorg/modules/extensions/libglxserver_nvidia.so.535.161.08"],
+            [],
+            [],
+            id="other-version",
+        ),
+    ],
+)
+def test_xorg_modules_are_found_one_by_one(
+    files: list[str], mounted: list[str], links: list[tuple[str, str]], tmp_path: Path
+) -> None:
+    _tree(tmp_path, [f"{UBUNTU}/libcuda.so.{V}", *files])
+    facts = read_driver(tmp_path, tmp_path, version=V)
+    assert ([f.container_path for f in facts.graphics], list(facts.graphics_links)) == (
+        mounted,
+        links,
+    )
+
+
+def test_vulkan_files_at_the_driver_root_are_mounted_under_etc(tmp_path: Path) -> None:
+    """GKE keeps the Vulkan ICD in <driver root>/vulkan; /etc and /usr/share come first."""
+    _tree(
+        tmp_path,
+        [
+            "vulkan/icd.d/nvidia_icd.json",
+            "usr/share/vulkan/icd.d/nvidia_icd.json",
+            "vulkan/implicit_layer.d/nvidia_layers.json",
+        ],
+    )
+    facts = read_driver(tmp_path, tmp_path, version=V)
+    assert [(f.host_path, f.container_path) for f in facts.graphics] == [
+        (f"{tmp_path}/usr/share/vulkan/icd.d/nvidia_icd.json", "/etc/vulkan/icd.d/nvidia_icd.json"),
+        (
+            f"{tmp_path}/vulkan/implicit_layer.d/nvidia_layers.json",
+            "/etc/vulkan/implicit_layer.d/nvidia_layers.json",
+        ),
+    ]
+
+
+def test_firmware_from_the_custom_path_and_lib_firmware(tmp_path: Path) -> None:
+    _tree(
+        tmp_path,
+        [
+            f"opt/fw/nvidia/{V}/gsp_ga10x.bin",
+            f"lib/firmware/nvidia/{V}/gsp_tu10x.bin",
+            f"lib/firmware/nvidia/{V}/README",
+            "lib/firmware/nvidia/535.161.08/gsp_ga10x.bin",
+        ],
+    )
+    (tmp_path / "sys/module/firmware_class/parameters").mkdir(parents=True)
+    (tmp_path / "sys/module/firmware_class/parameters/path").write_text("/opt/fw\n")
+    facts = read_driver(tmp_path, tmp_path, version=V)
+    assert [f.container_path for f in facts.firmware] == [
+        f"/opt/fw/nvidia/{V}/gsp_ga10x.bin",
+        f"/lib/firmware/nvidia/{V}/gsp_tu10x.bin",
+    ]
+
+
+def test_library_search_path_comes_first(tmp_path: Path) -> None:
+    _tree(tmp_path, [f"opt/driver/lib/libcuda.so.{V}", f"{UBUNTU}/libcuda.so.{V}"])
+    search = SearchPaths(libraries=("/opt/driver/lib",))
+    facts = read_driver(tmp_path, tmp_path, version=V, search=search)
+    assert (facts.library_dirs, [f.container_path for f in facts.libraries]) == (
+        ("/opt/driver/lib", f"/{UBUNTU}"),
+        [f"/opt/driver/lib/libcuda.so.{V}", f"/{UBUNTU}/libcuda.so.{V}"],
+    )
+    assert driver_version_from_files(tmp_path / "opt", ("/driver/lib",)) == V
+
+
+def test_config_search_path_replaces_the_config_dirs(tmp_path: Path) -> None:
+    _tree(
+        tmp_path,
+        [
+            "usr/share/glvnd/egl_vendor.d/10_nvidia.json",
+            "opt/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json",
+            "opt/nvidia/share/vulkan/icd.d/nvidia_icd.json",
+        ],
+    )
+    facts = read_driver(
+        tmp_path, tmp_path, version=V, search=SearchPaths(configs=("/opt/nvidia/share",))
+    )
+    assert [(f.host_path, f.container_path) for f in facts.graphics] == [
+        (
+            f"{tmp_path}/opt/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json",
+            "/opt/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json",
+        ),
+        (
+            f"{tmp_path}/opt/nvidia/share/vulkan/icd.d/nvidia_icd.json",
+            "/etc/vulkan/icd.d/nvidia_icd.json",
+        ),
+    ]

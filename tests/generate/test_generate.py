@@ -69,6 +69,23 @@ def _golden(name: str, text: str) -> str:
             "workstation-no-hooks.yaml",
             id="no-hooks-uuid-vendor",
         ),
+        pytest.param(
+            "workstation",
+            [
+                "--feature-flag=no-additional-gids-for-device-nodes,disable-ipc-discoverer",
+                "--feature-flag=enable-explicit-driver-libraries",
+                "--enable-hook=chmod",
+                "--device-name-strategy=index",
+            ],
+            "workstation-feature-flags.yaml",
+            id="feature-flags-chmod",
+        ),
+        pytest.param(
+            "dgx-a100",
+            ["--mode=management", "--enable-hook=chmod", "--disable-hook=create-symlinks"],
+            "dgx-a100-management-chmod.yaml",
+            id="management-chmod",
+        ),
     ],
 )
 def test_generate_golden(
@@ -235,3 +252,63 @@ def test_a_broken_gpu_does_not_block_the_others(
         "MIG-5b7d0002-6c7f-5a2b-9d44-000000000002",
         "all",
     ]
+
+
+@pytest.mark.integration
+def test_nvidia_ctk_flag_aliases(fake_node: MakeNode, capsys: pytest.CaptureFixture[str]) -> None:
+    """An nvidia-ctk command line runs unchanged; a hook path named nvidia-ctk gets `hook`."""
+    node = fake_node("dgx-a100")
+    flags = [
+        "--devices=0",
+        "--device-ids=1",
+        "--device=2:2",
+        "--disable-hooks=all",
+        "--enable-hooks=update-ldcache",
+        "--nvidia-ctk-path=/usr/bin/nvidia-ctk",
+        "--device-name-strategy=index",
+        "--feature-flags=disable-nvsandboxutils",
+        "--discovery-mode=auto",
+        "--format=json",
+    ]
+    assert main(["cdi", "generate", *_roots(node), *flags]) == 0
+    spec = json.loads(capsys.readouterr().out)
+    assert ([d["name"] for d in spec["devices"]], spec["containerEdits"]["hooks"]) == (
+        ["0", "1", "2:2", "all"],
+        [
+            {
+                "hookName": "createContainer",
+                "path": "/usr/bin/nvidia-ctk",
+                "args": [
+                    "nvidia-ctk",
+                    "hook",
+                    "update-ldcache",
+                    "--folder",
+                    "/usr/lib/x86_64-linux-gnu",
+                    "--folder",
+                    "/usr/lib/x86_64-linux-gnu/vdpau",
+                ],
+                "env": ["NVIDIA_CTK_DEBUG=false"],
+            }
+        ],
+    )
+
+
+@pytest.mark.integration
+def test_library_search_path_finds_a_driver_outside_the_standard_dirs(
+    fake_node: MakeNode, capsys: pytest.CaptureFixture[str]
+) -> None:
+    node = fake_node("driver-container")
+    (node.driver_root / "opt/nvidia").mkdir(parents=True)
+    (node.driver_root / "usr/lib64").rename(node.driver_root / "opt/nvidia/lib64")
+    flags = ["--format=json", "--disable-hook=all"]
+    assert main(["cdi", "generate", *_roots(node), *flags]) == 1
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"error: NVML library libnvidia-ml.so.1 not found under driver root {node.driver_root}"
+    )
+    flags.append("--library-search-path=/opt/nvidia/lib64")
+    assert main(["cdi", "generate", *_roots(node), *flags]) == 0
+    spec = json.loads(capsys.readouterr().out)
+    assert (spec["containerEdits"]["env"], len(spec["devices"])) == (
+        ["NVIDIA_CTK_LIBCUDA_DIR=/opt/nvidia/lib64", "NVIDIA_VISIBLE_DEVICES=void"],
+        5,
+    )

@@ -99,7 +99,7 @@ def test_podman_runs_a_container_with_generated_devices(
         "crw-rw-rw- 195, 0 /dev/nvidia0",
         "crw-rw-rw- 195, 5 /dev/nvidia5",
         "crw-rw-rw- 195, 255 /dev/nvidiactl",
-        "13",  # every driver library of the fixture, vdpau/ included
+        "14",  # every driver library of the fixture, vdpau/ and nvvm70 included
         "\x7fELF",
         f"NVIDIA_CTK_LIBCUDA_DIR={LIBDIR}",
         "NVIDIA_VISIBLE_DEVICES=void",
@@ -140,7 +140,8 @@ def test_podman_runs_the_generated_hooks_through_ctk_hook(
     (rootfs / "bin/readlink").symlink_to("busybox")
     inside = (
         f"for link in libcuda.so.1 libcuda.so libnvidia-ml.so.1; do readlink {LIBDIR}/$link; done; "
-        "ldconfig -p | grep libnvidia-ml"
+        "ldconfig -p | grep libnvidia-ml; "
+        "cat /etc/nvidia/nvidia-application-profiles-rc.d/10-container.conf; echo"
     )
     script = (
         'mount -t tmpfs tmpfs /run && mkdir /run/cdi && cp "$1"/specs/* /run/cdi/ && '
@@ -164,4 +165,7 @@ def test_podman_runs_the_generated_hooks_through_ctk_hook(
         "libcuda.so.1",
         "libnvidia-ml.so.550.54.15",
         f"libnvidia-ml.so.1 (libc6,x86-64) => {LIBDIR}/libnvidia-ml.so.1",
+        # update-application-profile: EGL/Vulkan see only /dev/nvidia0 (bit 0)
+        '{"profiles":[{"name":"_container_","settings":["EGLVisibleDGPUDevices",0x1]}],'
+        '"rules":[{"pattern":[],"profile":"_container_"}]}',
     ]

@@ -58,6 +58,7 @@ def test_json_round_trip(spec: Spec) -> None:
 
 
 def test_layout() -> None:
+    """go-yaml v3's layout (indent 4), as in nvidia-ctk's own `cdi generate` test specs."""
     spec = Spec(
         cdi_version="0.5.0",
         kind="nvidia.com/gpu",
@@ -89,14 +90,14 @@ def test_layout() -> None:
         "devices:\n"
         '    - name: "0"\n'
         "      containerEdits:\n"
-        "          deviceNodes:\n"
-        "              - path: /dev/nvidia0\n"
-        "                major: 195\n"
-        "                fileMode: 438\n"
+        "        deviceNodes:\n"
+        "            - path: /dev/nvidia0\n"
+        "              major: 195\n"
+        "              fileMode: 438\n"
         '    - name: "2:1"\n'
         "      containerEdits:\n"
-        "          env:\n"
-        "              - A=on\n"
+        "        env:\n"
+        "            - A=on\n"
         "containerEdits:\n"
         "    env:\n"
         "        - NVIDIA_VISIBLE_DEVICES=void\n"
@@ -104,14 +105,14 @@ def test_layout() -> None:
         "        - hookName: createContainer\n"
         "          path: /usr/bin/nvidia-cdi-hook\n"
         "          args:\n"
-        "              - nvidia-cdi-hook\n"
-        "              - update-ldcache\n"
-        "              - --folder\n"
-        "              - /usr/lib64\n"
+        "            - nvidia-cdi-hook\n"
+        "            - update-ldcache\n"
+        "            - --folder\n"
+        "            - /usr/lib64\n"
         "    mounts:\n"
         "        - hostPath: /a b\n"
         "          containerPath: /a b\n"
         "          options:\n"
-        "              - ro\n"
-        "              - nosuid\n"
+        "            - ro\n"
+        "            - nosuid\n"
     )

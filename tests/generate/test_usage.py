@@ -48,9 +48,9 @@ from ctk.cli.app import main
         pytest.param(
             ["--enable-hook", "all"],
             [
-                "error: --enable-hook all: unknown hook",
+                "error: --enable-hook all: enabling all hooks is not supported",
                 "hint: choose from chmod, create-symlinks, disable-device-node-modification, "
-                "enable-cuda-compat, update-ldcache",
+                "enable-cuda-compat, update-application-profile, update-ldcache",
             ],
             id="enable-all-hooks",
         ),
@@ -59,7 +59,7 @@ from ctk.cli.app import main
             [
                 "error: --disable-hook bogus: unknown hook",
                 "hint: choose from chmod, create-symlinks, disable-device-node-modification, "
-                "enable-cuda-compat, update-ldcache, all",
+                "enable-cuda-compat, update-application-profile, update-ldcache, all",
             ],
             id="unknown-hook",
         ),
@@ -70,6 +70,32 @@ from ctk.cli.app import main
                 "hint: the runtime runs it",
             ],
             id="relative-hook-path",
+        ),
+        pytest.param(
+            ["--feature-flag", "disable-ipc-discoverer,bogus"],
+            [
+                "error: --feature-flag bogus: unknown feature flag",
+                "hint: choose from disable-ipc-discoverer, disable-multiple-csv-devices, "
+                "disable-nvsandboxutils, enable-explicit-driver-libraries, "
+                "no-additional-gids-for-device-nodes",
+            ],
+            id="unknown-feature-flag",
+        ),
+        pytest.param(
+            ["--feature-flag", "enable-coherent-annotations"],
+            [
+                "error: --feature-flag enable-coherent-annotations: not supported by ctk",
+                "hint: ctk writes no coherent/noncoherent specs; leave the flag out",
+            ],
+            id="coherent-annotations",
+        ),
+        pytest.param(
+            ["--library-search-path", "/usr/lib64,lib"],
+            [
+                "error: --library-search-path lib: must be an absolute path",
+                "hint: it is a directory as seen inside --driver-root, e.g. /usr/lib64",
+            ],
+            id="relative-library-search-path",
         ),
     ],
 )
@@ -87,7 +113,9 @@ def test_bad_flags(
     ("flags", "message"),
     [
         pytest.param(["--format", "toml"], "'toml' is not one of 'yaml', 'json'", id="format"),
-        pytest.param(["--mode", "csv"], "'csv' is not one of 'nvml', 'management'", id="mode"),
+        pytest.param(
+            ["--mode", "csv"], "'csv' is not one of 'auto', 'nvml', 'management'", id="mode"
+        ),
         pytest.param(
             ["--device-name-strategy", "serial"],
             "'serial' is not one of 'index', 'uuid', 'type-index'",

@@ -192,4 +192,5 @@ def test_spec_from_ctk_cdi_generate_runs_in_podman(
         "libcuda.so.1",
         "libnvidia-nvvm.so.550.54.15",
         lib,
+        f"{lib}/vdpau",  # update-ldcache gets every folder with a mounted library
     ]

@@ -419,3 +419,111 @@ def test_permission_denied_is_a_clear_error(tmp_path: Path) -> None:
         "hint: run as root (sudo) or choose a path you can access\n",
     )
     assert config.read_text() == V2
+
+
+@pytest.mark.parametrize(
+    ("runtime", "config_name", "config_text"),
+    [
+        pytest.param("containerd", "config.toml", V2, id="containerd"),
+        pytest.param(
+            "crio", "crio.conf", '[crio.runtime]\ncgroup_manager = "systemd"\n', id="crio"
+        ),
+    ],
+)
+def test_rerun_without_flags_keeps_default_and_cdi_in_drop_in(
+    runtime: str,
+    config_name: str,
+    config_text: str,
+    *,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = tmp_path / config_name
+    config.write_text(config_text)
+    drop_in = tmp_path / "conf.d" / "99-nvidia.toml"
+    args = ["--runtime", runtime, "--config", str(config), "--drop-in-config", str(drop_in)]
+    assert run(capsys, "configure", *args, "--set-as-default", "--cdi.enabled")[0] == 0
+    written = drop_in.read_text()
+    assert run(capsys, "configure", *args) == (
+        0,
+        f"{runtime} is already configured; nothing changed\n",
+        "",
+    )
+    assert drop_in.read_text() == written
+
+
+def test_crio_later_drop_in_overriding_ours_is_warned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "crio.conf"
+    config.write_text("[crio.runtime]\n")
+    directory = tmp_path / "crio.conf.d"
+    directory.mkdir()
+    (directory / "99-zz-site.conf").write_text('[crio.runtime]\ndefault_runtime = "crun"\n')
+    (directory / "99-zz-other.conf").write_text('[crio.image]\npause_image = "p"\n')
+    drop_in = directory / "99-nvidia.toml"
+    drop_in.write_text("# old content\n")
+    code, _, err = run(
+        capsys,
+        "configure",
+        "--runtime",
+        "crio",
+        "--config",
+        str(config),
+        "--drop-in-config",
+        str(drop_in),
+        "--set-as-default",
+        "--backup",
+    )
+    assert (code, err) == (
+        0,
+        f"warning: {directory / '99-zz-site.conf'} is read after {drop_in} and overrides its "
+        "settings\n",
+    )
+    # No 99-nvidia.toml.bak: CRI-O reads every file of crio.conf.d, a backup too.
+    assert sorted(p.name for p in directory.iterdir()) == [
+        "99-nvidia.toml",
+        "99-zz-other.conf",
+        "99-zz-site.conf",
+    ]
+
+
+def test_help_does_not_load_the_editors() -> None:
+    code = (
+        "import sys\n"
+        "from ctk.cli.app import main\n"
+        "main(['runtime', 'configure', '--help'])\n"
+        "print(sorted(m for m in ('tomlkit', 'difflib', 'ctk.runtime_config.configure')"
+        " if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=True,
+    )
+    assert result.stdout.splitlines()[-1] == "[]"
+
+
+def test_runc_with_inline_options_is_copied(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    original = (
+        "version = 2\n"
+        '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n'
+        '  runtime_type = "io.containerd.runc.v2"\n'
+        "  options = { SystemdCgroup = true }\n"
+    )
+    config = tmp_path / "config.toml"
+    config.write_text(original)
+    args = ["--runtime", "containerd", "--config", str(config), "--drop-in-config="]
+    assert run(capsys, "configure", *args)[0] == 0
+    assert config.read_text() == original + (
+        '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
+        '  runtime_type = "io.containerd.runc.v2"\n'
+        '  options = {SystemdCgroup = true, BinaryName = "/usr/bin/nvidia-container-runtime"}\n'
+    )
+    assert run(capsys, "unconfigure", *args)[0] == 0
+    assert config.read_text() == original

@@ -180,10 +180,34 @@ def _gpu_names(facts: NodeFacts) -> list[tuple[str, tuple[str, ...], str]]:
     return [(f"{g.bdf} ({g.uuid})", (g.uuid,), f"/dev/nvidia{g.minor}") for g in facts.kernel.gpus]
 
 
+def _wrong_nodes(facts: NodeFacts, specs: tuple[SpecFile, ...]) -> list[Evidence]:
+    """Spec devices named after a GPU whose device node is another GPU's (minors moved)."""
+    if not isinstance(facts.nvml, NvmlFacts) or facts.nvml.error_code is not None:
+        return []
+    nodes: dict[str, set[str]] = {}
+    for spec in specs:
+        for name, paths in spec.device_node_paths.items():
+            nodes.setdefault(name, set()).update(p for p in paths if p.startswith("/dev/nvidia"))
+    wrong = []
+    for gpu in facts.nvml.gpus:
+        want = f"/dev/nvidia{gpu.minor}"
+        for alias in (str(gpu.index), gpu.uuid):
+            found = {p for p in nodes.get(alias, set()) if p[len("/dev/nvidia") :].isdigit()}
+            if found and want not in found:
+                wrong.append(
+                    Evidence(
+                        "GPU",
+                        f"device {alias} gives {', '.join(sorted(found))} but GPU {gpu.index} "
+                        f"is {want}",
+                    )
+                )
+    return wrong
+
+
 @check(
     "cdi.spec-incomplete",
     severity=Severity.ERROR,
-    title="the CDI spec covers every GPU and has `all`",
+    title="the CDI spec names every GPU (right device node) and has `all`",
     remedy="Regenerate the spec.",
     sources=(CDI_SUPPORT,),
     depends_on=("cdi.spec-stale",),
@@ -202,12 +226,13 @@ def spec_incomplete(facts: NodeFacts) -> Result:
         if not any(alias in names for alias in aliases) and node not in nodes
     ]
     problems = [Evidence("GPU", f"{label} has no CDI device") for label in missing]
+    problems += _wrong_nodes(facts, specs)
     if "all" not in names:
         problems.append(Evidence(", ".join(s.path for s in specs), "no device named all"))
     if not problems:
         return ok(f"every GPU has a CDI entry ({len(names)} names)")
     return fail(
-        "the CDI spec does not cover the node's devices: " + "; ".join(e.value for e in problems),
+        "the CDI spec does not match the node's GPUs: " + "; ".join(e.value for e in problems),
         *problems,
         commands=(GENERATE,),
         fixes=(GENERATE_FIX,),

@@ -276,3 +276,43 @@ def gpu_not_enumerated(facts: NodeFacts) -> Result:
     if enumerated:
         return Result(status=Status.WARN, summary=summary, evidence=evidence, commands=commands)
     return fail(summary, *evidence, commands=commands, severity=Severity.ERROR)
+
+
+# Model-name patterns per GPU generation (the NVML architecture is not in the adapter's facts).
+BLACKWELL_OR_LATER = re.compile(r"\b(G?B[123]\d\d|RTX (PRO )?\d+ Blackwell|RTX 50\d0)\b", re.I)
+PRE_TURING = re.compile(
+    r"\b(Tesla [KMPV]\d+|Quadro [GM]?[PV]\d+|Quadro GV100|TITAN (V|Xp|X)|GTX 9\d0|GTX 10\d0)\b",
+    re.I,
+)
+
+
+@check(
+    "driver.kernel-module-flavor",
+    severity=Severity.ERROR,
+    title="the kernel module flavour (open or proprietary) suits the GPUs",
+    remedy="Install the same driver branch in the other flavour, then reboot.",
+    sources=("https://github.com/NVIDIA/open-gpu-kernel-modules",),
+    depends_on=("driver.not-loaded",),
+    where=HOST_ONLY,
+)
+def kernel_module_flavor(facts: NodeFacts) -> Result:
+    """Blackwell needs the open modules; Maxwell, Pascal and Volta need the proprietary ones."""
+    kernel = facts.kernel
+    if kernel.open_module is None:
+        return skip("the module flavour is unknown")
+    pattern, needed = (
+        (PRE_TURING, "proprietary") if kernel.open_module else (BLACKWELL_OR_LATER, "open")
+    )
+    wrong = [gpu for gpu in kernel.gpus if pattern.search(gpu.model)]
+    flavour = "open" if kernel.open_module else "proprietary"
+    if not wrong:
+        return ok(f"{flavour} kernel module suits the GPUs")
+    branch = (kernel.driver_version or "<branch>").split(".")[0]
+    package = f"nvidia-driver-{branch}-open" if needed == "open" else f"nvidia-driver-{branch}"
+    return fail(
+        f"the {flavour} kernel module is loaded but {wrong[0].model} needs the {needed} "
+        "modules: the driver cannot initialise it (RmInitAdapter failed)",
+        Evidence(PROC_VERSION, kernel.version_line or flavour),
+        *(Evidence(f"/proc/driver/nvidia/gpus/{gpu.bdf}/information", gpu.model) for gpu in wrong),
+        commands=(f"sudo apt-get install {package}", "sudo reboot"),
+    )

@@ -6,7 +6,7 @@ import fnmatch
 import posixpath
 
 from ctk.doctor.checks.toolkit import runtime_mode
-from ctk.doctor.facts import EngineFacts, NodeFacts, RuntimeEntry
+from ctk.doctor.facts import EngineFacts, NodeFacts, RuntimeEntry, Unavailable
 from ctk.doctor.model import (
     HOST_ONLY,
     Evidence,
@@ -25,6 +25,7 @@ INSTALL_GUIDE = (
     "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
 )
 CONTAINERD_DROP_IN_DIR = "/etc/containerd/conf.d"
+KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
 
 
 def _configure(engine: str, *extra: str) -> Fix:
@@ -57,6 +58,18 @@ def _nvidia_runtime(engine: EngineFacts) -> tuple[RuntimeEntry | None, list[Evid
 
 def _toml_bool(value: bool | None) -> str:
     return "true" if value else "false"
+
+
+def containerd_unused(facts: NodeFacts) -> Result | None:
+    """Skip containerd's GPU checks where it only serves Docker (CRI off, or no Kubernetes)."""
+    containerd = facts.containerd
+    if not containerd.installed:
+        return skip("containerd is not installed")
+    if containerd.cri_disabled:
+        return skip("containerd's CRI plugin is disabled: it only serves Docker")
+    if facts.docker.installed and not facts.kubelet and containerd.managed_by is None:
+        return skip("containerd serves Docker here (no kubelet): see the docker checks")
+    return None
 
 
 def docker_cgroup_driver(facts: NodeFacts) -> str:
@@ -244,7 +257,10 @@ def docker_cgroup(facts: NodeFacts) -> Result:
 def drop_in_not_imported(facts: NodeFacts) -> Result:
     """A regenerated config.toml lost its `imports`, and the drop-in silently vanished."""
     containerd = facts.containerd
-    if not containerd.installed or not containerd.drop_ins:
+    unused = containerd_unused(facts)
+    if unused is not None:
+        return unused
+    if not containerd.drop_ins:
         return skip("no containerd drop-in files")
     orphans = [
         path
@@ -282,7 +298,7 @@ def drop_in_not_imported(facts: NodeFacts) -> Result:
 def containerd_runtime(facts: NodeFacts) -> Result:
     """`no runtime for "nvidia" is configured`."""
     containerd = facts.containerd
-    blocked = _not_installed(containerd)
+    blocked = containerd_unused(facts) or _not_installed(containerd)
     if blocked is not None and containerd.error is None:
         return blocked
     if containerd.error is not None:
@@ -311,7 +327,7 @@ def containerd_runtime(facts: NodeFacts) -> Result:
     "containerd.systemd-cgroup-mismatch",
     severity=Severity.ERROR,
     title="the nvidia runtime uses the same cgroup driver as runc",
-    remedy="Set SystemdCgroup on the nvidia runtime's options to match runc, restart containerd.",
+    remedy="Make nvidia's SystemdCgroup match runc's and kubelet's cgroup driver; restart.",
     sources=(
         "https://github.com/NVIDIA/nvidia-container-toolkit/issues/28",
         "https://github.com/k3s-io/k3s/issues/8470",
@@ -320,29 +336,56 @@ def containerd_runtime(facts: NodeFacts) -> Result:
     where=HOST_ONLY,
 )
 def systemd_cgroup_mismatch(facts: NodeFacts) -> Result:
-    """runc with SystemdCgroup = true, nvidia without (or the reverse)."""
+    """nvidia's SystemdCgroup differs from runc's, or from kubelet's cgroupDriver."""
     containerd = facts.containerd
-    if not containerd.installed:
-        return skip("containerd is not installed")
-    runc = containerd.runtimes.get("runc")
+    unused = containerd_unused(facts)
+    if unused is not None:
+        return unused
     nvidia = containerd.runtimes.get("nvidia")
-    if runc is None or nvidia is None:
-        return skip("runc or nvidia runtime not configured")
-    if bool(runc.systemd_cgroup) == bool(nvidia.systemd_cgroup):
-        return ok(f"runc and nvidia agree: SystemdCgroup = {_toml_bool(runc.systemd_cgroup)}")
-    want = "true" if runc.systemd_cgroup else "false"
+    if nvidia is None:
+        return skip("no nvidia runtime configured")
+    want: list[Evidence] = []
+    runc = containerd.runtimes.get("runc")
+    if runc is not None and bool(runc.systemd_cgroup) != bool(nvidia.systemd_cgroup):
+        want.append(
+            Evidence(
+                containerd.config_path, f"runc SystemdCgroup = {_toml_bool(runc.systemd_cgroup)}"
+            )
+        )
+    kubelet = facts.kubelet_cgroup_driver
+    if isinstance(kubelet, str) and (kubelet == "systemd") != bool(nvidia.systemd_cgroup):
+        want.append(Evidence(KUBELET_CONFIG, f"cgroupDriver: {kubelet}"))
+    nvidia_says = Evidence(
+        containerd.config_path, f"nvidia SystemdCgroup = {_toml_bool(nvidia.systemd_cgroup)}"
+    )
+    if not want:
+        if isinstance(kubelet, Unavailable) and runc is None:
+            return unknown(
+                f"kubelet's cgroup driver: {kubelet.reason}", needs_root=kubelet.needs_root
+            )
+        return ok(
+            f"nvidia agrees with runc/kubelet: SystemdCgroup = {_toml_bool(nvidia.systemd_cgroup)}"
+        )
+    target = "false" if nvidia.systemd_cgroup else "true"
+    commands = (
+        f"set SystemdCgroup = {target} under the nvidia runtime's options",
+        "sudo systemctl restart containerd",
+    )
+    if any(e.source == KUBELET_CONFIG for e in want):
+        commands = (
+            "make kubelet and containerd agree: cgroupDriver: systemd in "
+            f"{KUBELET_CONFIG} (recommended under systemd), or SystemdCgroup = false for runc "
+            "and nvidia",
+            "sudo systemctl restart containerd kubelet",
+        )
     return fail(
-        "the nvidia runtime's SystemdCgroup differs from runc's: pods fail with "
-        "'expected cgroupsPath to be of format \"slice:prefix:name\"' or land in the wrong "
-        "hierarchy",
-        Evidence(containerd.config_path, f"runc SystemdCgroup = {_toml_bool(runc.systemd_cgroup)}"),
-        Evidence(
-            containerd.config_path, f"nvidia SystemdCgroup = {_toml_bool(nvidia.systemd_cgroup)}"
-        ),
-        commands=(
-            f"set SystemdCgroup = {want} under the nvidia runtime's options",
-            "sudo systemctl restart containerd",
-        ),
+        "the nvidia runtime's SystemdCgroup differs from "
+        + " and ".join("runc's" if e.source != KUBELET_CONFIG else "kubelet's" for e in want)
+        + ": pods fail with 'expected cgroupsPath to be of format \"slice:prefix:name\"' or "
+        "land in the wrong hierarchy",
+        nvidia_says,
+        *want,
+        commands=commands,
     )
 
 
@@ -389,8 +432,9 @@ def not_default_no_runtimeclass(facts: NodeFacts) -> Result:
 def containerd_cdi(facts: NodeFacts) -> Result:
     """`cdi_spec_dirs` configured (or cdi-cri requested) but `enable_cdi` off."""
     containerd = facts.containerd
-    if not containerd.installed:
-        return skip("containerd is not installed")
+    unused = containerd_unused(facts)
+    if unused is not None:
+        return unused
     wanted = bool(containerd.cdi_spec_dirs) or bool(
         facts.kubernetes and facts.kubernetes.get("device_list_strategy") == "cdi-cri"
     )

@@ -1,0 +1,153 @@
+"""Gather `NodeFacts` once, from files under `--root` (and NVML), each slow step bounded in time.
+
+Everything is read through `HostRoot`, so `--root /host` diagnoses a host mounted elsewhere and
+fixture trees stand in for nodes in tests. Facts that cannot be files come from the real
+adapters: `os.stat` for device nodes, `os.statvfs` for `/dev/shm`, NVML through `ctk.host.nvml`.
+One module per layer: `kernel` (driver, device nodes, libraries, NVML, GPU processes),
+`engines` (toolkit, Docker, containerd, CRI-O, kubelet), `cdi`, `container`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from importlib import resources
+from pathlib import Path
+
+from ctk.doctor.advisories import Advisory, parse_advisories
+from ctk.doctor.cuda import need_from_env, parse_table
+from ctk.doctor.facts import (
+    ContainerFacts,
+    CudaNeed,
+    CudaRow,
+    GpuProcess,
+    NodeFacts,
+    NvmlFacts,
+    Unavailable,
+)
+from ctk.doctor.model import Where
+from ctk.host.facts.cdi import gather_cdi
+from ctk.host.facts.container import detect_where, gather_container, read_environ
+from ctk.host.facts.engines import (
+    gather_containerd,
+    gather_crio,
+    gather_docker,
+    gather_rootless_docker,
+    gather_toolkit,
+    kubelet_cgroup_driver,
+)
+from ctk.host.facts.gatherer import (
+    KUBELET_PATHS,
+    NVML_TIMEOUT_S,
+    STEP_TIMEOUT_S,
+    Gatherer,
+    Timing,
+)
+from ctk.host.facts.kernel import (
+    gather_dev,
+    gather_gpu_processes,
+    gather_kernel,
+    gather_libs,
+    gather_nvml,
+)
+from ctk.host.root import HostRoot
+
+
+def advisories() -> tuple[Advisory, ...]:
+    """The packaged toolkit CVE table."""
+    text = resources.files("ctk.data").joinpath("toolkit-cves.csv").read_text("utf-8")
+    return parse_advisories(text)
+
+
+def cuda_table() -> tuple[CudaRow, ...]:
+    """The packaged CUDA/driver compatibility table."""
+    text = resources.files("ctk.data").joinpath("cuda-driver-compat.csv").read_text("utf-8")
+    return parse_table(text)
+
+
+def gather(
+    root: Path, *, cuda_need: CudaNeed | None = None, nvml_timeout: float = NVML_TIMEOUT_S
+) -> tuple[NodeFacts, tuple[Timing, ...]]:
+    """All facts about the node under ``root``; NVML runs in parallel with the file reads."""
+    g = Gatherer(HostRoot(root))
+    nvml_box: list[NvmlFacts | Unavailable] = []
+    nvml_thread = threading.Thread(
+        target=lambda: nvml_box.append(_safe_nvml(root)), name="ctk-doctor-nvml", daemon=True
+    )
+    start = time.monotonic()
+    nvml_thread.start()
+    env = g.timed("environment", lambda: read_environ(g))
+    where = detect_where(g, env)
+    kernel = g.timed("kernel", lambda: gather_kernel(g))
+    dev = g.timed("dev", lambda: gather_dev(g))
+    libs = g.timed("libraries", lambda: gather_libs(g, env if where is not Where.HOST else {}))
+    toolkit = g.timed("toolkit", lambda: gather_toolkit(g, env))
+    binaries = toolkit.binaries
+    docker_installed = bool({"docker", "dockerd"} & set(binaries)) or g.exists("/etc/docker")
+    docker = g.timed(
+        "docker",
+        lambda: gather_docker(g, "/etc/docker/daemon.json", binaries, installed=docker_installed),
+    )
+    containerd = g.timed("containerd", lambda: gather_containerd(g, binaries))
+    crio = g.timed("crio", lambda: gather_crio(g, binaries))
+    rootless = g.timed("rootless docker", lambda: gather_rootless_docker(g, binaries))
+    extra_dirs = (*docker.cdi_spec_dirs, *containerd.cdi_spec_dirs)
+    cdi = g.timed("cdi", lambda: gather_cdi(g, extra_dirs))
+    container = (
+        g.timed("container", lambda: gather_container(g, env))
+        if where is not Where.HOST
+        else ContainerFacts()
+    )
+    need = cuda_need
+    if need is None and where is not Where.HOST:
+        need = need_from_env(env, "process environment")
+    table = g.timed("cuda table", cuda_table)
+    no_answer: tuple[GpuProcess, ...] | Unavailable = Unavailable("/proc scan timed out")
+    processes = (
+        g.bounded("gpu processes", lambda: gather_gpu_processes(g), no_answer, STEP_TIMEOUT_S)
+        if where is Where.HOST and kernel.driver_version is not None
+        else ()
+    )
+    nvml_thread.join(max(0.0, nvml_timeout - (time.monotonic() - start)))
+    elapsed = time.monotonic() - start
+    if nvml_box:
+        nvml: NvmlFacts | Unavailable = nvml_box[0]
+        g.timings.append(Timing("nvml", elapsed))
+    else:
+        nvml = Unavailable(f"NVML did not answer within {nvml_timeout:g} s")
+        g.timings.append(Timing("nvml", elapsed, timed_out=True))
+    facts = NodeFacts(
+        root=str(root),
+        where=where,
+        is_root=os.geteuid() == 0,
+        kernel=kernel,
+        dev=dev,
+        libs=libs,
+        nvml=nvml,
+        cuda_table=table,
+        cuda_need=need,
+        toolkit=toolkit,
+        docker=docker,
+        docker_rootless=rootless,
+        docker_snap=g.exists("/snap/bin/docker") or g.exists("/var/snap/docker"),
+        containerd=containerd,
+        crio=crio,
+        cdi=cdi,
+        container=container,
+        gpu_processes=processes,
+        advisories=g.timed("advisories", advisories),
+        kubelet=any(g.exists(p) for p in KUBELET_PATHS),
+        kubelet_cgroup_driver=g.timed("kubelet", lambda: kubelet_cgroup_driver(g)),
+        host_mount="/host"
+        if where is not Where.HOST and g.exists("/host/etc/os-release")
+        else None,
+    )
+    return facts, tuple(g.timings)
+
+
+def _safe_nvml(root: Path) -> NvmlFacts | Unavailable:
+    try:
+        return gather_nvml(root)
+    except Exception as exc:  # an adapter bug must not hide every other fact
+        return Unavailable(f"NVML adapter failed: {type(exc).__name__}: {exc}")

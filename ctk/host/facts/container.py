@@ -1,0 +1,104 @@
+"""What a process inside a container sees: environment, /dev/shm, image files."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from ctk.doctor.facts import (
+    ContainerFacts,
+    Unavailable,
+)
+from ctk.doctor.model import Where
+from ctk.host.facts.gatherer import (
+    LIBRARY_DIRS,
+    STEP_TIMEOUT_S,
+    TORCH_GLOBS,
+    Gatherer,
+)
+
+# --- inside a container -------------------------------------------------------------------
+
+
+def read_environ(g: Gatherer) -> dict[str, str]:
+    """The environment of the diagnosed process (`/proc/self/environ` under the root)."""
+    host = g.host("/proc/self/environ")
+    try:
+        data = host.read_bytes() if host is not None else b""
+    except OSError:
+        return {}
+    env = {}
+    for item in data.split(b"\0"):
+        key, sep, value = item.decode("utf-8", "replace").partition("=")
+        if sep:
+            env[key] = value
+    return env
+
+
+def _mount_points(g: Gatherer) -> set[str]:
+    points = set()
+    for line in (g.text("/proc/self/mountinfo") or "").splitlines():
+        fields = line.split()
+        if len(fields) > 4:
+            points.add(fields[4].replace("\\040", " "))
+    return points
+
+
+def _shm_size(g: Gatherer) -> int | Unavailable | None:
+    host = g.host("/dev/shm")
+    if host is None or not host.is_dir():
+        return None
+    try:
+        info = os.statvfs(host)
+    except OSError as exc:
+        return Unavailable(f"statvfs: {exc.strerror}")
+    return info.f_frsize * info.f_blocks
+
+
+def gather_container(g: Gatherer, env: Mapping[str, str]) -> ContainerFacts:
+    """/dev/shm, driver files of the image, HAMi preload, allocation markers."""
+    mounts = _mount_points(g)
+    image_libs = []
+    for directory in LIBRARY_DIRS:
+        for pattern in ("libcuda.so.*.*", "libnvidia-ml.so.*.*"):
+            for path in g.glob(f"{directory}/{pattern}"):
+                host = g.host(path)
+                if host is not None and not host.is_symlink() and path not in mounts:
+                    image_libs.append(path)
+    preload = (g.text("/etc/ld.so.preload") or "").split()
+    timed_out: int | Unavailable | None = Unavailable("statvfs did not answer in time")
+    shm = g.bounded("statvfs /dev/shm", lambda: _shm_size(g), timed_out, STEP_TIMEOUT_S)
+    return ContainerFacts(
+        env=dict(env),
+        shm_size=shm,
+        memlock=None,
+        image_libraries=tuple(sorted(set(image_libs))),
+        preload=tuple(preload),
+        has_torch=any(g.glob(pattern) for pattern in TORCH_GLOBS),
+        allocation_markers=g.exists("/var/run/nvidia-container-devices"),
+    )
+
+
+def detect_where(g: Gatherer, env: Mapping[str, str]) -> Where:
+    """Host, container or pod (a container plus KUBERNETES_SERVICE_HOST).
+
+    Container markers: /.dockerenv, /run/.containerenv, a container cgroup of PID 1 (cgroup v1),
+    or an overlay root file system (CRI containers on cgroup v2 have no other marker).
+    """
+    inside = g.exists("/.dockerenv") or g.exists("/run/.containerenv")
+    if not inside:
+        cgroup = g.text("/proc/1/cgroup") or ""
+        inside = any(word in cgroup for word in ("/docker/", "/kubepods", "/containerd/"))
+    if not inside:
+        inside = _overlay_root(g.text("/proc/self/mountinfo") or "")
+    if not inside:
+        return Where.HOST
+    return Where.POD if "KUBERNETES_SERVICE_HOST" in env else Where.CONTAINER
+
+
+def _overlay_root(mountinfo: str) -> bool:
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if len(fields) > 4 and fields[4] == "/" and " - overlay " in line:
+            return True
+    return False

@@ -1,0 +1,261 @@
+"""Toolkit, container engine and kubelet facts."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from ctk.doctor.facts import (
+    ConfigFile,
+    EngineFacts,
+    RuntimeEntry,
+    ToolkitFacts,
+    Unavailable,
+)
+from ctk.host.facts.gatherer import (
+    BINARIES,
+    BINARY_DIRS,
+    CONTAINERD_CONFIGS,
+    OCI_HOOKS,
+    PACKAGE_PREFIXES,
+    Gatherer,
+    posix_join,
+)
+
+# --- toolkit ------------------------------------------------------------------------------
+
+
+def parse_dpkg_status(text: str, prefixes: Iterable[str] = PACKAGE_PREFIXES) -> dict[str, str]:
+    """Installed packages whose names start with ``prefixes``: name -> version."""
+    wanted = tuple(prefixes)
+    packages = {}
+    for stanza in text.split("\n\n"):
+        fields = {}
+        for line in stanza.splitlines():
+            key, sep, value = line.partition(": ")
+            if sep and not line.startswith(" "):
+                fields[key] = value.strip()
+        name = fields.get("Package", "")
+        if name.startswith(wanted) and fields.get("Status", "").endswith(" installed"):
+            packages[name] = fields.get("Version", "")
+    return packages
+
+
+def read_toml_file(g: Gatherer, path: str) -> ConfigFile:
+    """A TOML file: data, or the parse error with line and column."""
+    readable = g.readable(path)
+    if readable is None:
+        return ConfigFile(path=path)
+    if not readable:
+        return ConfigFile(path=path, exists=True, needs_root=True)
+    try:
+        data = tomllib.loads(g.text(path) or "")
+    except tomllib.TOMLDecodeError as exc:
+        return ConfigFile(path=path, exists=True, error=str(exc))
+    return ConfigFile(path=path, exists=True, data=data)
+
+
+def gather_toolkit(g: Gatherer, env: Mapping[str, str]) -> ToolkitFacts:
+    """Binaries, packages, config.toml and OCI hooks of the NVIDIA Container Toolkit."""
+    binaries = {}
+    for name in BINARIES:
+        for directory in ("/snap/bin", *BINARY_DIRS) if name == "docker" else BINARY_DIRS:
+            if g.exists(f"{directory}/{name}"):
+                binaries[name] = f"{directory}/{name}"
+                break
+    config_path = env.get(
+        "NVIDIA_CTK_CONFIG_FILE_PATH", "/etc/nvidia-container-runtime/config.toml"
+    )
+    config = read_toml_file(g, config_path)
+    existing = set()
+    cli = (config.data or {}).get("nvidia-container-cli", {})
+    ldconfig = cli.get("ldconfig") if isinstance(cli, dict) else None
+    if isinstance(ldconfig, str) and g.exists(ldconfig.lstrip("@")):
+        existing.add(ldconfig.lstrip("@"))
+    return ToolkitFacts(
+        binaries=binaries,
+        packages=parse_dpkg_status(g.text("/var/lib/dpkg/status") or ""),
+        config=config,
+        oci_hooks=tuple(path for path in OCI_HOOKS if g.exists(path)),
+        existing_paths=frozenset(existing),
+    )
+
+
+# --- engines ------------------------------------------------------------------------------
+
+
+def _runtimes(g: Gatherer, view: Any, binaries: Mapping[str, str]) -> dict[str, RuntimeEntry]:
+    entries = {}
+    for runtime in view.runtimes:
+        binary = runtime.binary_path
+        exists = True
+        if binary:
+            exists = (
+                g.exists(binary)
+                if binary.startswith("/")
+                else binary in binaries or any(g.exists(f"{d}/{binary}") for d in BINARY_DIRS)
+            )
+        entries[runtime.name] = RuntimeEntry(
+            name=runtime.name,
+            binary=binary,
+            binary_exists=exists,
+            systemd_cgroup=runtime.systemd_cgroup,
+        )
+    return entries
+
+
+def _engine(
+    *,
+    g: Gatherer,
+    engine: str,
+    path: str,
+    installed: bool,
+    read: Callable[[], Any],
+    binaries: Mapping[str, str],
+) -> EngineFacts:
+    from ctk.errors import CtkError
+
+    readable = g.readable(path)
+    base = EngineFacts(engine=engine, installed=installed, config_path=path)
+    host = g.host(path)
+    if host is not None and host.exists() and not host.is_file():
+        return replace(base, config_exists=True, error="not a regular file")
+    if readable is False:
+        return EngineFacts(
+            engine=engine,
+            installed=installed,
+            config_path=path,
+            config_exists=True,
+            needs_root=True,
+        )
+    try:
+        view = read()
+    except CtkError as exc:
+        return EngineFacts(
+            engine=engine,
+            installed=installed,
+            config_path=path,
+            config_exists=True,
+            error=exc.message,
+        )
+    if view is None:
+        return base
+    return EngineFacts(
+        engine=engine,
+        installed=installed,
+        config_path=path,
+        config_exists=readable is True,
+        runtimes=_runtimes(g, view, binaries),
+        default_runtime=view.default_runtime,
+        cdi_enabled=view.cdi_enabled,
+        cdi_spec_dirs=tuple(view.cdi_spec_dirs),
+        cgroup_driver=view.cgroup_driver,
+        imports=tuple(view.imports),
+    )
+
+
+def gather_docker(
+    g: Gatherer, path: str, binaries: Mapping[str, str], *, installed: bool
+) -> EngineFacts:
+    """Docker's daemon.json through the runtime-config reader."""
+    from ctk.runtime_config.inspect import inspect_docker
+
+    def read() -> Any:
+        text = g.text(path)
+        return inspect_docker(text if text is not None else "{}", name=path)
+
+    return _engine(
+        g=g, engine="docker", path=path, installed=installed, read=read, binaries=binaries
+    )
+
+
+def containerd_files(g: Gatherer, main: str, imports: Iterable[str]) -> list[str]:
+    """The files containerd loads after ``main``: each import glob, sorted, absolute only."""
+    files = []
+    for written in imports:
+        pattern = written if written.startswith("/") else posix_join(os.path.dirname(main), written)
+        files += [p for p in g.glob(pattern) if p != main and p not in files]
+    return files
+
+
+def gather_containerd(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts:
+    """containerd's merged config (main file plus imports) and its drop-ins."""
+    from ctk.runtime_config.inspect import inspect_containerd
+
+    main, managed = "/etc/containerd/config.toml", None
+    for path, distribution in CONTAINERD_CONFIGS:
+        if g.exists(path):
+            main, managed = path, distribution
+    installed = "containerd" in binaries or g.exists(main) or managed is not None
+
+    def read() -> Any:
+        text = g.text(main)
+        if text is None:
+            return None
+        first = inspect_containerd([(main, text)])
+        extra = containerd_files(g, main, first.imports)
+        return inspect_containerd([(main, text), *((p, g.text(p) or "") for p in extra)])
+
+    try:
+        disabled = tomllib.loads(g.text(main) or "").get("disabled_plugins", [])
+    except tomllib.TOMLDecodeError:
+        disabled = []
+    cri_names = {"cri", "io.containerd.grpc.v1.cri"}
+    cri_off = isinstance(disabled, list) and bool(cri_names & set(map(str, disabled)))
+    facts = _engine(
+        g=g, engine="containerd", path=main, installed=installed, read=read, binaries=binaries
+    )
+    drop_ins = tuple(g.glob("/etc/containerd/conf.d/*.toml"))
+    imports = tuple(
+        i if i.startswith("/") else posix_join(os.path.dirname(main), i) for i in facts.imports
+    )
+    return replace(
+        facts, drop_ins=drop_ins, managed_by=managed, imports=imports, cri_disabled=cri_off
+    )
+
+
+def gather_crio(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts:
+    """CRI-O's crio.conf plus crio.conf.d drop-ins."""
+    from ctk.runtime_config.inspect import inspect_crio
+
+    main = "/etc/crio/crio.conf"
+    drop_ins = g.glob("/etc/crio/crio.conf.d/*")
+    installed = "crio" in binaries or g.exists(main) or bool(drop_ins)
+
+    def read() -> Any:
+        files = [(p, g.text(p) or "") for p in [main, *drop_ins] if g.exists(p)]
+        return inspect_crio(files) if files else None
+
+    return _engine(g=g, engine="crio", path=main, installed=installed, read=read, binaries=binaries)
+
+
+def gather_rootless_docker(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts | None:
+    """A rootless Docker daemon (a user unit `docker.service`) and its own daemon.json."""
+    units = g.glob("/home/*/.config/systemd/user/docker.service") + g.glob(
+        "/root/.config/systemd/user/docker.service"
+    )
+    if not units:
+        return None
+    home = units[0].split("/.config/")[0]
+    return gather_docker(g, f"{home}/.config/docker/daemon.json", binaries, installed=True)
+
+
+def kubelet_cgroup_driver(g: Gatherer) -> str | Unavailable | None:
+    """`cgroupDriver` of /var/lib/kubelet/config.yaml (that directory is often root-only)."""
+    import yaml
+
+    path = "/var/lib/kubelet/config.yaml"
+    readable = g.readable(path)
+    if readable is None:
+        return None
+    if not readable:
+        return Unavailable(f"{path} is readable by root only", needs_root=True)
+    try:
+        data = yaml.safe_load(g.text(path) or "")
+    except yaml.YAMLError:
+        return None
+    value = data.get("cgroupDriver") if isinstance(data, dict) else None
+    return value if isinstance(value, str) else None

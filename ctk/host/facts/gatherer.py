@@ -1,0 +1,201 @@
+"""The primitives of gathering: paths inside the root, bounded steps, timings."""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import os
+import posixpath
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TypeVar
+
+from ctk.host.root import HostRoot, PathEscapeError
+
+T = TypeVar("T")
+
+NVML_TIMEOUT_S = 5.0
+STEP_TIMEOUT_S = 5.0
+LIBRARY_DIRS = (
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib",
+    "/lib/x86_64-linux-gnu",
+    "/lib/aarch64-linux-gnu",
+    "/lib64",
+    "/lib",
+    "/usr/local/lib",
+)
+BINARY_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+BINARIES = (
+    "nvidia-container-runtime",
+    "nvidia-container-runtime-hook",
+    "nvidia-container-toolkit",
+    "nvidia-ctk",
+    "nvidia-container-cli",
+    "nvidia-cdi-hook",
+    "nvidia-docker",
+    "docker",
+    "dockerd",
+    "containerd",
+    "crio",
+    "podman",
+)
+SONAMES = ("libnvidia-ml.so.1", "libcuda.so.1", "libcuda.so")
+PACKAGE_PREFIXES = ("nvidia-", "libnvidia-container", "cuda-compat")
+OCI_HOOKS = (
+    "/usr/share/containers/oci/hooks.d/oci-nvidia-hook.json",
+    "/etc/containers/oci/hooks.d/oci-nvidia-hook.json",
+)
+CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
+REFRESH_UNITS = ("nvidia-cdi-refresh.path", "ctk-cdi-refresh.path")
+UNIT_DIRS = ("/etc/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system")
+SECURE_BOOT = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+MODULE_DIRS = ("updates/dkms", "updates", "extra", "kernel/drivers/video", "misc", "video", "")
+CONTAINERD_CONFIGS = (
+    ("/var/lib/rancher/k3s/agent/etc/containerd/config.toml", "k3s"),
+    ("/var/lib/rancher/rke2/agent/etc/containerd/config.toml", "rke2"),
+)
+KUBELET_PATHS = (
+    "/var/lib/kubelet/config.yaml",
+    "/etc/kubernetes/kubelet.conf",
+    "/var/lib/rancher/k3s",
+    "/var/lib/rancher/rke2",
+    "/usr/bin/kubelet",
+)
+TORCH_GLOBS = (
+    "/usr/lib/python3*/site-packages/torch",
+    "/usr/lib/python3*/dist-packages/torch",
+    "/usr/local/lib/python3*/site-packages/torch",
+    "/usr/local/lib/python3*/dist-packages/torch",
+    "/opt/conda/lib/python3*/site-packages/torch",
+)
+DRIVER_VERSION = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)")
+LIB_VERSION = re.compile(r"/lib(?:cuda|nvidia-[a-z0-9-]+)\.so\.(\d+\.\d+(?:\.\d+)?)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """How long one gather step took, and whether it finished in time."""
+
+    step: str
+    seconds: float
+    timed_out: bool = False
+
+
+@dataclass(slots=True)
+class Gatherer:
+    """Reads facts under one root; every read is one call, so each fact is read once."""
+
+    root: HostRoot
+    timings: list[Timing] = field(default_factory=list)
+
+    # --- primitives -------------------------------------------------------------------------
+
+    def host(self, path: str) -> Path | None:
+        """The path on this machine, or None when it would escape the root."""
+        try:
+            return self.root.path(path)
+        except PathEscapeError:
+            return None
+
+    def text(self, path: str) -> str | None:
+        """A file's text; None when missing or unreadable."""
+        host = self.host(path)
+        if host is None:
+            return None
+        try:
+            return host.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+
+    def readable(self, path: str) -> bool | None:
+        """True: readable; False: exists but permission denied; None: missing."""
+        host = self.host(path)
+        if host is None or not host.exists():
+            return None
+        return os.access(host, os.R_OK)
+
+    def exists(self, path: str) -> bool:
+        """Whether ``path`` exists inside the root."""
+        host = self.host(path)
+        return host is not None and (host.exists() or host.is_symlink())
+
+    def glob(self, pattern: str) -> list[str]:
+        """Paths (as seen inside the root) matching ``pattern``, sorted.
+
+        Each directory is resolved inside the root before it is listed, so neither `..` nor a
+        symlink leads the match out of the root.
+        """
+        current = ["/"]
+        for part in (p for p in posixpath.normpath("/" + pattern).split("/") if p):
+            if not glob.has_magic(part):
+                current = [posixpath.join(base, part) for base in current]
+                continue
+            matched = []
+            for base in current:
+                host = self.host(base)
+                try:
+                    names = sorted(os.listdir(host)) if host is not None else []
+                except OSError:
+                    continue
+                hidden = part.startswith(".")
+                matched += [
+                    posixpath.join(base, name)
+                    for name in names
+                    if fnmatch.fnmatchcase(name, part) and (hidden or not name.startswith("."))
+                ]
+            current = matched
+        return sorted(path for path in current if self.exists(path))
+
+    def link_target(self, directory: str, name: str) -> str | None:
+        """The target of symlink ``directory/name`` (the directory resolved inside the root)."""
+        host = self.host(directory)
+        if host is None:
+            return None
+        try:
+            return os.readlink(host / name)
+        except OSError:
+            return None
+
+    def bounded(self, step: str, function: Callable[[], T], default: T, timeout: float) -> T:
+        """Run ``function`` in a daemon thread; ``default`` when it does not finish in time."""
+        box: list[T] = []
+        errors: list[BaseException] = []
+
+        def target() -> None:
+            try:
+                box.append(function())
+            except BaseException as exc:  # re-raised below in the caller's thread
+                errors.append(exc)
+
+        start = time.monotonic()
+        thread = threading.Thread(target=target, name=f"ctk-doctor-{step}", daemon=True)
+        thread.start()
+        thread.join(timeout)
+        elapsed = time.monotonic() - start
+        if thread.is_alive():
+            self.timings.append(Timing(step, elapsed, timed_out=True))
+            return default
+        self.timings.append(Timing(step, elapsed))
+        if errors:
+            raise errors[0]
+        return box[0]
+
+    def timed(self, step: str, function: Callable[[], T]) -> T:
+        """Run ``function`` and record how long it took."""
+        start = time.monotonic()
+        try:
+            return function()
+        finally:
+            self.timings.append(Timing(step, time.monotonic() - start))
+
+
+def posix_join(*parts: str) -> str:
+    """Join paths as seen inside the root."""
+    return str(PurePosixPath(*parts))

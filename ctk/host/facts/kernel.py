@@ -1,0 +1,361 @@
+"""Kernel, device node, library, NVML and process facts."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+
+from ctk.doctor.facts import (
+    DevFacts,
+    DeviceNode,
+    GpuProcess,
+    KernelFacts,
+    LibFacts,
+    Library,
+    MigDevice,
+    NvmlFacts,
+    NvmlGpu,
+    PciGpu,
+    ProcGpu,
+    Unavailable,
+)
+from ctk.host.facts.gatherer import (
+    DRIVER_VERSION,
+    LIBRARY_DIRS,
+    MODULE_DIRS,
+    SECURE_BOOT,
+    SONAMES,
+    Gatherer,
+    posix_join,
+)
+from ctk.host.root import PathEscapeError
+
+# --- kernel ---------------------------------------------------------------------------------
+
+
+def parse_key_values(text: str) -> dict[str, str]:
+    """`Key: value` lines (split on the first colon), values stripped of quotes."""
+    found = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            found[key.strip()] = value.strip().strip('"')
+    return found
+
+
+def parse_char_majors(text: str) -> dict[str, int]:
+    """The `Character devices:` section of /proc/devices: name -> major."""
+    majors: dict[str, int] = {}
+    in_chars = False
+    for line in text.splitlines():
+        if line.strip().endswith("devices:"):
+            in_chars = line.strip() == "Character devices:"
+            continue
+        parts = line.split()
+        if in_chars and len(parts) == 2 and parts[0].isdigit():
+            majors.setdefault(parts[1], int(parts[0]))
+    return majors
+
+
+def _pci_gpus(g: Gatherer) -> tuple[PciGpu, ...]:
+    gpus = []
+    for device in g.glob("/sys/bus/pci/devices/*"):
+        vendor = (g.text(f"{device}/vendor") or "").strip()
+        klass = (g.text(f"{device}/class") or "").strip()
+        if vendor != "0x10de" or not klass.startswith(("0x0300", "0x0302")):
+            continue
+        target = g.link_target(device, "driver")
+        driver = os.path.basename(target) if target else None
+        gpus.append(PciGpu(bdf=os.path.basename(device), driver=driver))
+    return tuple(gpus)
+
+
+def _proc_gpus(g: Gatherer) -> tuple[ProcGpu, ...]:
+    gpus = []
+    for info_path in g.glob("/proc/driver/nvidia/gpus/*/information"):
+        info = parse_key_values(g.text(info_path) or "")
+        minor = info.get("Device Minor", "")
+        if not minor.isdigit():
+            continue
+        gpus.append(
+            ProcGpu(
+                bdf=info.get("Bus Location", info_path.split("/")[-2]),
+                minor=int(minor),
+                uuid=info.get("GPU UUID", ""),
+                model=info.get("Model", ""),
+                excluded=info.get("GPU Excluded", "No") == "Yes",
+            )
+        )
+    return tuple(sorted(gpus, key=lambda gpu: gpu.minor))
+
+
+def _modules(g: Gatherer) -> frozenset[str]:
+    text = g.text("/proc/modules")
+    if text is not None:
+        return frozenset(line.split()[0] for line in text.splitlines() if line.strip())
+    names = ("nvidia", "nvidia_uvm", "nvidia_modeset", "nvidia_drm", "nvidia_peermem", "nouveau")
+    return frozenset(name for name in names if g.exists(f"/sys/module/{name}"))
+
+
+def _module_built(g: Gatherer, release: str) -> bool | None:
+    base = f"/lib/modules/{release}"
+    if not g.exists(base):
+        return None
+    for sub in MODULE_DIRS:
+        directory = f"{base}/{sub}".rstrip("/")
+        if g.glob(f"{directory}/nvidia.ko*") or g.glob(f"{directory}/nvidia/nvidia.ko*"):
+            return True
+    return False
+
+
+def _secure_boot(g: Gatherer) -> bool | None:
+    host = g.host(SECURE_BOOT)
+    if host is None or not g.exists("/sys/firmware/efi"):
+        return None
+    try:
+        data = host.read_bytes()
+    except OSError:
+        return None
+    return len(data) >= 5 and data[4] == 1
+
+
+def gather_kernel(g: Gatherer) -> KernelFacts:
+    """Driver version and flavour, modules, PCI and /proc GPUs, majors, cgroups, SELinux."""
+    version_text = g.text("/proc/driver/nvidia/version")
+    first = version_text.splitlines()[0] if version_text else None
+    match = DRIVER_VERSION.search(first or "")
+    release = os.uname().release
+    return KernelFacts(
+        driver_version=match.group(1) if match else None,
+        open_module=("Open Kernel Module" in first) if first else None,
+        version_line=first,
+        modules=_modules(g),
+        kernel_release=release,
+        module_built=_module_built(g, release),
+        secure_boot=_secure_boot(g),
+        pci_gpus=_pci_gpus(g),
+        gpus=_proc_gpus(g),
+        params=parse_key_values(g.text("/proc/driver/nvidia/params") or ""),
+        char_majors=parse_char_majors(g.text("/proc/devices") or ""),
+        cgroup_version=2 if g.exists("/sys/fs/cgroup/cgroup.controllers") else 1,
+        systemd_init=g.exists("/run/systemd/system"),
+        selinux_enforcing=(g.text("/sys/fs/selinux/enforce") or "").strip() == "1",
+    )
+
+
+# --- device nodes -------------------------------------------------------------------------
+
+
+def _node(g: Gatherer, path: str) -> DeviceNode:
+    host = g.host(path)
+    try:
+        info = os.stat(host) if host is not None else None
+    except OSError:
+        info = None
+    if info is None or not stat.S_ISCHR(info.st_mode):
+        return DeviceNode(path=path)
+    assert host is not None
+    return DeviceNode(
+        path=path,
+        major=os.major(info.st_rdev),
+        minor=os.minor(info.st_rdev),
+        mode=stat.S_IMODE(info.st_mode),
+        accessible=os.access(host, os.R_OK | os.W_OK),
+    )
+
+
+def _char_links(g: Gatherer) -> dict[str, str]:
+    directory = g.host("/dev/char")
+    links: dict[str, str] = {}
+    if directory is None or not directory.is_dir():
+        return links
+    for entry in os.scandir(directory):
+        if ":" not in entry.name or not entry.is_symlink():
+            continue
+        target = os.readlink(entry.path)
+        resolved = os.path.normpath(os.path.join("/dev/char", target))
+        if resolved.startswith("/dev/nvidia"):
+            links[entry.name] = resolved
+    return links
+
+
+def gather_dev(g: Gatherer) -> DevFacts:
+    """NVIDIA device nodes, their /dev/char links, MIG capability minors and files."""
+    paths = g.glob("/dev/nvidia*") + g.glob("/dev/nvidia-caps/nvidia-cap*")
+    nodes = {path: _node(g, path) for path in paths if not path.endswith("/nvidia-caps")}
+    minors = {}
+    for line in (g.text("/proc/driver/nvidia-caps/mig-minors") or "").splitlines():
+        name, _, minor = line.rpartition(" ")
+        if minor.isdigit():
+            minors[name] = int(minor)
+    caps_base = "/proc/driver/nvidia/capabilities/"
+    caps = g.glob(caps_base + "gpu*/mig/gi*/access") + g.glob(caps_base + "gpu*/mig/gi*/ci*/access")
+    names = frozenset(path[len(caps_base) :].replace("/mig/", "/") for path in caps)
+    return DevFacts(nodes=nodes, char_links=_char_links(g), mig_minors=minors, mig_caps=names)
+
+
+# --- libraries ----------------------------------------------------------------------------
+
+
+def _ld_conf_dirs(g: Gatherer, path: str = "/etc/ld.so.conf", depth: int = 0) -> list[str]:
+    dirs: list[str] = []
+    for raw in (g.text(path) or "").splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line.startswith("include "):
+            pattern = line.split(None, 1)[1]
+            if not pattern.startswith("/"):
+                pattern = posix_join(os.path.dirname(path), pattern)
+            for included in g.glob(pattern) if depth < 4 else ():
+                dirs += _ld_conf_dirs(g, included, depth + 1)
+        elif line.startswith("/"):
+            dirs.append(line)
+    return dirs
+
+
+def gather_libs(g: Gatherer, env: Mapping[str, str]) -> LibFacts:
+    """Where the loader finds the driver libraries: LD_LIBRARY_PATH, ld.so.cache, directories.
+
+    The loader's order: `LD_LIBRARY_PATH` (inside a container), the `/etc/ld.so.cache` entries
+    (read by `ctk.host.driver`), then the ld.so.conf and default directories for nodes whose
+    cache is missing or out of date.
+    """
+    from ctk.host.driver import read_ld_cache
+
+    search = [d for d in env.get("LD_LIBRARY_PATH", "").split(":") if d.startswith("/")]
+    stub_dirs = tuple(d for d in search if "stubs" in d.split("/"))
+    candidates = [posix_join(d, soname) for d in search for soname in SONAMES]
+    cached = [path for name, path in read_ld_cache(g.root) if name in SONAMES]
+    candidates += cached
+    directories = _ld_conf_dirs(g) + list(LIBRARY_DIRS)
+    candidates += [posix_join(d, soname) for d in dict.fromkeys(directories) for soname in SONAMES]
+    found: dict[str, list[Library]] = {}
+    seen: set[tuple[str, str]] = set()
+    for path in dict.fromkeys(candidates):
+        soname = posixpath.basename(path)
+        host = g.host(path)
+        if soname not in SONAMES or host is None or not (host.exists() or host.is_symlink()):
+            continue
+        target = _target_in_root(g, path)
+        if (soname, target) in seen:
+            continue
+        seen.add((soname, target))
+        found.setdefault(soname, []).append(
+            Library(soname=soname, path=path, target=target, exists=host.exists())
+        )
+    source = "/etc/ld.so.cache" if cached else "/etc/ld.so.conf and library directories"
+    return LibFacts(
+        source=source,
+        libraries={k: tuple(v) for k, v in found.items()},
+        stub_dirs_on_path=stub_dirs,
+    )
+
+
+def _target_in_root(g: Gatherer, path: str) -> str:
+    try:
+        return str(g.root.relative(g.root.path(path)))
+    except PathEscapeError:
+        return path
+
+
+# --- NVML ---------------------------------------------------------------------------------
+
+
+def nvml_error_code(exc: BaseException) -> int | None:
+    """The NVML return code behind an adapter error (pynvml's exception carries `.value`)."""
+    cause = exc.__cause__
+    code = getattr(cause, "value", None)
+    if isinstance(code, int):
+        return code
+    if "not found" in str(exc):
+        return 12
+    return None
+
+
+def gather_nvml(root: Path) -> NvmlFacts:
+    """NVML's view through `ctk.host.nvml`, or the error code it refused with."""
+    from ctk.errors import CtkError
+    from ctk.host import nvml
+
+    try:
+        found = nvml.read_nvml(root)
+    except CtkError as exc:
+        return NvmlFacts(error_code=nvml_error_code(exc), error=exc.message)
+    cuda = found.cuda_driver_version
+    return NvmlFacts(
+        driver_version=found.driver_version,
+        cuda_version=(cuda // 1000, (cuda % 1000) // 10),
+        gpus=tuple(
+            NvmlGpu(
+                index=gpu.index,
+                minor=gpu.minor,
+                uuid=gpu.uuid,
+                name=gpu.name,
+                bus_id=gpu.pci_bus_id,
+                mig_current=_mig_mode(gpu.mig_mode.value),
+                mig_devices=tuple(
+                    MigDevice(
+                        gi=mig.gpu_instance,
+                        ci=mig.compute_instance,
+                        uuid=mig.uuid,
+                        profile=mig.profile,
+                    )
+                    for mig in gpu.migs
+                ),
+            )
+            for gpu in found.gpus
+        ),
+    )
+
+
+def _mig_mode(value: str) -> int | None:
+    return {"enabled": 1, "disabled": 0}.get(value)
+
+
+# --- processes ------------------------------------------------------------------------------
+
+
+def gather_gpu_processes(g: Gatherer) -> tuple[GpuProcess, ...] | Unavailable:
+    """Processes with an NVIDIA device node open, from `/proc/<pid>/fd` (fuser's method)."""
+    proc = g.host("/proc")
+    if proc is None:
+        return ()
+    holders = []
+    denied = False
+    for entry in os.scandir(proc):
+        if not entry.name.isdigit():
+            continue
+        try:
+            fds = os.scandir(os.path.join(entry.path, "fd"))
+        except PermissionError:
+            denied = True
+            continue
+        except OSError:
+            continue
+        with fds:
+            uses_gpu = any(_is_nvidia_fd(fd.path) for fd in fds)
+        if uses_gpu:
+            holders.append(_process(entry.path, int(entry.name)))
+    if denied and not holders:
+        return Unavailable("other users' /proc/<pid>/fd need root", needs_root=True)
+    return tuple(sorted(holders, key=lambda p: p.pid))
+
+
+def _is_nvidia_fd(path: str) -> bool:
+    try:
+        return os.readlink(path).startswith("/dev/nvidia")
+    except OSError:
+        return False
+
+
+def _process(path: str, pid: int) -> GpuProcess:
+    try:
+        with open(os.path.join(path, "stat"), encoding="utf-8", errors="replace") as handle:
+            stat_line = handle.read()
+    except OSError:
+        return GpuProcess(pid=pid, state="?", command="?")
+    command = stat_line[stat_line.find("(") + 1 : stat_line.rfind(")")]
+    state = stat_line[stat_line.rfind(")") + 2 :].split(" ", 1)[0]
+    return GpuProcess(pid=pid, state=state, command=command)

@@ -1,0 +1,108 @@
+"""Reading the files an engine loads, in its order, and the later-drop-in warning."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ctk.cli.app import main
+from ctk.host.engines import containerd_config_files, crio_config_files
+from ctk.runtime_config.inspect import PluginMerge, inspect_containerd
+
+CRI = '[plugins."io.containerd.grpc.v1.cri"]\n'
+
+
+def _tree(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text.replace("@ROOT@", str(root)))
+
+
+def test_containerd_files_in_load_order(tmp_path: Path) -> None:
+    _tree(
+        tmp_path,
+        {
+            "config.toml": 'version = 2\nimports = ["@ROOT@/conf.d/*.toml", "extra/more.toml"]\n',
+            "conf.d/20-b.toml": 'version = 2\nimports = ["../nested/n.toml"]\n',
+            "conf.d/10-a.toml": "version = 2\n",
+            "nested/n.toml": "version = 2\n",
+            "conf.d/ignored.conf": "not toml at all",
+            "extra/more.toml": "version = 2\n",
+        },
+    )
+    names = [name for name, _ in containerd_config_files(tmp_path / "config.toml")]
+    assert names == [
+        str(tmp_path / "config.toml"),
+        str(tmp_path / "conf.d/10-a.toml"),
+        str(tmp_path / "conf.d/20-b.toml"),
+        str(tmp_path / "extra/more.toml"),
+        str(tmp_path / "nested/n.toml"),
+    ]
+
+
+def test_containerd_files_feed_inspect(tmp_path: Path) -> None:
+    _tree(
+        tmp_path,
+        {
+            "config.toml": 'version = 2\nimports = ["@ROOT@/conf.d/*.toml"]\n'
+            + CRI
+            + 'sandbox_image = "pause"\n',
+            "conf.d/99-nvidia.toml": "version = 2\n"
+            + CRI.replace("]", ".containerd.runtimes.nvidia]")
+            + 'runtime_type = "io.containerd.runc.v2"\n',
+        },
+    )
+    files = containerd_config_files(tmp_path / "config.toml")
+    assert inspect_containerd(files, merge=PluginMerge.DEEP).runtime_names == ("nvidia",)
+
+
+def test_crio_files(tmp_path: Path) -> None:
+    _tree(tmp_path, {"crio.conf": "[crio]\n", "crio.conf.d/20.conf": "", "crio.conf.d/10.toml": ""})
+    names = [
+        name for name, _ in crio_config_files(tmp_path / "crio.conf", tmp_path / "crio.conf.d")
+    ]
+    assert names == [
+        str(tmp_path / "crio.conf"),
+        str(tmp_path / "crio.conf.d/10.toml"),
+        str(tmp_path / "crio.conf.d/20.conf"),
+    ]
+
+
+def test_later_drop_in_with_cri_table_is_warned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _tree(
+        tmp_path,
+        {
+            "config.toml": 'version = 2\nimports = ["@ROOT@/conf.d/*.toml"]\n',
+            "conf.d/zz-site.toml": "version = 2\n" + CRI + "max_concurrent_downloads = 9\n",
+            "conf.d/10-missing-import.toml": 'version = 2\nimports = ["@ROOT@/gone.toml"]\n',
+        },
+    )
+    drop_in = tmp_path / "conf.d/99-nvidia.toml"
+    code = main(
+        [
+            "runtime",
+            "configure",
+            "--runtime",
+            "containerd",
+            "--config",
+            str(tmp_path / "config.toml"),
+            "--drop-in-config",
+            str(drop_in),
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert (code, out) == (
+        0,
+        f"created {drop_in}\n"
+        "Restart containerd to apply the change: systemctl restart containerd\n",
+    )
+    assert err == (
+        f"warning: containerd is told to import {tmp_path / 'gone.toml'}, which does not exist\n"
+        f"warning: {tmp_path / 'conf.d/zz-site.toml'} is imported after {drop_in} and also "
+        'defines [plugins."io.containerd.grpc.v1.cri"]: containerd < 2.1 will use that table '
+        "instead, without the nvidia runtime\n"
+    )
