@@ -107,7 +107,9 @@ def _go_int(text: str) -> int | None:
         base = 10
     if not digits or any(c not in _DIGITS[base] for c in digits):
         return None
-    number = int(digits, base)
+    digits = digits.lstrip("0") or "0"
+    # Beyond every range in CDI (and Python refuses to convert decimals of 4300+ digits).
+    number = 1 << 256 if len(digits) > 80 else int(digits, base)
     return -number if plain[0] == "-" else number
 
 
@@ -276,7 +278,8 @@ class _Decoder:
 
     def _in_range(self, node: Node, number: int, low: int | None, high: int | None) -> bool:
         if (low is not None and number < low) or (high is not None and number > high):
-            self.report(node, "schema.range", f"{number} is out of range ({low} to {high})")
+            shown = str(number) if number.bit_length() <= 128 else describe(node)
+            self.report(node, "schema.range", f"{shown} is out of range ({low} to {high})")
             return False
         return True
 

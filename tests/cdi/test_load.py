@@ -124,6 +124,10 @@ def _form(text: str, number: int, yaml11: str) -> tuple[str, str]:
         pytest.param("major", "0o17", 15, [("parse.octal", "0o17 is an octal number in YAML 1.2 (and for CDI runtimes) but a string in YAML 1.1; write 017")], id="yaml12-octal"),
         pytest.param("major", "017", 15, [], id="yaml11-octal"),
         pytest.param("major", "+1_000", 1000, [], id="sign-and-underscore"),
+        pytest.param("major", "0" * 5000 + "17", 15, [], id="many-leading-zeros"),
+        pytest.param("major", "9" * 5000, None, [("schema.range", "the integer 9999999999999999999999999999999999999... is out of range (-9223372036854775808 to 9223372036854775807)")], id="more-digits-than-python-converts"),
+        pytest.param("major", "-0x" + "f" * 5000, None, [("schema.range", "the integer -0xffffffffffffffffffffffffffffffffff... is out of range (-9223372036854775808 to 9223372036854775807)")], id="huge-hex"),
+        pytest.param("major", "0x" + "f" * 30, None, [("schema.range", "1329227995784915872903807060280344575 is out of range (-9223372036854775808 to 9223372036854775807)")], id="big-hex"),
     ],
 )  # fmt: skip
 def test_integers_as_cdi_runtimes_read_them(
