@@ -167,6 +167,10 @@ def _mark(node: Node) -> tuple[int, int]:
     return mark.line + 1, mark.column + 1
 
 
+def _shorten(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def describe(node: Node) -> str:
     """A few words naming what ``node`` is, for messages."""
     if isinstance(node, MappingNode):
@@ -174,7 +178,7 @@ def describe(node: Node) -> str:
     if isinstance(node, SequenceNode):
         return "a list"
     value = str(node.value)
-    shown = value if len(value) <= 40 else value[:37] + "..."
+    shown = _shorten(value)
     tag = str(node.tag)
     names = {STR: "the string", INT: "the integer", BOOL: "the boolean", FLOAT: "the number"}
     if tag == NULL:
@@ -239,7 +243,7 @@ class _Decoder:
         if real is None:
             if yaml11 == FLOAT and ":" in text:
                 return self._base60(node, "a number")
-            self.report(node, "parse.type", f"{text!r} is not a YAML number")
+            self.report(node, "parse.type", f"{_shorten(text)!r} is not a number CDI runtimes read")
             return _INVALID
         number = _go_json_integer(real)
         if number is None:
@@ -260,7 +264,7 @@ class _Decoder:
         if number is None:
             if yaml11 == INT:  # a YAML 1.1 base-60 number such as 1:30
                 return self._base60(node, "an integer")
-            self.report(node, "parse.type", f"{text!r} is not a YAML integer")
+            self.report(node, "parse.type", f"{_shorten(text)!r} is not a YAML integer")
             return _INVALID
         if not self._in_range(node, number, low, high):
             return _INVALID

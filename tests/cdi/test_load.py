@@ -56,7 +56,14 @@ def test_decoding(name: str, edits: str, device: object, problems: list[tuple[st
         pytest.param(
             "!!float 1.5", "expected an integer, found the number 1.5", id="explicit-float"
         ),
-        pytest.param("!!float abc", "'abc' is not a YAML number", id="explicit-float-letters"),
+        pytest.param(
+            "!!float abc", "'abc' is not a number CDI runtimes read", id="explicit-float-letters"
+        ),
+        pytest.param(
+            "9" * 400 + ".0",
+            "'9999999999999999999999999999999999999...' is not a number CDI runtimes read",
+            id="float-overflow-is-a-string-for-go",
+        ),
         pytest.param("0o_", "expected an integer, found the string '0o_'", id="octal-prefix-only"),
         pytest.param("'0o7'", "expected an integer, found the string '0o7'", id="quoted-octal"),
     ],
