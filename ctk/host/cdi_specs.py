@@ -119,9 +119,12 @@ def scan_spec_dir(
             continue
         shown = str(directory / entry.name)
         try:
-            if entry.is_dir():
-                continue
-            data, error = _read(root.path(directory / entry.name))
+            if entry.is_dir(follow_symlinks=False):
+                continue  # a runtime's directory walk skips subdirectories
+            if entry.is_dir():  # but reads a link, and fails on one to a directory
+                data, error = None, "is a link to a directory, not a spec file"
+            else:
+                data, error = _read(root.path(directory / entry.name))
         except CtkError as exc:  # a link that leads out of the root, or cannot be read
             data, error = None, exc.message
         sources.append(SpecSource(shown, priority, data, error))

@@ -225,3 +225,19 @@ def test_read_spec_dirs_notes_each_directory(tmp_path: Path) -> None:
     )
     assert not broken.valid
     assert [str(d.name) for d in broken.registry.devices] == ["nvidia.com/gpu=1"]
+
+
+def test_subdirectories_are_skipped_links_to_directories_are_not(tmp_path: Path) -> None:
+    """A runtime walks the directory with lstat: it skips a subdirectory named x.yaml but reads
+    a link named y.yaml, and fails when that leads to a directory."""
+    (tmp_path / "x.yaml").mkdir()
+    (tmp_path / "y.yaml").symlink_to("x.yaml")
+    (tmp_path / "z.yaml").write_bytes(_spec("v.com/c", "d"))
+    registry = load_spec_dirs([tmp_path])
+    assert [(f.path, f.problems) for f in registry.files] == [
+        (
+            f"{tmp_path}/y.yaml",
+            (Problem("read.error", "is a link to a directory, not a spec file"),),
+        ),
+        (f"{tmp_path}/z.yaml", ()),
+    ]
