@@ -121,6 +121,8 @@ def scan_spec_dir(
         try:
             if entry.is_dir(follow_symlinks=False):
                 continue  # a runtime's directory walk skips subdirectories
+            data: bytes | None
+            error: str | None
             if entry.is_dir():  # but reads a link, and fails on one to a directory
                 data, error = None, "is a link to a directory, not a spec file"
             else:
