@@ -50,7 +50,7 @@ class SpecDirs:
 
     @property
     def valid(self) -> bool:
-        """Whether every spec is valid and every directory that exists could be read."""
+        """Whether every spec is valid and every directory could be listed (missing is fine)."""
         return self.registry.valid and not any(
             d.problem is not None and d.problem.is_error for d in self.dirs
         )
