@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import PurePosixPath
 
 from ctk.cdi import discover
 from ctk.cdi.discover import HookProgram
@@ -24,6 +25,8 @@ from ctk.cdi.serialize import cdi_version
 from ctk.errors import CtkError, UsageError
 
 EMPTY_DEVICE_ENV = "NVCT_EMPTY_DEVICE="
+# Each spec mounts these as <name>.<driver version>: CUDA's driver library, then NVML's
+CORE_LIBRARIES = ("libcuda.so", "libnvidia-ml.so")
 # device nodes that management mode leaves out, as nvidia-ctk does: GDS, NVSwitch, NVLink
 MANAGEMENT_BLOCKED = ("/dev/nvidia-fs", "/dev/nvidia-nvswitch", "/dev/nvidia-nvlink")
 
@@ -75,6 +78,14 @@ class _Unit:
         return own + parent
 
 
+def missing_core_libraries(driver: DriverFacts, version: str) -> tuple[str, ...]:
+    """Which of libcuda.so.<version> and libnvidia-ml.so.<version> the spec would not mount."""
+    mounted = {PurePosixPath(f.container_path).name for f in driver.libraries}
+    return tuple(
+        name for name in (f"{lib}.{version}" for lib in CORE_LIBRARIES) if name not in mounted
+    )
+
+
 def build_spec(
     nvml: NvmlFacts | None,
     driver: DriverFacts,
@@ -82,7 +93,19 @@ def build_spec(
     *,
     version: str,
 ) -> Spec:
-    """The whole spec for the node: per-device edits, `all`, and the common edits."""
+    """The whole spec for the node: per-device edits, `all`, and the common edits.
+
+    Without libcuda.so.<version> it raises `CtkError`, as nvidia-ctk fails: such a spec would
+    give containers GPUs that CUDA cannot use. A missing libnvidia-ml.so.<version> is left to
+    the caller to warn about (`missing_core_libraries`): CUDA works without it.
+    """
+    libcuda = f"{CORE_LIBRARIES[0]}.{version}"
+    if libcuda in missing_core_libraries(driver, version):
+        raise CtkError(
+            f"{libcuda} (the CUDA driver library) not found under driver root {driver.driver_root}",
+            hint="a spec without it gives containers GPUs that CUDA cannot use: reinstall the "
+            "driver, or pass the right --driver-root or --library-search-path",
+        )
     if FeatureFlag.ENABLE_EXPLICIT_DRIVER_LIBRARIES in options.features:
         driver = replace(
             driver,
@@ -204,10 +227,12 @@ def _cap_nodes(
     driver: DriverFacts,
 ) -> list[DeviceNodeFacts]:
     name = f"MIG device {gpu.index}:{mig.index} ({mig.uuid})"
+    file = f"{driver.dev_root.rstrip('/')}/proc/driver/nvidia-caps/mig-minors"
     if not minors:
+        if driver.mig_minors_malformed:
+            raise _malformed(name, file, driver.mig_minors_malformed)
         raise CtkError(
-            f"{name}: {driver.dev_root.rstrip('/')}/proc/driver/nvidia-caps/mig-minors is "
-            "missing or empty",
+            f"{name}: {file} is missing or empty",
             hint="MIG needs the nvidia-caps support of the driver; load the nvidia module with "
             "MIG support or pass the right --dev-root",
         )
@@ -215,6 +240,8 @@ def _cap_nodes(
     base = f"gpu{gpu.minor}/gi{mig.gpu_instance}"
     for capability in (f"{base}/access", f"{base}/ci{mig.compute_instance}/access"):
         minor = minors.get(capability)
+        if minor is None and driver.mig_minors_malformed:
+            raise _malformed(name, file, driver.mig_minors_malformed)
         path = f"/dev/nvidia-caps/nvidia-cap{minor}"
         node = nodes.get(path) if minor is not None else None
         if node is None:
@@ -226,6 +253,15 @@ def _cap_nodes(
             )
         found.append(node)
     return found
+
+
+def _malformed(name: str, file: str, lines: tuple[str, ...]) -> CtkError:
+    return CtkError(
+        f"{name}: {file} is malformed ({', '.join(lines[:2])}; expected "
+        "'<capability> <minor>' lines)",
+        hint="the driver writes this file: reload the nvidia module (check dmesg), or pass "
+        "the right --dev-root",
+    )
 
 
 def _management_device(driver: DriverFacts, options: GenerateOptions) -> Device:

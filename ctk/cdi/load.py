@@ -11,9 +11,12 @@ JSON is read the same way, as the reference library does (JSON is YAML).
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 
 import yaml
 from yaml.constructor import SafeConstructor
@@ -42,7 +45,12 @@ _PLAIN_TAGS_MAX = 8192
 
 
 class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]
-    """The safe loader, with the tags of plain scalars memoised (specs repeat them a lot)."""
+    """The safe loader, with the tags of plain scalars memoised (specs repeat them a lot).
+
+    A plain scalar that YAML 1.1 reads as a string but the reference library's parser (go-yaml
+    v2) reads as a number (`1e3`, `08`, `0o17`, `0X1F`) gets the number's tag, so it is no
+    string where a string is required, and is read as CDI runtimes read it where a number is.
+    """
 
     def resolve(self, kind: type[Node], value: str, implicit: tuple[bool, bool]) -> str:
         if kind is ScalarNode:
@@ -51,6 +59,8 @@ class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]
             tag = _PLAIN_TAGS.get(value)
             if tag is None:
                 tag = str(super().resolve(kind, value, implicit))
+                if tag == STR:
+                    tag = _go_number_tag(value) or STR
                 if len(_PLAIN_TAGS) < _PLAIN_TAGS_MAX:
                     _PLAIN_TAGS[value] = tag
             return tag
@@ -61,6 +71,87 @@ _CONSTRUCTOR = SafeConstructor()
 # `0o644`: YAML 1.2's octal. YAML 1.1 (PyYAML) reads a string, the reference library's parser an
 # integer, so where an integer is required it is read as one, with a warning.
 _YAML12_OCTAL = re.compile(r"[-+]?0o_*[0-7][0-7_]*")
+
+
+_YAML11 = yaml.resolver.Resolver()
+
+
+@functools.lru_cache(maxsize=4096)
+def _yaml11_tag(text: str) -> str:
+    """The tag YAML 1.1 (PyYAML) gives the plain scalar ``text``."""
+    return str(_YAML11.resolve(ScalarNode, text, (True, False)))  # type: ignore[no-untyped-call]
+
+
+# go-yaml v2 reads a plain scalar that starts with a digit or sign as an integer when Go's
+# strconv.ParseInt (base prefixes 0x, 0o, 0b, a leading 0 for octal) takes it without the
+# underscores, else as a float when it matches this and strconv.ParseFloat takes it.
+_GO_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+_GO_SPECIAL_FLOATS = {
+    **dict.fromkeys((".nan", ".NaN", ".NAN"), math.nan),
+    **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), math.inf),
+    **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), -math.inf),
+}
+_DIGITS = {2: "01", 8: "01234567", 10: "0123456789", 16: "0123456789abcdefABCDEF"}
+
+
+def _go_int(text: str) -> int | None:
+    """The integer go-yaml v2 reads from ``text`` (any size), or ``None``."""
+    plain = text.replace("_", "")
+    digits = plain[1:] if plain[:1] in ("+", "-") else plain
+    base = {"0x": 16, "0o": 8, "0b": 2}.get(digits[:2].lower())
+    if base is not None:
+        digits = digits[2:]
+    elif len(digits) > 1 and digits[0] == "0":
+        base, digits = 8, digits[1:]
+    else:
+        base = 10
+    if not digits or any(c not in _DIGITS[base] for c in digits):
+        return None
+    digits = digits.lstrip("0") or "0"
+    # Beyond every range in CDI (and Python refuses to convert decimals of 4300+ digits).
+    number = 1 << 256 if len(digits) > 80 else int(digits, base)
+    return -number if plain[0] == "-" else number
+
+
+def _go_float(text: str) -> float | None:
+    """The float go-yaml v2 reads from ``text`` (explicitly tagged !!float or not), or ``None``."""
+    if text in _GO_SPECIAL_FLOATS:
+        return _GO_SPECIAL_FLOATS[text]
+    plain = text if text[:1] == "." else text.replace("_", "")
+    integer = None if text[:1] == "." else _go_int(plain)
+    if integer is not None:
+        return float(integer)
+    if not _GO_FLOAT.fullmatch(plain):
+        return None
+    number = float(plain)
+    return None if math.isinf(number) else number  # Go's ParseFloat fails on overflow
+
+
+def _go_number_tag(text: str) -> str | None:
+    """INT or FLOAT when go-yaml v2 reads the plain scalar ``text`` as a number."""
+    if text[:1] not in ("+", "-", ".", *"0123456789") or text in _GO_SPECIAL_FLOATS:
+        return None
+    if text[:1] != "." and _go_int(text) is not None:
+        return INT
+    return FLOAT if _go_float(text) is not None else None
+
+
+def _is_base60(node: ScalarNode) -> bool:
+    """A plain `1:30` or `1:30.5`: a number in YAML 1.1, a string for go-yaml v2."""
+    text = str(node.value)
+    return not node.style and ":" in text and _go_number_tag(text) is None
+
+
+def _go_json_integer(number: float) -> int | None:
+    """What Go's JSON decoder makes of a float go-yaml read where an integer is needed.
+
+    sigs.k8s.io/yaml turns the YAML into JSON (a float64 prints as its shortest digits, without
+    exponent below 1e21) and decodes that into the Go field: an integral value is read as that
+    integer, anything else is an error.
+    """
+    if not math.isfinite(number) or not number.is_integer() or abs(number) >= 1e21:
+        return None
+    return int(Decimal(repr(number)))
 
 
 def _yaml11_octal(text: str) -> str:
@@ -76,6 +167,10 @@ def _mark(node: Node) -> tuple[int, int]:
     return mark.line + 1, mark.column + 1
 
 
+def _shorten(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def describe(node: Node) -> str:
     """A few words naming what ``node`` is, for messages."""
     if isinstance(node, MappingNode):
@@ -83,7 +178,7 @@ def describe(node: Node) -> str:
     if isinstance(node, SequenceNode):
         return "a list"
     value = str(node.value)
-    shown = value if len(value) <= 40 else value[:37] + "..."
+    shown = _shorten(value)
     tag = str(node.tag)
     names = {STR: "the string", INT: "the integer", BOOL: "the boolean", FLOAT: "the number"}
     if tag == NULL:
@@ -135,45 +230,105 @@ class _Decoder:
             self.report(node, "parse.type", f"expected {expected}, found {found}{hint}")
         return _INVALID
 
+    def integer(self, node: ScalarNode, shape: Shape) -> object:
+        """The integer CDI runtimes read from ``node``: as go-yaml, then Go's JSON decoder."""
+        tag, text = node.tag, str(node.value)
+        low, high = shape.minimum, shape.maximum
+        yaml11 = _yaml11_tag(text)
+        if tag == INT:
+            return self._int_tagged(node, yaml11, low, high)
+        if tag != FLOAT:
+            return self._wrong_type(node, "an integer")
+        real = _go_float(text)
+        if real is None:
+            if yaml11 == FLOAT and ":" in text:
+                return self._base60(node, "a number")
+            self.report(node, "parse.type", f"{_shorten(text)!r} is not a number CDI runtimes read")
+            return _INVALID
+        number = _go_json_integer(real)
+        if number is None:
+            return self._wrong_type(node, "an integer")
+        if not self._in_range(node, number, low, high):
+            return _INVALID
+        if low is not None and low >= 0 and math.copysign(1.0, real) < 0:  # Go's JSON: "-0"
+            self.report(node, "schema.range", f"{text} is -0, which CDI runtimes refuse here")
+            return _INVALID
+        self._number_form(node, number, yaml11)
+        return number
+
+    def _int_tagged(
+        self, node: ScalarNode, yaml11: str, low: int | None, high: int | None
+    ) -> object:
+        text = str(node.value)
+        number = _go_int(text)
+        if number is None:
+            if yaml11 == INT:  # a YAML 1.1 base-60 number such as 1:30
+                return self._base60(node, "an integer")
+            self.report(node, "parse.type", f"{_shorten(text)!r} is not a YAML integer")
+            return _INVALID
+        if not self._in_range(node, number, low, high):
+            return _INVALID
+        if not node.style and _YAML12_OCTAL.fullmatch(text):
+            self.report(
+                node,
+                "parse.octal",
+                f"{text} is an octal number in YAML 1.2 (and for CDI runtimes) but a "
+                f"string in YAML 1.1; write {_yaml11_octal(text)}",
+                warn=True,
+            )
+        elif yaml11 != INT:
+            self._number_form(node, number, yaml11)
+        return number
+
+    def _in_range(self, node: Node, number: int, low: int | None, high: int | None) -> bool:
+        if (low is not None and number < low) or (high is not None and number > high):
+            shown = str(number) if number.bit_length() <= 128 else describe(node)
+            self.report(node, "schema.range", f"{shown} is out of range ({low} to {high})")
+            return False
+        return True
+
+    def _number_form(self, node: ScalarNode, number: int, yaml11: str) -> None:
+        what = {STR: "a string", FLOAT: "a floating-point number"}.get(yaml11, "something else")
+        self.report(
+            node,
+            "parse.number-form",
+            f"CDI runtimes read {node.value} as the integer {number}, YAML 1.1 as {what}; "
+            f"write {number}",
+            warn=True,
+        )
+
+    def _base60(self, node: ScalarNode, expected: str) -> object:
+        self.report(
+            node,
+            "parse.type",
+            f"expected {expected}, found {node.value}: a base-60 number in YAML 1.1 but a "
+            "string for CDI runtimes",
+        )
+        return _INVALID
+
     def scalar(self, node: Node, shape: Shape) -> object:
         if not isinstance(node, ScalarNode):
             return self._wrong_type(node, _EXPECTED[shape.type])
         tag = node.tag
         value: object
         if shape.type == "string":
-            if tag != STR:
+            if tag in (INT, FLOAT) and _is_base60(node):
+                self.report(
+                    node,
+                    "parse.base60",
+                    f"{node.value} is a string for CDI runtimes but a base-60 number in YAML 1.1; "
+                    "quote it",
+                    warn=True,
+                )
+            elif tag != STR:
                 return self._wrong_type(node, "a string")
             value = node.value
             if len(node.value) < shape.min_length:
                 self.report(node, "schema.empty", "must not be empty")
                 return _INVALID
         elif shape.type == "integer":
-            if tag == STR and not node.style and _YAML12_OCTAL.fullmatch(node.value):
-                self.report(
-                    node,
-                    "parse.octal",
-                    f"{node.value} is an octal number in YAML 1.2 (and for CDI runtimes) but a "
-                    f"string in YAML 1.1; write {_yaml11_octal(node.value)}",
-                    warn=True,
-                )
-                value = int(node.value.replace("_", "").replace("0o", ""), 8)
-            elif tag != INT:
-                return self._wrong_type(node, "an integer")
-            else:
-                try:
-                    value = _CONSTRUCTOR.construct_yaml_int(node)
-                except (ValueError, IndexError):  # an explicit `!!int` on something else
-                    self.report(node, "parse.type", f"{node.value!r} is not a YAML integer")
-                    return _INVALID
-            assert isinstance(value, int)
-            if (shape.minimum is not None and value < shape.minimum) or (
-                shape.maximum is not None and value > shape.maximum
-            ):
-                self.report(
-                    node,
-                    "schema.range",
-                    f"{value} is out of range ({shape.minimum} to {shape.maximum})",
-                )
+            value = self.integer(node, shape)
+            if value is _INVALID:
                 return _INVALID
         else:
             if tag != BOOL or node.value not in _BOOLEANS:

@@ -121,6 +121,7 @@ class DriverFacts:
     cap_nodes: tuple[DeviceNodeFacts, ...] = ()  # /dev/nvidia-caps/nvidia-cap<N>
     other_nodes: tuple[DeviceNodeFacts, ...] = ()  # other /dev/nvidia*, imex channels: management
     mig_minors: tuple[tuple[str, int], ...] = ()  # ("gpu0/gi1/access", 12) from mig-minors
+    mig_minors_malformed: tuple[str, ...] = ()  # "line 3: 'gpu0/gi1/access x'": not parsed
     drm: tuple[tuple[str, tuple[DeviceNodeFacts, ...]], ...] = ()  # sysfs bus id -> DRM nodes
     drm_links: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # bus id -> by-path links
 

@@ -31,6 +31,8 @@ RULES: Final[Mapping[str, str]] = {
     "parse.type": "a value of the wrong type (e.g. an unquoted YAML `no` where a string is needed)",
     "parse.null": "null where a value is needed",
     "parse.octal": "(warning) a YAML 1.2 octal number (0o644) where an integer is needed",
+    "parse.base60": "(warning) an unquoted 1:0 where a string is needed (60 in YAML 1.1)",
+    "parse.number-form": "(warning) an integer CDI runtimes read but YAML 1.1 does not (1e3, 1.0)",
     "schema.required": "a required field is missing",
     "schema.unknown-field": "a field the specification does not define",
     "schema.enum": "a value outside its allowed set (device node type, hook name)",
@@ -57,6 +59,8 @@ RULES: Final[Mapping[str, str]] = {
     "annotation.size": "annotations larger than 256 KiB in total",
     "path.relative": "(warning) a relative device node or container path",
     "registry.conflict": "the same device defined in two specs of one directory priority",
+    "spec-dir.missing": "(warning) a spec directory named with --spec-dir does not exist",
+    "spec-dir.unreadable": "a spec directory that is a file or cannot be listed",
 }
 """Every rule id that a `Problem` can carry, with what it means."""
 

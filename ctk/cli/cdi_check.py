@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ctk.cdi.problems import Problem
     from ctk.cdi.registry import Registry
     from ctk.cdi.validate import SpecReport
-    from ctk.host.cdi_specs import SpecDir
+    from ctk.host.cdi_specs import SpecDir, SpecDirs
 
 FILES_HELP = "Spec files to check ('-' reads standard input). Default: every spec in --spec-dir."
 SPEC_DIR_HELP = (
@@ -28,51 +28,86 @@ SPEC_DIR_HELP = (
     "Default: /etc/cdi, then /var/run/cdi."
 )
 JSON_HELP = "Print the result as JSON."
+ROOT_HELP = (
+    "Read the spec directories under DIR as if it were / (e.g. a node's root file system "
+    "mounted elsewhere); links never lead out of it. Paths are shown as seen inside DIR."
+)
 
-SpecDirs = Annotated[
+SpecDirOption = Annotated[
     list[Path] | None, typer.Option("--spec-dir", help=SPEC_DIR_HELP, show_default=False)
 ]
 AsJson = Annotated[bool, typer.Option("--json", help=JSON_HELP)]
+Root = Annotated[
+    Path | None, typer.Option("--root", metavar="DIR", help=ROOT_HELP, show_default=False)
+]
 
 
-def _spec_dirs(given: Sequence[Path] | None) -> list[PurePosixPath]:
+def _spec_dirs(given: Sequence[Path] | None, root: Path | None) -> list[PurePosixPath]:
     from ctk.host.cdi_specs import DEFAULT_SPEC_DIRS
 
+    if root is not None and not root.is_dir():
+        reason = "is not a directory" if root.exists() else "does not exist"
+        raise UsageError(
+            f"--root {root}: {reason}", hint="pass the directory that stands for / of the node"
+        )
     if not given:
         return list(DEFAULT_SPEC_DIRS)
-    return [PurePosixPath(Path(d).absolute()) for d in given]
+    if root is None:
+        return [PurePosixPath(Path(d).absolute()) for d in given]
+    for directory in given:
+        if not directory.is_absolute():
+            raise UsageError(
+                f"--spec-dir {directory}: give an absolute path as seen inside --root",
+                hint="e.g. --root /mnt/node --spec-dir /etc/cdi",
+            )
+    return [PurePosixPath(d) for d in given]
+
+
+def _read_dirs(given: Sequence[Path] | None, root: Path | None) -> SpecDirs:
+    from ctk.host import cdi_specs
+
+    return cdi_specs.read_spec_dirs(_spec_dirs(given, root), root=root)
+
+
+def _dir_problems(dirs: Sequence[SpecDir], *, given: bool) -> list[tuple[str, Problem]]:
+    """Problems of the spec directories worth showing: a missing default directory is normal."""
+    return [
+        (d.path, d.problem) for d in dirs if d.problem is not None and (given or d.problem.is_error)
+    ]
 
 
 def validate(
     files: Annotated[list[Path] | None, typer.Argument(help=FILES_HELP, show_default=False)] = None,
-    spec_dir: SpecDirs = None,
+    spec_dir: SpecDirOption = None,
+    root: Root = None,
     as_json: AsJson = False,
 ) -> None:
     """Check CDI spec files against the CDI specification; exit 1 when any is invalid.
 
     FILES are spec files ('-' reads standard input); without them, every spec in the spec
-    directories is checked, including conflicts between them.
+    directories is checked, including conflicts between them. A spec directory that does not
+    exist is skipped with a warning when named with --spec-dir, silently otherwise.
     """
-    from ctk.host import cdi_specs
-    from ctk.host.root import HostRoot
-
-    if files and spec_dir:
-        raise UsageError("give spec files or --spec-dir, not both")
+    if files and (spec_dir or root is not None):
+        option = "--spec-dir" if spec_dir else "--root"
+        raise UsageError(f"give spec files or {option}, not both")
+    dirs: Sequence[SpecDir] = ()
+    dir_problems: list[tuple[str, Problem]] = []
     if files:
-        reports = [_validate_one(path) for path in files]
-        entries = [SpecEntry(r, None) for r in reports]
-        dirs: list[SpecDir] = []
+        entries = [SpecEntry(_validate_one(path), None) for path in files]
     else:
-        wanted = _spec_dirs(spec_dir)
-        _require_dirs(spec_dir, wanted)
-        registry = cdi_specs.load_spec_dirs(wanted)
-        dirs = cdi_specs.spec_dirs(wanted, root=HostRoot())
-        entries = [SpecEntry(f.report, f.priority, f.conflicts) for f in registry.files]
+        found = _read_dirs(spec_dir, root)
+        dirs = found.dirs
+        dir_problems = _dir_problems(dirs, given=bool(spec_dir))
+        entries = [SpecEntry(f.report, f.priority, f.conflicts) for f in found.registry.files]
+    valid = all(entry.valid for entry in entries) and not any(
+        problem.is_error for _, problem in dir_problems
+    )
     if as_json:
-        _dump_json(_validate_json(entries, dirs), sys.stdout)
+        _dump_json(_validate_json(entries, dirs, valid=valid), sys.stdout)
     else:
-        _validate_text(entries, dirs, sys.stdout)
-    if not all(entry.valid for entry in entries):
+        _validate_text(entries, dirs, dir_problems, sys.stdout)
+    if not valid:
         raise typer.Exit(1)
 
 
@@ -85,31 +120,22 @@ def _validate_one(path: Path) -> SpecReport:
     return validate_file(path).without_spec()
 
 
-def _require_dirs(given: Sequence[Path] | None, wanted: Sequence[PurePosixPath]) -> None:
-    """A --spec-dir the user named must exist (the default ones may be missing)."""
-    for directory in wanted if given else ():
-        if not Path(directory).is_dir():
-            reason = "is not a directory" if Path(directory).exists() else "does not exist"
-            raise UsageError(
-                f"--spec-dir {directory}: {reason}",
-                hint="pass a directory that holds CDI specs, e.g. /etc/cdi",
-            )
+def list_devices(
+    spec_dir: SpecDirOption = None, root: Root = None, as_json: AsJson = False
+) -> None:
+    """List the CDI devices that container runtimes resolve from the spec directories.
 
-
-def list_devices(spec_dir: SpecDirs = None, as_json: AsJson = False) -> None:
-    """List the CDI devices that container runtimes resolve from the spec directories."""
-    from ctk.host import cdi_specs
-    from ctk.host.root import HostRoot
-
-    wanted = _spec_dirs(spec_dir)
-    _require_dirs(spec_dir, wanted)
-    registry = cdi_specs.load_spec_dirs(wanted)
+    Problems go to standard error; the valid devices are listed even when other specs are
+    invalid or a spec directory is missing (exit 1 for invalid specs and unreadable directories).
+    """
+    found = _read_dirs(spec_dir, root)
+    dir_problems = _dir_problems(found.dirs, given=bool(spec_dir))
+    valid = found.registry.valid and not any(p.is_error for _, p in dir_problems)
     if as_json:
-        dirs = cdi_specs.spec_dirs(wanted, root=HostRoot())
-        _dump_json(_list_json(registry, dirs), sys.stdout)
+        _dump_json(_list_json(found.registry, found.dirs, dir_problems, valid=valid), sys.stdout)
     else:
-        _list_text(registry, sys.stdout, sys.stderr)
-    if not registry.valid:
+        _list_text(found.registry, dir_problems, sys.stdout, sys.stderr)
+    if not valid:
         raise typer.Exit(1)
 
 
@@ -183,8 +209,15 @@ def _verdict_text(entry: SpecEntry) -> Text:
     return text
 
 
-def _validate_text(entries: Sequence[SpecEntry], dirs: Sequence[SpecDir], out: TextIO) -> None:
+def _validate_text(
+    entries: Sequence[SpecEntry],
+    dirs: Sequence[SpecDir],
+    dir_problems: Sequence[tuple[str, Problem]],
+    out: TextIO,
+) -> None:
     console = _console(out)
+    for path, problem in dir_problems:
+        console.print(_problem_text(path, problem))
     if not entries:
         where = ", ".join(d.path for d in dirs)
         console.print(f"no CDI spec files (*.json, *.yaml) in {where}", markup=False)
@@ -220,7 +253,9 @@ def _qualified(report: SpecReport) -> list[str]:
     return [f"{report.kind}={name}" for name in report.device_names]
 
 
-def _validate_json(entries: Sequence[SpecEntry], dirs: Sequence[SpecDir]) -> dict[str, object]:
+def _validate_json(
+    entries: Sequence[SpecEntry], dirs: Sequence[SpecDir], *, valid: bool
+) -> dict[str, object]:
     specs = []
     for entry in entries:
         report = entry.report
@@ -236,14 +271,20 @@ def _validate_json(entries: Sequence[SpecEntry], dirs: Sequence[SpecDir]) -> dic
         if entry.priority is not None:
             item["priority"] = entry.priority
         specs.append(item)
-    result: dict[str, object] = {"valid": all(e.valid for e in entries), "specs": specs}
+    result: dict[str, object] = {"valid": valid, "specs": specs}
     if dirs:
         result["specDirs"] = [_dir_json(d) for d in dirs]
     return result
 
 
 def _dir_json(directory: SpecDir) -> dict[str, object]:
-    return {"path": directory.path, "priority": directory.priority, "exists": directory.exists}
+    problem = directory.problem
+    return {
+        "path": directory.path,
+        "priority": directory.priority,
+        "exists": directory.exists,
+        "problem": None if problem is None else _problem_json(problem),
+    }
 
 
 def _dump_json(value: object, out: TextIO) -> None:
@@ -251,10 +292,14 @@ def _dump_json(value: object, out: TextIO) -> None:
     out.write("\n")
 
 
-def _list_text(registry: Registry, out: TextIO, err: TextIO) -> None:
+def _list_text(
+    registry: Registry, dir_problems: Sequence[tuple[str, Problem]], out: TextIO, err: TextIO
+) -> None:
     for device in registry.devices:
         out.write(f"{device.name}\n")
     console = _console(err)
+    for path, problem in dir_problems:
+        console.print(_problem_text(path, problem))
     for spec in registry.files:
         for problem in spec.problems:
             console.print(_problem_text(spec.path, problem))
@@ -263,7 +308,13 @@ def _list_text(registry: Registry, out: TextIO, err: TextIO) -> None:
         console.print(f"{_plural(skipped, 'invalid spec')} skipped", markup=False)
 
 
-def _list_json(registry: Registry, dirs: Sequence[SpecDir]) -> dict[str, object]:
+def _list_json(
+    registry: Registry,
+    dirs: Sequence[SpecDir],
+    dir_problems: Sequence[tuple[str, Problem]],
+    *,
+    valid: bool,
+) -> dict[str, object]:
     devices = [
         {
             "name": str(device.name),
@@ -275,6 +326,9 @@ def _list_json(registry: Registry, dirs: Sequence[SpecDir]) -> dict[str, object]
         for device in registry.devices
     ]
     problems = [
+        (problem.is_error, {"file": path, **_problem_json(problem)})
+        for path, problem in dir_problems
+    ] + [
         (problem.is_error, {"file": spec.path, **_problem_json(problem)})
         for spec in registry.files
         for problem in spec.problems
@@ -284,7 +338,7 @@ def _list_json(registry: Registry, dirs: Sequence[SpecDir]) -> dict[str, object]
         for spec in registry.files
     ]
     return {
-        "valid": registry.valid,
+        "valid": valid,
         "devices": devices,
         "errors": [item for is_error, item in problems if is_error],
         "warnings": [item for is_error, item in problems if not is_error],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -43,12 +44,58 @@ class DiscoveryMode(StrEnum):
 EXTENSIONS = {".yaml": SpecFormat.YAML, ".json": SpecFormat.JSON}
 
 
+def _is_program(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
 def default_hook_path() -> str:
-    """`nvidia-cdi-hook` from PATH, else the `ctk-hook` installed next to this Python."""
+    """The hook program for the spec, as users expect to find it.
+
+    `nvidia-cdi-hook` on PATH (NVIDIA's, when the toolkit is installed), else the `ctk-hook`
+    installed next to this Python (a venv, pipx), else `ctk-hook` on PATH (pip --user), resolved
+    to its real path; else a `CtkError`: a spec naming a missing program fails every container.
+    """
     found = shutil.which("nvidia-cdi-hook")
     if found:
         return os.path.abspath(found)
-    return str(Path(sys.executable).parent / "ctk-hook")
+    beside = Path(sys.executable).parent / "ctk-hook"
+    if _is_program(beside):
+        return str(beside)
+    found = shutil.which("ctk-hook")
+    if found:
+        return os.path.realpath(found)
+    raise CtkError(
+        "no hook program found: neither nvidia-cdi-hook nor ctk-hook is on PATH, "
+        f"and there is no ctk-hook next to {sys.executable}",
+        hint="pass --hook-path with the absolute path of nvidia-cdi-hook or ctk-hook on the "
+        "host, install ctk so that its ctk-hook script is on PATH, or --disable-hook all",
+    )
+
+
+def hook_path_warning(path: str, driver_root: Path) -> str | None:
+    """Why ``path`` (--hook-path) will not run on the host, or None when it looks fine.
+
+    The runtime runs the hook on the host, so the path is checked on this machine and, for a
+    driver root other than `/` (ctk in a container with the host mounted there), under it.
+    """
+    places = [Path(path)]
+    if os.path.abspath(driver_root) != "/":
+        from ctk.host.root import HostRoot, PathEscapeError
+
+        with contextlib.suppress(PathEscapeError):
+            places.append(HostRoot(driver_root).path(path))
+    if any(_is_program(place) for place in places):
+        return None
+    where = "" if len(places) == 1 else f" (nor under --driver-root {driver_root})"
+    problem = (
+        "is not an executable file"
+        if any(place.exists() for place in places)
+        else f"does not exist on this machine{where}"
+    )
+    return (
+        f"hook program {path} {problem}; containers given devices from this spec fail to start "
+        "until it is installed there"
+    )
 
 
 def _spec_format(output: Path | None, requested: SpecFormat | None) -> SpecFormat:
@@ -66,6 +113,24 @@ def _spec_format(output: Path | None, requested: SpecFormat | None) -> SpecForma
             hint=f"name the file {output.with_suffix('.' + requested.value)} or drop --format",
         )
     return implied
+
+
+def _check_output(output: Path) -> None:
+    """Refuse an --output that cannot become a file, before the node is read."""
+    if output.is_dir():
+        raise UsageError(
+            f"--output {output}: is a directory",
+            hint=f"name the spec file, e.g. {output / 'nvidia.yaml'}",
+        )
+    for parent in output.parents:  # the nearest one that exists must be a directory
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(
+                    f"--output {output}: {parent} is not a directory",
+                    hint="choose a path whose parent directories are directories (missing ones "
+                    "are created)",
+                )
+            return
 
 
 def _kind(vendor: str | None, class_: str, mode: Mode) -> str:
@@ -140,10 +205,10 @@ def _options(
     from ctk.cdi.discover import HookProgram
     from ctk.cdi.generate import GenerateOptions
 
-    path = hook_path or default_hook_path()
-    if not os.path.isabs(path):
+    hooks = _enabled_hooks(disable_hook, enable_hook)
+    if hook_path is not None and not os.path.isabs(hook_path):
         raise UsageError(
-            f"--hook-path {path}: must be an absolute path", hint="the runtime runs it"
+            f"--hook-path {hook_path}: must be an absolute path", hint="the runtime runs it"
         )
     return GenerateOptions(
         kind=_kind(vendor, class_, mode),
@@ -151,10 +216,27 @@ def _options(
         strategies=tuple(dict.fromkeys(strategies or (NameStrategy.INDEX, NameStrategy.UUID))),
         device_ids=tuple(device_ids or ("all",)),
         all_device=not no_all_device and "none" not in device_ids,
-        hooks=HookProgram(path, _enabled_hooks(disable_hook, enable_hook)),
+        hooks=HookProgram(hook_path or "", hooks),  # "": found in _hook_program
         ldconfig_path=ldconfig_path,
         features=_features(feature_flags),
     )
+
+
+def _hook_program(options: GenerateOptions, driver_root: Path) -> GenerateOptions:
+    """``options`` with the hook program found (no --hook-path) or checked (warning)."""
+    import dataclasses
+
+    hooks = options.hooks
+    if not hooks.enabled:
+        return options  # no hook goes into the spec: nothing to look for
+    if not hooks.path:
+        return dataclasses.replace(
+            options, hooks=dataclasses.replace(hooks, path=default_hook_path())
+        )
+    warning = hook_path_warning(hooks.path, driver_root)
+    if warning is not None:
+        sys.stderr.write(f"warning: {warning}\n")
+    return options
 
 
 def _write(output: Path, text: str) -> None:
@@ -178,7 +260,7 @@ def _generate(
     config_search_paths: list[str],
 ) -> tuple[Spec, str]:
     """Gather, build, render and check: the spec and its text."""
-    from ctk.cdi.generate import build_spec
+    from ctk.cdi.generate import build_spec, missing_core_libraries
     from ctk.cdi.serialize import render
     from ctk.host.driver import SearchPaths, gather
 
@@ -187,7 +269,13 @@ def _generate(
         configs=_search_paths("--config-search-path", config_search_paths),
     )
     node = gather(driver_root, dev_root, options.mode, search=search)
+    options = _hook_program(options, driver_root)
     spec = build_spec(node.nvml, node.driver, options, version=node.driver_version)
+    for name in missing_core_libraries(node.driver, node.driver_version):  # libnvidia-ml only
+        sys.stderr.write(
+            f"warning: {name} (the NVML library) not found under driver root {driver_root}; "
+            "nvidia-smi and other NVML tools will fail in containers\n"
+        )
     return spec, _checked(render(spec, spec_format), spec_format)
 
 
@@ -264,7 +352,8 @@ HOOK_PATH = typer.Option(
     "--hook-path",
     "--nvidia-cdi-hook-path",
     "--nvidia-ctk-path",
-    help="Hook program in the spec [default: nvidia-cdi-hook on PATH, else ctk-hook].",
+    help="Hook program in the spec, a host path [default: nvidia-cdi-hook on PATH, else "
+    "ctk-hook next to ctk's Python or on PATH].",
 )
 DISABLE_HOOK = typer.Option(
     [], "--disable-hook", "--disable-hooks", help="Leave out a hook (repeatable, or all)."
@@ -320,6 +409,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Write a CDI spec for every GPU and MIG device of this node."""
         fmt = _spec_format(output, spec_format)
+        if output is not None:
+            _check_output(output)
         options = _options(
             mode=mode.resolve(),
             vendor=vendor,
@@ -367,6 +458,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Regenerate the spec only if the node changed (driver, GPUs, MIG layout, devices)."""
         fmt = _spec_format(output, None)
+        _check_output(output)
         options = _options(
             mode=mode.resolve(),
             vendor=vendor,

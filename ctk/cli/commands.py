@@ -26,10 +26,14 @@ def _root(
 
 def build_app() -> click.Command:
     """Return the click command behind `ctk`."""
+    # Plain click help: typer's rich help imports rich's renderer (about 80 ms of `ctk --help`),
+    # and its plain mode still escapes "[default: ...]" for rich, leaving a stray backslash.
+    typer.core.HAS_RICH = False
     app = typer.Typer(
         no_args_is_help=True,
         pretty_exceptions_enable=False,
         add_completion=False,
+        rich_markup_mode=None,
         context_settings={"help_option_names": ["-h", "--help"]},
     )
     app.callback()(_root)

@@ -1,14 +1,14 @@
 """Paths inside a container's root filesystem, for the hook program.
 
-The same rule as `ctk.host.root.resolve_in_root` (absolute link targets restart at the root, a
-`..` above the root is refused), kept here on plain strings and `os` alone: `ctk.host.root`
-pulls in dataclasses and pathlib, which would double the hook's start-up time.
+The rule is `ctk.rootpath`'s, shared with `ctk.host.root`; this module stays on plain strings and
+`os` alone: `ctk.host.root` pulls in dataclasses and pathlib, which would double the hook's
+start-up time.
 """
 
-import errno
 import os
 
-MAX_SYMLINKS = 40
+from ctk.rootpath import RootPathError
+from ctk.rootpath import resolve as _resolve
 
 
 class HookError(Exception):
@@ -21,32 +21,14 @@ def resolve(root: str, path: str) -> str:
     Missing components are kept as they are, so the result can name a file to create. Raises
     `HookError` when a `..` (in the path or in a symlink) climbs above the root, or links loop.
     """
-    pending = [part for part in path.split("/") if part not in ("", ".")]
-    pending.reverse()
-    resolved: list[str] = []
-    links = 0
-    while pending:
-        part = pending.pop()
-        if part == "..":
-            if not resolved:
-                raise HookError(f"{path}: leads out of the container root {root}; refusing")
-            resolved.pop()
-            continue
-        candidate = os.path.join(root, *resolved, part)
-        try:
-            target = os.readlink(candidate)
-        except OSError as exc:
-            if exc.errno not in (errno.EINVAL, errno.ENOENT, errno.ENOTDIR):
-                raise HookError(f"{candidate}: cannot read: {exc.strerror}") from exc
-            resolved.append(part)
-            continue
-        links += 1
-        if links > MAX_SYMLINKS:
-            raise HookError(f"{path}: too many levels of symbolic links in {root}")
-        if target.startswith("/"):
-            resolved.clear()
-        pending.extend(reversed([p for p in target.split("/") if p not in ("", ".")]))
-    return os.path.join(root, *resolved)
+    try:
+        return _resolve(root, path)
+    except RootPathError as exc:
+        if exc.reason == "unreadable":
+            raise HookError(f"{exc.path}: cannot read: {exc.detail}") from exc
+        if exc.reason == "loop":
+            raise HookError(f"{path}: too many levels of symbolic links in {root}") from exc
+        raise HookError(f"{path}: leads out of the container root {root}; refusing") from exc
 
 
 def container_path(root: str, host_path: str) -> str:

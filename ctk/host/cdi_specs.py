@@ -1,24 +1,28 @@
 """Reading CDI spec directories and spec files from the host (the gather step of cdi validate/list).
 
 A spec directory is scanned as CDI runtimes scan it: only `*.json` and `*.yaml` files directly in
-it (no subdirectories), in name order; a directory that does not exist is simply empty. Paths go
-through `HostRoot`, so `--root` never leads out of the root; reports name the paths as seen
-inside the root.
+it (no subdirectories), in name order; a directory that does not exist is simply empty (CDI
+runtimes ignore it). A directory that cannot be listed is reported without hiding the others.
+Only regular files are read: a named pipe called `x.yaml` would block a reader forever, so it is
+reported, not opened. Paths go through `HostRoot`, so `--root` never leads out of the root;
+reports name the paths as seen inside the root.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Final
 
-from ctk.cdi.problems import Problem
+from ctk.cdi.problems import Problem, Severity
 from ctk.cdi.registry import Registry, SpecSource, build_registry
 from ctk.cdi.validate import SpecReport, validate_bytes
 from ctk.errors import CtkError
-from ctk.host.root import HostRoot, PathEscapeError
+from ctk.host.root import HostRoot
 
 DEFAULT_SPEC_DIRS: Final = (PurePosixPath("/etc/cdi"), PurePosixPath("/var/run/cdi"))
 """Where CDI runtimes (containerd, CRI-O, Docker, Podman) look, lowest priority first."""
@@ -28,64 +32,133 @@ SPEC_SUFFIXES: Final = (".json", ".yaml")
 
 @dataclass(frozen=True, slots=True)
 class SpecDir:
-    """A spec directory as asked for, and whether it exists."""
+    """A spec directory as asked for, whether it exists, and why it could not be read."""
 
     path: str
     priority: int
     exists: bool
+    problem: Problem | None = None
+    """``spec-dir.missing`` (a warning) or ``spec-dir.unreadable`` (an error)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpecDirs:
+    """What reading the spec directories gave: the registry and each directory's state."""
+
+    registry: Registry
+    dirs: tuple[SpecDir, ...]
+
+    @property
+    def valid(self) -> bool:
+        """Whether every spec is valid and every directory could be listed (missing is fine)."""
+        return self.registry.valid and not any(
+            d.problem is not None and d.problem.is_error for d in self.dirs
+        )
+
+
+_KINDS: Final = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)", " (reading it would block)"),
+    (stat.S_ISSOCK, "a socket", ""),
+    (stat.S_ISCHR, "a character device", ""),
+    (stat.S_ISBLK, "a block device", ""),
+)
+
+
+def _not_regular(mode: int) -> str:
+    kind, why = next(((k, w) for test, k, w in _KINDS if test(mode)), ("a special file", ""))
+    return f"is {kind}, not a regular file; not read{why}"
 
 
 def _read(path: Path) -> tuple[bytes | None, str | None]:
+    """The bytes of a regular file, or why there are none (never blocks on a FIFO or device)."""
     try:
-        return path.read_bytes(), None
-    except IsADirectoryError:
-        return None, "is a directory; to check the specs in it, pass it with --spec-dir"
+        mode = os.stat(path).st_mode
+        if stat.S_ISDIR(mode):
+            return None, "is a directory; to check the specs in it, pass it with --spec-dir"
+        if not stat.S_ISREG(mode):
+            return None, _not_regular(mode)
+        # O_NONBLOCK: should the file be swapped for a FIFO after the stat, open does not wait.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        with open(fd, "rb") as file:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                return None, _not_regular(mode)
+            return file.read(), None
     except OSError as exc:
-        return None, f"cannot read: {exc.strerror or exc}"
+        return None, _os_reason(exc)
 
 
-def scan_spec_dir(directory: PurePosixPath, priority: int, *, root: HostRoot) -> list[SpecSource]:
+def _os_reason(exc: OSError, action: str = "read") -> str:
+    reason = f"cannot {action}: {exc.strerror or exc}"
+    if exc.errno == errno.ENOTDIR:
+        reason += " (a part of the path is a file)"
+    return reason
+
+
+def scan_spec_dir(
+    directory: PurePosixPath, priority: int, *, root: HostRoot
+) -> tuple[list[SpecSource], SpecDir]:
     """The spec files directly in ``directory`` (as seen inside ``root``), in name order."""
-    host_dir = root.path(directory)
+    shown_dir = str(directory)
     try:
-        entries = sorted(os.scandir(host_dir), key=lambda e: e.name)
+        entries = sorted(os.scandir(root.path(directory)), key=lambda e: e.name)
     except FileNotFoundError:
-        return []
-    except NotADirectoryError as exc:
-        raise CtkError(
-            f"{directory}: not a directory", hint="--spec-dir takes a directory of CDI specs"
-        ) from exc
+        reason = "spec directory does not exist; CDI runtimes skip it"
+        missing = Problem("spec-dir.missing", reason, severity=Severity.WARNING)
+        return [], SpecDir(shown_dir, priority, False, missing)
+    except CtkError as exc:  # a link that leads out of the root, or cannot be read
+        return [], SpecDir(shown_dir, priority, False, Problem("spec-dir.unreadable", exc.message))
     except OSError as exc:
-        raise CtkError(f"{directory}: cannot list: {exc.strerror or exc}") from exc
+        is_file = exc.errno == errno.ENOTDIR and root.exists(directory)
+        reason = "is a file, not a directory" if is_file else _os_reason(exc, "be listed")
+        problem = Problem("spec-dir.unreadable", f"spec directory {reason}")
+        return [], SpecDir(shown_dir, priority, root.exists(directory), problem)
     sources = []
     for entry in entries:
         if not entry.name.endswith(SPEC_SUFFIXES):
             continue
         shown = str(directory / entry.name)
         try:
-            if entry.is_dir():
-                continue
-            data, error = _read(root.path(directory / entry.name))
-        except PathEscapeError as exc:
+            if entry.is_dir(follow_symlinks=False):
+                continue  # a runtime's directory walk skips subdirectories
+            data: bytes | None
+            error: str | None
+            if entry.is_dir():  # but reads a link, and fails on one to a directory
+                data, error = None, "is a link to a directory, not a spec file"
+            else:
+                data, error = _read(root.path(directory / entry.name))
+        except CtkError as exc:  # a link that leads out of the root, or cannot be read
             data, error = None, exc.message
         sources.append(SpecSource(shown, priority, data, error))
-    return sources
+    return sources, SpecDir(shown_dir, priority, True)
 
 
-def spec_dirs(dirs: Sequence[PurePosixPath], *, root: HostRoot) -> list[SpecDir]:
-    """The directories with their priority (position in ``dirs``) and whether they exist."""
-    return [SpecDir(str(d), p, root.path(d).is_dir()) for p, d in enumerate(dirs)]
+def read_spec_dirs(
+    dirs: Sequence[str | os.PathLike[str]] = DEFAULT_SPEC_DIRS, *, root: Path | None = None
+) -> SpecDirs:
+    """Read and resolve every spec in ``dirs`` (lowest priority first) under ``root``.
+
+    A directory that is missing or cannot be listed is noted in ``dirs`` and the others are read.
+    """
+    host = HostRoot(root or Path("/"))
+    sources: list[SpecSource] = []
+    found: list[SpecDir] = []
+    for priority, directory in enumerate(dirs):
+        scanned, spec_dir = scan_spec_dir(PurePosixPath(os.fspath(directory)), priority, root=host)
+        sources.extend(scanned)
+        found.append(spec_dir)
+    return SpecDirs(build_registry(sources), tuple(found))
 
 
 def load_spec_dirs(
     dirs: Sequence[str | os.PathLike[str]] = DEFAULT_SPEC_DIRS, *, root: Path | None = None
 ) -> Registry:
-    """Read and resolve every spec in ``dirs`` (lowest priority first) under ``root``."""
-    host = HostRoot(root or Path("/"))
-    sources: list[SpecSource] = []
-    for priority, directory in enumerate(dirs):
-        sources.extend(scan_spec_dir(PurePosixPath(os.fspath(directory)), priority, root=host))
-    return build_registry(sources)
+    """Like `read_spec_dirs`, but a directory that cannot be listed raises `CtkError`."""
+    result = read_spec_dirs(dirs, root=root)
+    for spec_dir in result.dirs:
+        if spec_dir.problem is not None and spec_dir.problem.is_error:
+            raise CtkError(f"{spec_dir.path}: {spec_dir.problem.message}")
+    return result.registry
 
 
 def validate_file(path: Path) -> SpecReport:

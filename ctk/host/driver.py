@@ -221,6 +221,35 @@ class _Scan:
         inside = str(self.driver.relative(host_path))
         return HostFile(container_path=container_path or inside, host_path=str(host_path))
 
+    def versioned(self, entries: list[os.DirEntry[str]], suffix: str) -> dict[str, HostFile]:
+        """The driver's libraries among ``entries``: lib*``suffix`` and the legacy NVVM."""
+        found = {
+            e.name: self.library_file(e)
+            for e in entries
+            if e.name.startswith("lib") and (e.name.endswith(suffix) or LEGACY_NVVM.match(e.name))
+        }
+        return {name: file for name, file in found.items() if file is not None}
+
+    def library_file(self, entry: os.DirEntry[str]) -> HostFile | None:
+        """The mount for a library: the file itself, or what its link leads to inside the root.
+
+        A link (say libcuda.so.<version> -> /opt/nvidia/lib/libcuda.so.<version>) is resolved
+        as if the driver root were `/` and mounted at the link's own path, next to its SONAME
+        link; a link that leads out of the root or to no regular file is left out.
+        """
+        if entry.is_file(follow_symlinks=False):
+            return self.file(Path(entry.path))
+        if not entry.is_symlink():
+            return None
+        inside = self.driver.relative(Path(entry.path))
+        try:
+            target = self.driver.path(inside)
+        except PathEscapeError:
+            return None
+        if not target.is_file():
+            return None
+        return self.file(target, str(inside))
+
     def find(self, *paths: str) -> Path | None:
         for path in paths:
             try:
@@ -242,24 +271,17 @@ class _Scan:
         links: list[tuple[str, str]] = []
         for directory in _library_dirs_in(self.driver, self.search.libraries):
             listing = _listing(directory)
-            names = {
-                e.name for e in listing if e.name.startswith("lib") and e.name.endswith(suffix)
-            }
-            if not names:
-                continue
-            inside = str(self.driver.relative(directory))
-            dirs.append(inside)
-            for sub in (directory, directory / "vdpau"):
-                entries = listing if sub == directory else _listing(sub)
-                mounted = {
-                    e.name
-                    for e in entries
-                    if e.is_file(follow_symlinks=False)
-                    and e.name.startswith("lib")
-                    and (e.name.endswith(suffix) or LEGACY_NVVM.match(e.name))
-                }
-                files += [self.file(sub / name) for name in sorted(mounted)]
-                links += _soname_links(sub, entries, mounted, self.driver)
+            own = self.versioned(listing, suffix)
+            if not any(name.endswith(suffix) for name in own):
+                continue  # no library of this driver (dangling links do not count)
+            dirs.append(str(self.driver.relative(directory)))
+            vdpau = _listing(directory / "vdpau")
+            for sub, entries, mounted in (
+                (directory, listing, own),
+                (directory / "vdpau", vdpau, self.versioned(vdpau, suffix)),
+            ):
+                files += [mounted[name] for name in sorted(mounted)]
+                links += _soname_links(sub, entries, set(mounted), self.driver)
             egl += [
                 self.file(directory / e.name)
                 for e in listing
@@ -391,17 +413,23 @@ class _Scan:
             return []
         return [f"{directory}/{e.name}" for e in _listing(host)]
 
-    def mig_minors(self) -> list[tuple[str, int]]:
+    def mig_minors(self) -> tuple[list[tuple[str, int]], list[str]]:
+        """The `<capability> <minor>` lines of mig-minors, and the lines that are not that."""
         try:
-            text = self.dev.path("/proc/driver/nvidia-caps/mig-minors").read_text()
+            data = self.dev.path("/proc/driver/nvidia-caps/mig-minors").read_bytes()
         except (OSError, PathEscapeError):
-            return []
+            return [], []
         minors = []
-        for line in text.splitlines():
-            name, _, number = line.strip().partition(" ")
-            if number.strip().isdigit():
-                minors.append((name, int(number)))
-        return minors
+        malformed = []
+        for number, line in enumerate(data.decode("utf-8", "backslashreplace").splitlines(), 1):
+            parts = line.split()
+            if len(parts) == 2 and parts[1].isascii() and parts[1].isdigit():
+                minors.append((parts[0], int(parts[1])))
+            elif parts:
+                shown = line.strip()
+                shown = shown if len(shown) <= 40 else shown[:40] + "..."
+                malformed.append(f"line {number}: '{shown}'")
+        return minors, malformed
 
     def drm(self, bus_id: str) -> tuple[list[DeviceNodeFacts], list[tuple[str, str]]]:
         names = [
@@ -457,6 +485,7 @@ def read_driver(
     graphics, graphics_links = scan.graphics(library_dirs)
     graphics = egl + graphics
     explicit, explicit_links = scan.explicit_libraries(library_dirs, libraries)
+    minors, malformed = scan.mig_minors()
     dev_entries = scan.dev_listing("/dev")
     gpu_nodes = [p for p in dev_entries if re.fullmatch(r"/dev/nvidia\d+", p)]
     gpu_nodes.sort(key=lambda p: int(p.removeprefix("/dev/nvidia")))
@@ -488,7 +517,8 @@ def read_driver(
         gpu_nodes=tuple(scan.nodes(gpu_nodes)),
         cap_nodes=tuple(scan.nodes(caps)),
         other_nodes=tuple(scan.nodes(sorted(other))),
-        mig_minors=tuple(scan.mig_minors()),
+        mig_minors=tuple(minors),
+        mig_minors_malformed=tuple(malformed),
         drm=tuple(drm),
         drm_links=tuple(drm_links),
     )
@@ -500,7 +530,8 @@ def gather(
     """Read NVML (nvml mode), then scan the driver root and the dev root once."""
     for what, root in (("--driver-root", driver_root), ("--dev-root", dev_root)):
         if not root.is_dir():
-            raise CtkError(f"{what} {root}: no such directory", hint="pass an existing directory")
+            problem = "not a directory" if root.exists() else "no such directory"
+            raise CtkError(f"{what} {root}: {problem}", hint="pass an existing directory")
     nvml = None
     if mode is Mode.NVML:
         from ctk.host.nvml import read_nvml

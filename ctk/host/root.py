@@ -8,14 +8,12 @@ only: the hook program uses this module too.
 
 from __future__ import annotations
 
-import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ctk import rootpath
 from ctk.errors import CtkError
-
-MAX_SYMLINKS = 40
 
 
 class PathEscapeError(CtkError):
@@ -29,37 +27,20 @@ def resolve_in_root(root: str | os.PathLike[str], path: str | PurePosixPath) -> 
     create. Raises `PathEscapeError` when a `..` (in the path or in a link) climbs above the
     root, or when links loop.
     """
-    base = Path(os.path.abspath(root))
-    pending = [part for part in str(path).split("/") if part not in ("", ".")]
-    pending.reverse()
-    resolved: list[str] = []
-    links = 0
-    while pending:
-        part = pending.pop()
-        if part == "..":
-            if not resolved:
-                raise PathEscapeError(
-                    f"{path}: leads out of {base}",
-                    hint="a '..' or symlink points above the root; refusing to follow it",
-                )
-            resolved.pop()
-            continue
-        candidate = base.joinpath(*resolved, part)
-        try:
-            target = os.readlink(candidate)
-        except OSError as exc:
-            if exc.errno not in (errno.EINVAL, errno.ENOENT, errno.ENOTDIR):
-                raise CtkError(f"{candidate}: cannot read: {exc.strerror}") from exc
-            resolved.append(part)
-            continue
-        links += 1
-        if links > MAX_SYMLINKS:
-            raise PathEscapeError(f"{path}: too many levels of symbolic links under {base}")
-        if target.startswith("/"):
-            resolved.clear()
-        new_parts = [p for p in target.split("/") if p not in ("", ".")]
-        pending.extend(reversed(new_parts))
-    return base.joinpath(*resolved)
+    base = os.path.abspath(root)
+    try:
+        return Path(rootpath.resolve(base, str(path)))
+    except rootpath.RootPathError as exc:
+        if exc.reason == "unreadable":
+            raise CtkError(f"{exc.path}: cannot read: {exc.detail}") from exc
+        if exc.reason == "loop":
+            raise PathEscapeError(
+                f"{path}: too many levels of symbolic links under {base}"
+            ) from exc
+        raise PathEscapeError(
+            f"{path}: leads out of {base}",
+            hint="a '..' or symlink points above the root; refusing to follow it",
+        ) from exc
 
 
 @dataclass(frozen=True, slots=True)

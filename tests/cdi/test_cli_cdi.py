@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import signal
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -147,9 +151,10 @@ def test_validate_default_dirs_empty(
     ("args", "message", "hint"),
     [
         pytest.param(["cdi", "validate", "x.yaml", "--spec-dir", "/tmp"], "error: give spec files or --spec-dir, not both", None, id="files-and-dirs"),
-        pytest.param(["cdi", "validate", "--spec-dir", "/nonexistent/cdi"], "error: --spec-dir /nonexistent/cdi: does not exist", "hint: pass a directory that holds CDI specs, e.g. /etc/cdi", id="validate-missing-dir"),
-        pytest.param(["cdi", "list", "--spec-dir", "/nonexistent/cdi"], "error: --spec-dir /nonexistent/cdi: does not exist", "hint: pass a directory that holds CDI specs, e.g. /etc/cdi", id="list-missing-dir"),
-        pytest.param(["cdi", "list", "--spec-dir", __file__], f"error: --spec-dir {__file__}: is not a directory", "hint: pass a directory that holds CDI specs, e.g. /etc/cdi", id="list-file-as-dir"),
+        pytest.param(["cdi", "validate", "x.yaml", "--root", "/"], "error: give spec files or --root, not both", None, id="files-and-root"),
+        pytest.param(["cdi", "validate", "--root", "/nonexistent/root"], "error: --root /nonexistent/root: does not exist", "hint: pass the directory that stands for / of the node", id="validate-missing-root"),
+        pytest.param(["cdi", "list", "--root", __file__], f"error: --root {__file__}: is not a directory", "hint: pass the directory that stands for / of the node", id="list-root-is-a-file"),
+        pytest.param(["cdi", "list", "--root", "/", "--spec-dir", "etc/cdi"], "error: --spec-dir etc/cdi: give an absolute path as seen inside --root", "hint: e.g. --root /mnt/node --spec-dir /etc/cdi", id="list-relative-dir-in-root"),
     ],
 )  # fmt: skip
 def test_usage_errors(
@@ -205,8 +210,8 @@ def test_list_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
         "warnings": [],
         "specs": [{"path": f"{RUN}/nvidia.yaml", "priority": 0, "valid": True}],
         "specDirs": [
-            {"path": str(RUN), "priority": 0, "exists": True},
-            {"path": str(tmp_path), "priority": 1, "exists": True},
+            {"path": str(RUN), "priority": 0, "exists": True, "problem": None},
+            {"path": str(tmp_path), "priority": 1, "exists": True, "problem": None},
         ],
     }
 
@@ -229,3 +234,191 @@ def test_list_json_reports_errors(capsys: pytest.CaptureFixture[str]) -> None:
         "registry.conflict",
         "registry.conflict",
     ]
+
+
+MISSING = "warning: spec directory does not exist; CDI runtimes skip it [spec-dir.missing]"
+
+
+def test_list_skips_a_missing_spec_dir(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    missing = tmp_path / "typo"
+    assert main(["cdi", "list", "--spec-dir", str(missing), "--spec-dir", str(RUN)]) == 0
+    assert capsys.readouterr() == ("nvidia.com/gpu=1\n", f"{missing}: {MISSING}\n")
+
+
+def test_validate_skips_a_missing_spec_dir(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    missing = tmp_path / "typo"
+    assert main(["cdi", "validate", "--spec-dir", str(RUN), "--spec-dir", str(missing)]) == 0
+    assert capsys.readouterr() == (
+        f"{missing}: {MISSING}\n"
+        f"{RUN}/nvidia.yaml: valid (cdiVersion 0.5.0, needs 0.5.0, 1 device)\n",
+        "",
+    )
+
+
+def test_missing_default_dirs_are_not_worth_a_warning(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "etc" / "cdi").mkdir(parents=True)
+    (tmp_path / "etc" / "cdi" / "nvidia.yaml").write_bytes((RUN / "nvidia.yaml").read_bytes())
+    assert main(["cdi", "list", "--root", str(tmp_path)]) == 0
+    assert capsys.readouterr() == ("nvidia.com/gpu=1\n", "")
+
+
+def test_list_json_with_a_missing_spec_dir(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    missing = tmp_path / "typo"
+    assert main(["cdi", "list", "--json", "--spec-dir", str(missing)]) == 0
+    problem = {
+        "severity": "warning",
+        "rule": "spec-dir.missing",
+        "message": "spec directory does not exist; CDI runtimes skip it",
+        "path": None,
+        "line": None,
+        "column": None,
+    }
+    assert json.loads(capsys.readouterr().out) == {
+        "valid": True,
+        "devices": [],
+        "errors": [],
+        "warnings": [{"file": str(missing), **problem}],
+        "specs": [],
+        "specDirs": [{"path": str(missing), "priority": 0, "exists": False, "problem": problem}],
+    }
+
+
+@pytest.mark.parametrize("command", ["list", "validate"])
+def test_spec_dirs_that_cannot_be_read_hide_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    (tmp_path / "file").write_text("x")
+    args = ["--spec-dir", str(tmp_path / "file"), "--spec-dir", str(tmp_path / "file" / "cdi")]
+    assert main(["cdi", command, *args, "--spec-dir", str(RUN)]) == 1
+    out, err = capsys.readouterr()
+    problems = (
+        f"{tmp_path}/file: error: spec directory is a file, not a directory [spec-dir.unreadable]\n"
+        f"{tmp_path}/file/cdi: error: spec directory cannot be listed: Not a directory (a part of the path is a file) [spec-dir.unreadable]\n"
+    )
+    if command == "list":
+        assert (out, err) == ("nvidia.com/gpu=1\n", problems)
+    else:
+        assert (out, err) == (
+            problems + f"{RUN}/nvidia.yaml: valid (cdiVersion 0.5.0, needs 0.5.0, 1 device)\n",
+            "",
+        )
+
+
+def test_unlistable_spec_dir(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Root reads every directory, so the permission error is raised where os.scandir is called."""
+    real_scandir = os.scandir
+    locked = tmp_path / "locked"
+    locked.mkdir()
+
+    def scandir(path: Path) -> object:
+        if Path(path) == locked:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr("ctk.host.cdi_specs.os.scandir", scandir)
+    assert main(["cdi", "list", "--spec-dir", str(locked), "--spec-dir", str(RUN)]) == 1
+    assert capsys.readouterr() == (
+        "nvidia.com/gpu=1\n",
+        f"{locked}: error: spec directory cannot be listed: Permission denied [spec-dir.unreadable]\n",
+    )
+
+
+@pytest.fixture
+def _fail_if_blocked() -> Iterator[None]:
+    """Turn a read that blocks (a FIFO without writer) into a failure instead of a hung run."""
+
+    def blocked(signum: int, frame: object) -> None:
+        raise TimeoutError("blocked reading a special file")
+
+    previous = signal.signal(signal.SIGALRM, blocked)
+    signal.alarm(20)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def _special_files(directory: Path) -> None:
+    os.mkfifo(directory / "fifo.yaml")
+    (directory / "null.json").symlink_to("/dev/null")
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(directory / "sock.yaml"))
+
+
+FIFO = "error: is a named pipe (FIFO), not a regular file; not read (reading it would block) [read.error]"
+SOCKET = "error: is a socket, not a regular file; not read [read.error]"
+CHAR = "error: is a character device, not a regular file; not read [read.error]"
+
+
+@pytest.mark.usefixtures("_fail_if_blocked")
+def test_list_never_opens_special_files(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    _special_files(tmp_path)
+    (tmp_path / "nvidia.yaml").write_bytes((RUN / "nvidia.yaml").read_bytes())
+    assert main(["cdi", "list", "--spec-dir", str(tmp_path)]) == 1
+    assert capsys.readouterr() == (
+        "nvidia.com/gpu=1\n",
+        f"{tmp_path}/fifo.yaml: {FIFO}\n"
+        f"{tmp_path}/null.json: {CHAR}\n"
+        f"{tmp_path}/sock.yaml: {SOCKET}\n"
+        "3 invalid specs skipped\n",
+    )
+
+
+@pytest.mark.usefixtures("_fail_if_blocked")
+def test_validate_files_that_cannot_be_specs(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Each gets one error line that says why, then its verdict; nothing blocks."""
+    _special_files(tmp_path)
+    (tmp_path / "file.yaml").write_text("x")
+    locked = tmp_path / "locked.yaml"
+    locked.write_text("x")
+    real_open = os.open
+
+    def fake_open(path: Path, flags: int, *args: int) -> int:
+        if Path(path) == locked:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr("ctk.host.cdi_specs.os.open", fake_open)
+    names = ["fifo.yaml", "sock.yaml", "null.json", ".", "file.yaml/x.yaml", "locked.yaml"]
+    assert main(["cdi", "validate", *(str(tmp_path / n) for n in names)]) == 1
+    lines = [
+        FIFO,
+        SOCKET,
+        CHAR,
+        "error: is a directory; to check the specs in it, pass it with --spec-dir [read.error]",
+        "error: cannot read: Not a directory (a part of the path is a file) [read.error]",
+        "error: cannot read: Permission denied [read.error]",
+    ]
+    expected = ""
+    for name, line in zip(names, lines, strict=True):
+        shown = tmp_path / name
+        expected += f"{shown}: {line}\n{shown}: invalid (1 error)\n"
+    assert capsys.readouterr() == (expected + "6 specs: 0 valid, 6 invalid\n", "")
+
+
+def test_validate_root_never_leaves_the_root(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """/etc/cdi links out of the root: an error for it; /var/run/cdi is still read, inside."""
+    root = tmp_path / "node"
+    (root / "etc").mkdir(parents=True)
+    (root / "var" / "run" / "cdi").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "evil.yaml").write_bytes((RUN / "nvidia.yaml").read_bytes())
+    (root / "etc" / "cdi").symlink_to("../../outside")
+    (root / "var" / "run" / "cdi" / "nvidia.yaml").write_bytes((RUN / "nvidia.yaml").read_bytes())
+    assert main(["cdi", "validate", "--root", str(root)]) == 1
+    assert capsys.readouterr() == (
+        f"/etc/cdi: error: /etc/cdi: leads out of {root} [spec-dir.unreadable]\n"
+        "/var/run/cdi/nvidia.yaml: valid (cdiVersion 0.5.0, needs 0.5.0, 1 device)\n",
+        "",
+    )

@@ -112,3 +112,28 @@ def test_podman_resolves_what_ctk_lists(world: Path) -> None:
             assert f"unresolvable CDI devices {device}" in result.stderr
     env = _podman(world, "example.com/gpu=a").stdout.splitlines()
     assert "CTK_A=run" in env  # the higher-priority directory wins, as ctk says
+
+
+NUMBERS = {
+    # go-yaml reads 1e0 and 3.0 as floats; sigs.k8s.io/yaml prints them as JSON 1 and 3, which
+    # Go decodes into the int64 fields. 3.5 cannot be decoded: the whole spec is rejected.
+    "etc/float.yaml": "cdiVersion: 0.5.0\nkind: example.com/float\ndevices:\n"
+    "- name: null\n  containerEdits:\n"
+    "    deviceNodes: [{path: /dev/ctk-null, type: c, major: 1e0, minor: 3.0}]\n",
+    "etc/fraction.yaml": "cdiVersion: 0.5.0\nkind: example.com/fraction\ndevices:\n"
+    "- name: null\n  containerEdits:\n"
+    "    deviceNodes: [{path: /dev/ctk-null, type: c, major: 1, minor: 3.5}]\n",
+}
+
+
+def test_podman_reads_numbers_as_ctk_does(world: Path) -> None:
+    for name, text in NUMBERS.items():
+        (world / name).write_text(text.replace("name: null", 'name: "null"'))
+    registry = load_spec_dirs([world / "etc", world / "run"])
+    assert registry.device("example.com/float=null") is not None
+    assert registry.device("example.com/fraction=null") is None
+    accepted = _podman(world, "example.com/float=null")
+    assert accepted.returncode == 0, accepted.stderr
+    refused = _podman(world, "example.com/fraction=null")
+    assert refused.returncode != 0
+    assert "unresolvable CDI devices example.com/fraction=null" in refused.stderr

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctk.cdi.names import QualifiedName
-from ctk.cdi.problems import Problem
+from ctk.cdi.problems import Problem, Severity
 from ctk.cdi.registry import Device, SpecSource, build_registry
 from ctk.errors import CtkError
-from ctk.host.cdi_specs import load_spec_dirs
+from ctk.host.cdi_specs import SpecDir, load_spec_dirs, read_spec_dirs
 
 SPECS = Path(__file__).parent.parent / "fixtures" / "specs"
 ETC, RUN = SPECS / "etc" / "cdi", SPECS / "run" / "cdi"
@@ -124,7 +124,7 @@ def test_spec_dir_that_is_a_file(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     with pytest.raises(CtkError) as info:
         load_spec_dirs([tmp_path / "file"])
-    assert info.value.message == f"{tmp_path}/file: not a directory"
+    assert info.value.message == f"{tmp_path}/file: spec directory is a file, not a directory"
 
 
 def test_root_keeps_links_inside(tmp_path: Path) -> None:
@@ -195,4 +195,49 @@ def test_conflicts_at_two_priorities_mark_all_four_files() -> None:
             f"device v.com/c=a is also defined by {other} at the same priority; CDI runtimes drop it from both"
         ]
         for other in ("/d0/s1.yaml", "/d0/s0.yaml", "/d1/s3.yaml", "/d1/s2.yaml")
+    ]
+
+
+def test_read_spec_dirs_notes_each_directory(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    found = read_spec_dirs([tmp_path / "missing", RUN])
+    assert found.dirs == (
+        SpecDir(
+            f"{tmp_path}/missing",
+            0,
+            False,
+            Problem(
+                "spec-dir.missing",
+                "spec directory does not exist; CDI runtimes skip it",
+                severity=Severity.WARNING,
+            ),
+        ),
+        SpecDir(str(RUN), 1, True),
+    )
+    assert found.valid
+    assert [str(d.name) for d in found.registry.devices] == ["nvidia.com/gpu=1"]
+    broken = read_spec_dirs([tmp_path / "file", RUN])
+    assert broken.dirs[0] == SpecDir(
+        f"{tmp_path}/file",
+        0,
+        True,
+        Problem("spec-dir.unreadable", "spec directory is a file, not a directory"),
+    )
+    assert not broken.valid
+    assert [str(d.name) for d in broken.registry.devices] == ["nvidia.com/gpu=1"]
+
+
+def test_subdirectories_are_skipped_links_to_directories_are_not(tmp_path: Path) -> None:
+    """A runtime walks the directory with lstat: it skips a subdirectory named x.yaml but reads
+    a link named y.yaml, and fails when that leads to a directory."""
+    (tmp_path / "x.yaml").mkdir()
+    (tmp_path / "y.yaml").symlink_to("x.yaml")
+    (tmp_path / "z.yaml").write_bytes(_spec("v.com/c", "d"))
+    registry = load_spec_dirs([tmp_path])
+    assert [(f.path, f.problems) for f in registry.files] == [
+        (
+            f"{tmp_path}/y.yaml",
+            (Problem("read.error", "is a link to a directory, not a spec file"),),
+        ),
+        (f"{tmp_path}/z.yaml", ()),
     ]

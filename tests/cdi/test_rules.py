@@ -1,7 +1,8 @@
 """One case per validation rule: the whole list of problems each spec gets.
 
 Removing or weakening a rule makes its case fail; `test_every_rule_has_a_case` makes sure no rule
-in `RULES` goes untested (registry.conflict and read.error are tested in test_registry.py).
+in `RULES` goes untested (registry.conflict, read.error and spec-dir.* are tested in
+test_registry.py and test_cli_cdi.py).
 """
 # ruff: noqa: E501 (one table row per line reads best)
 
@@ -150,6 +151,34 @@ TEXT_CASES = [
             )
         ],
         id="parse.octal",
+    ),
+    pytest.param(
+        spec("- name: gpu0\n  containerEdits:\n    deviceNodes:\n    - {path: /dev/x, uid: 1e3}\n"),
+        [
+            Problem(
+                "parse.number-form",
+                "CDI runtimes read 1e3 as the integer 1000, YAML 1.1 as a string; write 1000",
+                ("devices", 0, "containerEdits", "deviceNodes", 0, "uid"),
+                7,
+                27,
+                W,
+            )
+        ],
+        id="parse.number-form",
+    ),
+    pytest.param(
+        spec("- name: 1:0\n  containerEdits:\n    env: [A=1]\n", v="0.5.0"),
+        [
+            Problem(
+                "parse.base60",
+                "1:0 is a string for CDI runtimes but a base-60 number in YAML 1.1; quote it",
+                ("devices", 0, "name"),
+                4,
+                9,
+                W,
+            )
+        ],
+        id="parse.base60",
     ),
     pytest.param(
         spec("- containerEdits:\n    env: [A=1]\n"),
@@ -539,7 +568,12 @@ def test_rule_on_bytes(data: bytes, source: str, expected: list[Problem]) -> Non
 def test_every_rule_has_a_case() -> None:
     cases = [*TEXT_CASES, *BYTES_CASES]
     covered = {str(case.id) for case in cases}
-    tested_elsewhere = {"registry.conflict", "read.error"}
+    tested_elsewhere = {
+        "registry.conflict",
+        "read.error",
+        "spec-dir.missing",
+        "spec-dir.unreadable",
+    }
     assert set(RULES) - tested_elsewhere <= covered
     for case in cases:
         problems = case.values[-1]

@@ -5,12 +5,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from ctk.cli.cdi_generate import default_hook_path
 from ctk.host.driver import (
     SearchPaths,
     driver_version_from_files,
@@ -72,16 +70,6 @@ def test_library_link_out_of_the_root_is_not_followed(tmp_path: Path) -> None:
     outside.write_bytes(b"")
     (libdir / "libnvidia-ml.so.1").symlink_to("../../../" + outside.name)
     assert find_library(tmp_path, "libnvidia-ml.so.1") is None
-
-
-@pytest.mark.parametrize("on_path", [True, False], ids=["nvidia-cdi-hook-on-path", "ctk-hook"])
-def test_default_hook_path(on_path: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    hook = tmp_path / "nvidia-cdi-hook"
-    hook.write_text("#!/bin/sh\n")
-    hook.chmod(0o755 if on_path else 0o644)  # not executable: which() passes it over
-    monkeypatch.setenv("PATH", str(tmp_path))
-    expected = str(hook) if on_path else str(Path(sys.executable).parent / "ctk-hook")
-    assert default_hook_path() == expected
 
 
 def _tree(root: Path, files: list[str]) -> None:
@@ -235,3 +223,56 @@ def test_config_search_path_replaces_the_config_dirs(tmp_path: Path) -> None:
             "/etc/vulkan/icd.d/nvidia_icd.json",
         ),
     ]
+
+
+@pytest.mark.parametrize(
+    ("link", "mounted"),
+    [
+        pytest.param(
+            f"/opt/nvidia/lib/libcuda.so.{V}",
+            [(f"opt/nvidia/lib/libcuda.so.{V}", f"/{UBUNTU}/libcuda.so.{V}")],
+            id="absolute-link-inside-the-root",
+        ),
+        pytest.param(
+            f"../../../opt/nvidia/lib/libcuda.so.{V}",
+            [(f"opt/nvidia/lib/libcuda.so.{V}", f"/{UBUNTU}/libcuda.so.{V}")],
+            id="relative-link",
+        ),
+        pytest.param(
+            "/opt/nvidia/lib/current",  # a link to a link, both resolved inside the root
+            [(f"opt/nvidia/lib/libcuda.so.{V}", f"/{UBUNTU}/libcuda.so.{V}")],
+            id="link-to-a-link",
+        ),
+        pytest.param("/opt/nvidia/lib/missing.so", [], id="dangling"),
+        pytest.param("/opt/nvidia/lib", [], id="link-to-a-directory"),
+        pytest.param("../../../../outside/libcuda.so", [], id="leads-out-of-the-root"),
+    ],
+)
+def test_library_links_resolve_inside_the_driver_root(
+    link: str, mounted: list[tuple[str, str]], tmp_path: Path
+) -> None:
+    """QA 5: libcuda.so.<version> as a link was left out of the spec without a word."""
+    root = tmp_path / "driver"
+    _tree(root, [f"opt/nvidia/lib/libcuda.so.{V}", f"{UBUNTU}/libnvidia-ml.so.{V}"])
+    (root / "opt/nvidia/lib/current").symlink_to(f"libcuda.so.{V}")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside/libcuda.so").write_bytes(b"")
+    (root / UBUNTU / f"libcuda.so.{V}").symlink_to(link)
+    (root / UBUNTU / "libcuda.so.1").symlink_to(f"libcuda.so.{V}")
+    facts = read_driver(root, root, version=V)
+    expected = [(str(root / host), container) for host, container in mounted]
+    expected.append((f"{root}/{UBUNTU}/libnvidia-ml.so.{V}", f"/{UBUNTU}/libnvidia-ml.so.{V}"))
+    assert [(f.host_path, f.container_path) for f in facts.libraries] == expected
+    soname = [(f"libcuda.so.{V}", f"/{UBUNTU}/libcuda.so.1")] if mounted else []
+    assert list(facts.soname_links) == soname
+
+
+def test_a_directory_with_only_dangling_library_links_is_no_library_dir(tmp_path: Path) -> None:
+    _tree(tmp_path, [f"{UBUNTU}/libcuda.so.{V}"])
+    (tmp_path / "usr/lib64").mkdir()
+    (tmp_path / "usr/lib64" / f"libcuda.so.{V}").symlink_to(f"/opt/gone/libcuda.so.{V}")
+    facts = read_driver(tmp_path, tmp_path, version=V)
+    assert (facts.library_dirs, [f.container_path for f in facts.libraries]) == (
+        (f"/{UBUNTU}",),
+        [f"/{UBUNTU}/libcuda.so.{V}"],
+    )

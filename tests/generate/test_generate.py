@@ -92,16 +92,18 @@ def test_generate_golden(
     node_name: str,
     flags: list[str],
     golden: str,
+    *,
     fake_node: MakeNode,
+    hook_program: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     node = fake_node(node_name)
-    code = main(["cdi", "generate", "--hook-path", HOOK, *_roots(node), *flags])
+    code = main(["cdi", "generate", "--hook-path", str(hook_program), *_roots(node), *flags])
     out, err = capsys.readouterr()
     assert (code, err) == (0, "")
-    text = out.replace(str(node.root), "/HOST")
-    assert text == _golden(golden, text)
     report = validate_text(out, golden)
+    text = out.replace(str(hook_program), HOOK).replace(str(node.root), "/HOST")
+    assert text == _golden(golden, text)
     assert (report.problems, report.minimum_version) == (
         (),
         report.spec and report.spec["cdiVersion"],
@@ -110,18 +112,20 @@ def test_generate_golden(
 
 @pytest.mark.integration
 def test_output_file_is_written_atomically_with_mode_0644(
-    fake_node: MakeNode, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    fake_node: MakeNode, hook_on_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Also: without --hook-path the spec names nvidia-cdi-hook found on PATH."""
     node = fake_node("workstation")
     output = tmp_path / "etc" / "cdi" / "nvidia.json"
-    code = main(["cdi", "generate", "--hook-path", HOOK, *_roots(node), "-o", str(output)])
+    code = main(["cdi", "generate", *_roots(node), "-o", str(output)])
     out, err = capsys.readouterr()
     assert (code, out) == (0, "")
     assert err == f"wrote {output} (cdiVersion 0.7.0, kind nvidia.com/gpu, 3 devices)\n"
     assert output.stat().st_mode & 0o777 == 0o644
     assert sorted(p.name for p in output.parent.iterdir()) == ["nvidia.json"]
     expected = yaml.safe_load((EXPECTED / "workstation.yaml").read_text())
-    assert json.loads(output.read_text().replace(str(node.root), "/HOST")) == expected
+    text = output.read_text().replace(str(hook_on_path), HOOK).replace(str(node.root), "/HOST")
+    assert json.loads(text) == expected
 
 
 def _break(node: FakeNode, path: str) -> None:
@@ -183,6 +187,17 @@ BROKEN = [
         ],
         id="mig-capability-node-missing",
     ),
+    pytest.param(
+        "workstation",
+        "usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15",
+        [
+            "error: libcuda.so.550.54.15 (the CUDA driver library) not found under driver root "
+            "{root}",
+            "hint: a spec without it gives containers GPUs that CUDA cannot use: reinstall the "
+            "driver, or pass the right --driver-root or --library-search-path",
+        ],
+        id="libcuda-missing",
+    ),
 ]
 
 
@@ -203,7 +218,7 @@ def test_broken_node_fails_and_keeps_the_output(
     output = tmp_path / "nvidia.yaml"
     output.write_bytes(b"# the old spec\n")
     output.chmod(0o600)
-    code = main(["cdi", "generate", "--hook-path", HOOK, *_roots(node), "-o", str(output)])
+    code = main(["cdi", "generate", *_roots(node), "-o", str(output)])
     out, err = capsys.readouterr()
     assert (code, out) == (1, "")
     assert err.splitlines() == [line.format(root=node.root) for line in stderr]
@@ -312,3 +327,74 @@ def test_library_search_path_finds_a_driver_outside_the_standard_dirs(
         ["NVIDIA_CTK_LIBCUDA_DIR=/opt/nvidia/lib64", "NVIDIA_VISIBLE_DEVICES=void"],
         5,
     )
+
+
+LIBDIR = "usr/lib/x86_64-linux-gnu"
+
+
+def _library_mounts(out: str, root: Path) -> list[tuple[str, str]]:
+    mounts = json.loads(out)["containerEdits"]["mounts"]
+    return [
+        (m["hostPath"].replace(str(root), "/HOST"), m["containerPath"])
+        for m in mounts
+        if "/libcuda.so" in m["containerPath"] or "/libnvidia-ml.so" in m["containerPath"]
+    ]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("link", "stderr"),
+    [
+        pytest.param(
+            "/opt/nvidia/libcuda.so.550.54.15", "", id="absolute-link-inside-the-driver-root"
+        ),
+        pytest.param(
+            "/{outside}/libcuda.so.550.54.15",
+            "error: libcuda.so.550.54.15 (the CUDA driver library) not found under driver root "
+            "{root}\nhint: a spec without it gives containers GPUs that CUDA cannot use: "
+            "reinstall the driver, or pass the right --driver-root or --library-search-path\n",
+            id="absolute-link-to-the-machine-running-ctk",
+        ),
+    ],
+)
+def test_libcuda_as_a_link_is_resolved_inside_the_driver_root(
+    link: str, stderr: str, fake_node: MakeNode, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """QA 5: such a libcuda was silently left out (exit 0); now it is mounted, or an error."""
+    node = fake_node("workstation")
+    real = node.root / LIBDIR / "libcuda.so.550.54.15"
+    (node.root / "opt/nvidia").mkdir(parents=True)
+    real.rename(node.root / "opt/nvidia/libcuda.so.550.54.15")
+    # a link that only works on the machine running ctk: an absolute target outside the root
+    target = link.format(outside=str(node.root / "opt/nvidia").lstrip("/"))
+    real.symlink_to(target)
+    code = main(["cdi", "generate", *_roots(node), "--format=json", "--disable-hook=all"])
+    out, err = capsys.readouterr()
+    assert (code, err) == (1 if stderr else 0, stderr.format(root=node.root))
+    if not stderr:
+        assert _library_mounts(out, node.root) == [
+            ("/HOST/opt/nvidia/libcuda.so.550.54.15", f"/{LIBDIR}/libcuda.so.550.54.15"),
+            (f"/HOST/{LIBDIR}/libnvidia-ml.so.550.54.15", f"/{LIBDIR}/libnvidia-ml.so.550.54.15"),
+        ]
+
+
+@pytest.mark.integration
+def test_missing_nvml_library_file_is_a_warning(
+    fake_node: MakeNode, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """libnvidia-ml.so.<version> missing (NVML loads from a plain libnvidia-ml.so.1): CUDA still
+    works, so the spec is written, with a warning."""
+    node = fake_node("workstation")
+    libdir = node.root / LIBDIR
+    (libdir / "libnvidia-ml.so.1").unlink()
+    (libdir / "libnvidia-ml.so.550.54.15").rename(libdir / "libnvidia-ml.so.1")
+    code = main(["cdi", "generate", *_roots(node), "--format=json", "--disable-hook=all"])
+    out, err = capsys.readouterr()
+    assert (code, err) == (
+        0,
+        f"warning: libnvidia-ml.so.550.54.15 (the NVML library) not found under driver root "
+        f"{node.root}; nvidia-smi and other NVML tools will fail in containers\n",
+    )
+    assert _library_mounts(out, node.root) == [
+        (f"/HOST/{LIBDIR}/libcuda.so.550.54.15", f"/{LIBDIR}/libcuda.so.550.54.15")
+    ]

@@ -169,3 +169,42 @@ def test_podman_runs_the_generated_hooks_through_ctk_hook(
         '{"profiles":[{"name":"_container_","settings":["EGLVisibleDGPUDevices",0x1]}],'
         '"rules":[{"pattern":[],"profile":"_container_"}]}',
     ]
+
+
+def test_podman_mounts_a_libcuda_that_is_a_link_inside_the_driver_root(
+    tmp_path: Path, fake_node: Callable[[str], FakeNode], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """QA 5: libcuda.so.<version> -> /opt/nvidia/... (absolute, inside the driver root) is
+    mounted at its own path from the file the link leads to, and the SONAME link works."""
+    node = fake_node("dgx-a100")
+    libcuda = node.root / LIBDIR.lstrip("/") / "libcuda.so.550.54.15"
+    (node.root / "opt/nvidia").mkdir(parents=True)
+    (node.root / "opt/nvidia/libcuda.so.550.54.15").write_text("the real libcuda\n")
+    libcuda.unlink()
+    libcuda.symlink_to("/opt/nvidia/libcuda.so.550.54.15")
+    specs = tmp_path / "specs"
+    code = main(
+        [
+            *("cdi", "generate", "--driver-root", str(node.root), "--disable-hook=all"),
+            *("--device-id=0", "--output", str(specs / "nvidia.yaml")),
+        ]
+    )
+    assert code == 0, capsys.readouterr().err
+    (tmp_path / "containers.conf").write_text(CONTAINERS_CONF)
+    script = (
+        'mount -t tmpfs tmpfs /run && mkdir /run/cdi && cp "$1"/specs/* /run/cdi/ && '
+        'exec podman --root "$1/podman/root" --runroot /run/ctk-podman --tmpdir "$1/podman/tmp" '
+        'run --rm --device nvidia.com/gpu=0 --rootfs "$2" /bin/sh -c "$3"'
+    )
+    result = subprocess.run(
+        [
+            *("unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"),
+            *(str(tmp_path), str(_rootfs(tmp_path)), f"cat {LIBDIR}/libcuda.so.550.54.15"),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CONTAINERS_CONF": str(tmp_path / "containers.conf")},
+        timeout=60,
+        check=False,
+    )
+    assert (result.returncode, result.stderr, result.stdout) == (0, "", "the real libcuda\n")

@@ -15,12 +15,8 @@ MakeNode = Callable[[str], FakeNode]
 
 
 def _refresh(node: FakeNode, output: Path) -> int:
-    return main(
-        [
-            *("cdi", "refresh", "--driver-root", str(node.root), "-o", str(output)),
-            *("--hook-path", "/usr/bin/nvidia-cdi-hook"),
-        ]
-    )
+    """Refresh with the default hook program (the test's nvidia-cdi-hook, first on PATH)."""
+    return main(["cdi", "refresh", "--driver-root", str(node.root), "-o", str(output)])
 
 
 @pytest.mark.integration
