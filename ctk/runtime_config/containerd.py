@@ -28,6 +28,15 @@ from ctk.runtime_config.inspect import containerd_version, deep_merge, dotted
 from ctk.runtime_config.parse import JSONValue, load_toml
 
 RUNC_V2 = "io.containerd.runc.v2"
+# containerd's built-in `runc` runtime (`containerd config default`), which it uses only while no
+# config file defines `runtimes`: once ctk adds one, the built-in one has to be written out too, or
+# `default_runtime_name = "runc"` names nothing and the CRI plugin fails to load. Zero-valued
+# options are left out; containerd 2.x also defaults `sandboxer` to podsandbox.
+BUILTIN_RUNTIMES: dict[int, dict[str, JSONValue]] = {
+    1: {"runc": {"runtime_type": RUNC_V2}},
+    2: {"runc": {"runtime_type": RUNC_V2}},
+    3: {"runc": {"runtime_type": RUNC_V2, "sandboxer": "podsandbox"}},
+}
 RUNTIME_V1_LINUX = "io.containerd.runtime.v1.linux"
 DROP_IN_HEADER = (
     "# Written by `ctk runtime configure`; `ctk runtime unconfigure` removes it.\n"
@@ -55,7 +64,12 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
         tomledit.set_key(doc, ("version",), 2, changes)
     cri = cri_keys(version)
     runtimes_keys = (*cri, "containerd", "runtimes")
+    builtin = not tomledit.plain(tomledit.find_table(name, doc, runtimes_keys) or {})
     runtimes = tomledit.ensure_table(name, doc, runtimes_keys, changes)
+    if builtin:  # containerd's built-in runtimes were in effect: carry them
+        for key, value in BUILTIN_RUNTIMES[version].items():
+            tomledit.append_table(runtimes, key, tomledit.table_from(value))
+            changes.append(Change((*runtimes_keys, key), False, None, value))
     containerd = tomledit.find_table(name, doc, (*cri, "containerd"))
     assert containerd is not None
     rt_keys = (*runtimes_keys, request.name)

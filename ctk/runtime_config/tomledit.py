@@ -153,6 +153,14 @@ def new_table() -> Table:
     return tomlkit.table()
 
 
+def table_from(data: dict[str, JSONValue]) -> Table:
+    """A new table holding ``data`` (nested dicts as sub-tables)."""
+    table = tomlkit.table()
+    for key, value in data.items():
+        table.append(key, table_from(value) if isinstance(value, dict) else value)
+    return table
+
+
 def append_table(parent: Table, key: str, table: Table) -> None:
     """Append a new table after ``parent``'s last child, with no blank line of its own before it.
 

@@ -527,3 +527,44 @@ def test_runc_with_inline_options_is_copied(
     )
     assert run(capsys, "unconfigure", *args)[0] == 0
     assert config.read_text() == original
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        pytest.param(
+            "version = 2\n",
+            'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n'
+            'runtime_type = "io.containerd.runc.v2"\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
+            'runtime_type = "io.containerd.runc.v2"\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]\n'
+            'BinaryName = "/usr/bin/nvidia-container-runtime"\n',
+            id="v2",
+        ),
+        pytest.param(
+            'version = 3\n[plugins."io.containerd.cri.v1.runtime".containerd]\n'
+            '  default_runtime_name = "runc"\n',
+            'version = 3\n[plugins."io.containerd.cri.v1.runtime".containerd]\n'
+            '  default_runtime_name = "runc"\n'
+            '[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]\n'
+            'runtime_type = "io.containerd.runc.v2"\nsandboxer = "podsandbox"\n'
+            '[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia]\n'
+            'runtime_type = "io.containerd.runc.v2"\nsandboxer = "podsandbox"\n'
+            '[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia.options]\n'
+            'BinaryName = "/usr/bin/nvidia-container-runtime"\n',
+            id="v3",
+        ),
+    ],
+)
+def test_containerd_builtin_runc_is_written_out(
+    before: str, after: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With no `runtimes` in the file containerd uses its built-in runc; adding ours drops it."""
+    config = tmp_path / "config.toml"
+    config.write_text(before)
+    args = ["--runtime", "containerd", "--config", str(config), "--drop-in-config", ""]
+    assert run(capsys, "configure", *args)[0] == 0
+    assert config.read_text() == after
+    assert run(capsys, "unconfigure", *args)[0] == 0
+    assert config.read_text() == before
