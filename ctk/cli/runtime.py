@@ -50,6 +50,11 @@ NAME = typer.Option(
     help=f"Name of the runtime (default: {DEFAULT_RUNTIME_NAME}).",
 )
 
+BACKUP_HELP = (
+    "Keep the old file as <file>.bak (in /var/lib/ctk/runtime/backup/ for a file in a *.d "
+    "drop-in directory, which the engine would read; ctk's own drop-in is not backed up)."
+)
+
 
 def _check_name(runtime: Runtime, name: str) -> None:
     if not name or any(c.isspace() or c in "/\"'" for c in name):
@@ -77,7 +82,11 @@ def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs
     if runtime is Runtime.CONTAINERD:
         host_engines.refuse_managed_config(config_path, text)
     record_file = host_engines.record_path(config_path)
-    record = load_record(str(record_file), files.read_text(record_file, missing_ok=True))
+    record_text = files.read_text(record_file, missing_ok=True)
+    if record_text is None:  # written beside the config by earlier versions
+        record_file = host_engines.legacy_record_path(config_path)
+        record_text = files.read_text(record_file, missing_ok=True)
+    record = load_record(str(record_file), record_text)
     inputs = Inputs(config=str(config_path), config_text=text, record=record)
     if not drop_in:
         return inputs
@@ -150,17 +159,22 @@ def _write(change: FileChange, *, backup: bool) -> None:
 
     path = Path(change.path)
     if change.changed:
+        # ctk's own drop-in is written afresh from the other files: nothing of the user's to keep.
+        if backup and not change.own and change.before is not None:
+            kept = host_engines.backup_path(path)
+            files.write_atomic(kept, change.before, mode=0o600, make_parents=True)
+            sys.stdout.write(f"backed up {path} to {kept}\n")
         if change.after is None:
-            if backup and not change.own and change.before is not None:
-                files.write_atomic(path.with_name(path.name + ".bak"), change.before)
             files.remove(path)
         else:
-            keep = backup and not change.own  # a .bak in crio.conf.d would be read by CRI-O
-            files.write_atomic(path, change.after, backup=keep, make_parents=True)
+            files.write_atomic(path, change.after, make_parents=True)
     if change.record is not None:
         record_file = host_engines.record_path(path)
+        files.remove(host_engines.legacy_record_path(path))
         if change.record:
-            files.write_atomic(record_file, dump_record(change.record), mode=0o600)
+            files.write_atomic(
+                record_file, dump_record(change.record), mode=0o600, make_parents=True
+            )
         else:
             files.remove(record_file)
 
@@ -208,7 +222,7 @@ def configure(
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print a unified diff of what would change; write nothing."
     ),
-    backup: bool = typer.Option(False, "--backup", help="Keep the old config as <file>.bak."),
+    backup: bool = typer.Option(False, "--backup", help=BACKUP_HELP),
 ) -> None:
     """Add the nvidia runtime to a container engine's config."""
     _check_name(runtime, nvidia_runtime_name)
@@ -241,7 +255,7 @@ def unconfigure(
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print a unified diff of what would change; write nothing."
     ),
-    backup: bool = typer.Option(False, "--backup", help="Keep the old config as <file>.bak."),
+    backup: bool = typer.Option(False, "--backup", help=BACKUP_HELP),
 ) -> None:
     """Remove what `ctk runtime configure` added."""
     _check_name(runtime, nvidia_runtime_name)

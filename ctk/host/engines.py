@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from urllib.parse import quote
 
 from ctk.errors import CtkError
 from ctk.host import files
@@ -178,7 +180,45 @@ def crio_drop_ins(drop_in: Path) -> tuple[list[tuple[str, str]], list[tuple[str,
     return before, after
 
 
+STATE_DIR_ENV = "CTK_STATE_DIR"
+DEFAULT_STATE_DIR = Path("/var/lib/ctk")
+
+
+def state_dir() -> Path:
+    """Where ctk keeps its own files: ``$CTK_STATE_DIR``, else /var/lib/ctk.
+
+    Never next to an engine's config: CRI-O reads every file of crio.conf.d (subdirectories
+    too) and containerd imports by glob, so a record or backup there would be read as config.
+    """
+    value = os.environ.get(STATE_DIR_ENV, "")
+    return Path(value) if value else DEFAULT_STATE_DIR
+
+
+def _state_name(path: Path) -> str:
+    """A file name standing for the absolute ``path`` (readable; hashed when too long)."""
+    name = quote(str(path.absolute()), safe="")
+    return name if len(name) <= 200 else hashlib.sha256(str(path).encode()).hexdigest()
+
+
 def record_path(config: Path) -> Path:
-    """Where ctk keeps the list of changes it made to ``config`` (next to the real file)."""
+    """Where ctk keeps the list of changes it made to ``config`` (keyed by the real file)."""
+    target = files.write_target(config)
+    return state_dir() / "runtime" / "undo" / f"{_state_name(target)}.json"
+
+
+def legacy_record_path(config: Path) -> Path:
+    """Where earlier ctk versions kept the record: beside the file (read, then removed)."""
     target = files.write_target(config)
     return target.with_name(f".{target.name}.ctk-undo.json")
+
+
+def backup_path(path: Path) -> Path:
+    """Where ``--backup`` keeps the old ``path``: ``<file>.bak``, unless it is in a drop-in dir.
+
+    A directory named `*.d` (crio.conf.d, conf.d) is read whole by the engine, which would load
+    the backup as config; such a backup goes under the state directory instead.
+    """
+    target = files.write_target(path)
+    if target.parent.name.endswith(".d"):
+        return state_dir() / "runtime" / "backup" / f"{_state_name(target)}.bak"
+    return target.with_name(target.name + ".bak")

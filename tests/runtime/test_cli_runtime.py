@@ -568,3 +568,39 @@ def test_containerd_builtin_runc_is_written_out(
     assert config.read_text() == after
     assert run(capsys, "unconfigure", *args)[0] == 0
     assert config.read_text() == before
+
+
+def test_nothing_of_ctk_lands_in_a_drop_in_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CRI-O reads every file of crio.conf.d: no undo record, no .bak may go there."""
+    directory = tmp_path / "crio.conf.d"
+    directory.mkdir()
+    config = directory / "10-user.conf"
+    original = '[crio.runtime]\ndefault_runtime = "runc"\n'
+    config.write_text(original)
+    args = ["--runtime", "crio", "--config", str(config), "--drop-in-config", ""]
+    code, out, _ = run(capsys, "configure", *args, "--backup")
+    state = Path(os.environ["CTK_STATE_DIR"]) / "runtime"
+    kept = state / "backup" / (str(config).replace("/", "%2F") + ".bak")
+    assert (code, out.splitlines()[0]) == (0, f"backed up {config} to {kept}")
+    assert kept.read_text() == original
+    assert sorted(p.name for p in directory.iterdir()) == ["10-user.conf"]
+    assert (state / "undo" / (str(config).replace("/", "%2F") + ".json")).is_file()
+    assert run(capsys, "unconfigure", *args, "--backup")[0] == 0
+    assert sorted(p.name for p in directory.iterdir()) == ["10-user.conf"]
+    assert config.read_text() == original
+
+
+def test_record_of_an_earlier_version_beside_the_config_is_used_and_moved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "daemon.json"
+    config.write_text('{"runtimes": {"nvidia": {"path": "/x", "args": []}}}\n')
+    legacy = tmp_path / ".daemon.json.ctk-undo.json"
+    legacy.write_text(
+        '{"changes": [{"keys": ["runtimes"], "existed": false, "before": null, "after": {}}]}\n'
+    )
+    assert run(capsys, "unconfigure", "--runtime", "docker", "--config", str(config))[0] == 0
+    assert config.read_text() == "{}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["daemon.json"]
