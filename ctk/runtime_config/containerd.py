@@ -20,6 +20,7 @@ from ctk.runtime_config.changes import (
     SUPER_TABLE,
     Change,
     Edit,
+    kept_existing,
     replaced_keys,
     without_inside,
 )
@@ -74,6 +75,7 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
     assert containerd is not None
     rt_keys = (*runtimes_keys, request.name)
     runtime = tomledit.child_table(name, runtimes, request.name, runtimes_keys)
+    created = runtime is None
     if runtime is None:
         source = _source_runtime(name, containerd, runtimes, request.name)
         runtime = tomledit.copy_item(source) if source is not None else tomledit.new_table()
@@ -104,7 +106,8 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
         assert cri_table is not None
         tomledit.set_key(cri_table, (*cri, "enable_cdi"), True, changes)
     out = tomledit.finish(name, doc, text, replaced=replaced_keys(changes))
-    return Edit(out, without_inside(changes, rt_keys))
+    # A runtime ctk created goes as a whole on unconfigure; in the user's own, undo the edits.
+    return Edit(out, without_inside(changes, rt_keys) if created else tuple(changes))
 
 
 def _source_runtime(name: str, containerd: Table, runtimes: Table, wanted: str) -> Table | None:
@@ -123,8 +126,9 @@ def unconfigure_in_place(name: str, text: str, runtime_name: str, record: Sequen
     tomledit.undo_changes(doc, record)
     version = version_of(name, text)
     cri = cri_keys(version)
-    runtimes = tomledit.find_table(name, doc, (*cri, "containerd", "runtimes"))
-    if runtimes is not None:
+    runtimes_keys = (*cri, "containerd", "runtimes")
+    runtimes = tomledit.find_table(name, doc, runtimes_keys)
+    if runtimes is not None and not kept_existing(record, (*runtimes_keys, runtime_name)):
         tomledit.delete_key(runtimes, runtime_name)
     containerd = tomledit.find_table(name, doc, (*cri, "containerd"))
     if containerd is not None and tomledit.plain(containerd.get("default_runtime_name")) == (

@@ -16,6 +16,7 @@ from ctk.runtime_config.changes import (
     SUPER_TABLE,
     Change,
     Edit,
+    kept_existing,
     replaced_keys,
     without_inside,
 )
@@ -38,6 +39,7 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
     assert crio_runtime is not None
     keys = (*RUNTIMES_KEYS, request.name)
     runtime = tomledit.child_table(name, runtimes, request.name, RUNTIMES_KEYS)
+    created = runtime is None
     if runtime is None:
         source = _source(name, crio_runtime, runtimes, request.name)
         runtime = tomledit.new_table() if source is None else tomledit.copy_item(source)
@@ -50,7 +52,7 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
         tomledit.set_key(crio_runtime, default_keys, request.name, changes)
     notes = (CDI_NOTE,) if request.enable_cdi else ()
     out = tomledit.finish(name, doc, text, replaced=replaced_keys(changes))
-    return Edit(out, without_inside(changes, keys), notes)
+    return Edit(out, without_inside(changes, keys) if created else tuple(changes), notes)
 
 
 def _source(name: str, crio_runtime: Table, runtimes: Table, wanted: str) -> Table | None:
@@ -92,7 +94,7 @@ def unconfigure_in_place(name: str, text: str, runtime_name: str, record: Sequen
     doc = tomledit.parse_document(name, tomledit.with_final_newline(text))
     tomledit.undo_changes(doc, record)
     runtimes = tomledit.find_table(name, doc, RUNTIMES_KEYS)
-    if runtimes is not None:
+    if runtimes is not None and not kept_existing(record, (*RUNTIMES_KEYS, runtime_name)):
         tomledit.delete_key(runtimes, runtime_name)
     crio_runtime = tomledit.find_table(name, doc, RUNTIME_KEYS)
     if crio_runtime is not None and tomledit.plain(crio_runtime.get("default_runtime")) == (

@@ -604,3 +604,67 @@ def test_record_of_an_earlier_version_beside_the_config_is_used_and_moved(
     assert run(capsys, "unconfigure", "--runtime", "docker", "--config", str(config))[0] == 0
     assert config.read_text() == "{}\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["daemon.json"]
+
+
+@pytest.mark.parametrize(
+    ("runtime", "name", "original", "extra"),
+    [
+        pytest.param(
+            "docker",
+            "daemon.json",
+            '{\n  "runtimes": {\n    "nvidia": {\n'
+            '      "path": "/usr/local/nvidia/toolkit/nvidia-container-runtime"\n    }\n  }\n}\n',
+            [],
+            id="docker",
+        ),
+        pytest.param(
+            "docker",
+            "daemon.json",
+            '{"runtimes": {"nvidia": {"path": "/opt/ncr", "args": ["-x"]}}}\n',
+            ["--set-as-default", "--cdi.enabled"],
+            id="docker-default-cdi",
+        ),
+        pytest.param(
+            "containerd",
+            "config.toml",
+            'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
+            '  runtime_type = "io.containerd.runc.v2"\n'
+            '  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]\n'
+            '    BinaryName = "/usr/local/nvidia/toolkit/nvidia-container-runtime"  # mine\n',
+            ["--set-as-default"],
+            id="containerd",
+        ),
+        pytest.param(
+            "containerd",
+            "config.toml",
+            'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
+            "  privileged_without_host_devices = true\n",
+            [],
+            id="containerd-no-options",
+        ),
+        pytest.param(
+            "crio",
+            "crio.conf",
+            '[crio.runtime.runtimes.nvidia]\nruntime_path = "/usr/local/bin/ncr"\n',
+            [],
+            id="crio",
+        ),
+    ],
+)
+def test_users_own_nvidia_runtime_is_given_back(
+    runtime: str,
+    name: str,
+    original: str,
+    extra: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = tmp_path / name
+    config.write_text(original)
+    args = ["--runtime", runtime, "--config", str(config), "--drop-in-config", ""]
+    if runtime == "docker":
+        args = args[:-2]
+    assert run(capsys, "configure", *args, *extra)[0] == 0
+    assert "/usr/bin/nvidia-container-runtime" in config.read_text()
+    assert run(capsys, "unconfigure", *args)[0] == 0
+    assert config.read_text() == original
