@@ -652,6 +652,7 @@ def test_record_of_an_earlier_version_beside_the_config_is_used_and_moved(
     ],
 )
 def test_users_own_nvidia_runtime_is_given_back(
+    *,
     runtime: str,
     name: str,
     original: str,
