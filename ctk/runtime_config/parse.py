@@ -7,6 +7,7 @@ what containerd and CRI-O refuse; JSON is parsed with duplicate-free object orde
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from typing import Any
 
@@ -15,8 +16,41 @@ from ctk.errors import CtkError
 JSONValue = Any  # parsed data enters here and is narrowed by the callers
 
 
+MAX_DEPTH = 64  # arrays and tables nested deeper than this: no engine config looks like that
+
+# Strings and comments (whose brackets do not count), and the brackets themselves.
+_TOKENS = re.compile(
+    r'"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\''
+    r"|#[^\n]*|[\[\]{}]",
+    re.DOTALL,
+)
+
+
+def check_depth(name: str, text: str, kind: str) -> None:
+    """Refuse text nested deeper than `MAX_DEPTH`, naming where (the parsers would recurse)."""
+    depth = 0
+    for match in _TOKENS.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                pos = match.start()
+                line = text.count("\n", 0, pos) + 1
+                column = pos - text.rfind("\n", 0, pos)
+                tables = "tables" if kind == "TOML" else "objects"
+                raise CtkError(
+                    f"{name}: not valid {kind}: arrays or {tables} nested more than {MAX_DEPTH} "
+                    f"deep (line {line}, column {column})",
+                    hint="no engine config nests like this; fix the file, or pass another one "
+                    "with --config",
+                )
+        elif token in "]}":
+            depth = max(depth - 1, 0)
+
+
 def load_toml(name: str, text: str) -> dict[str, JSONValue]:
     """Return ``text`` as plain data; `CtkError` naming ``name`` and the position if malformed."""
+    check_depth(name, text, "TOML")
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -32,6 +66,7 @@ def load_json_object(name: str, text: str) -> dict[str, JSONValue]:
             f"{name}: empty file, expected a JSON object",
             hint='write "{}" into it, or remove it, and run again',
         )
+    check_depth(name, text, "JSON")
     try:
         value = json.loads(text, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as exc:
@@ -44,8 +79,6 @@ def load_json_object(name: str, text: str) -> dict[str, JSONValue]:
             f"{name}: not valid JSON: key {exc.key!r} appears twice in one object",
             hint="keep one of them",
         ) from exc
-    except RecursionError as exc:
-        raise CtkError(f"{name}: not valid JSON: nested too deeply") from exc
     if not isinstance(value, dict):
         raise CtkError(
             f"{name}: expected a JSON object at the top, found {type_name(value)}",

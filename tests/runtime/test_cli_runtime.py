@@ -669,3 +669,53 @@ def test_users_own_nvidia_runtime_is_given_back(
     assert "/usr/bin/nvidia-container-runtime" in config.read_text()
     assert run(capsys, "unconfigure", *args)[0] == 0
     assert config.read_text() == original
+
+
+@pytest.mark.parametrize(
+    ("runtime", "name", "content", "error"),
+    [
+        pytest.param(
+            "containerd",
+            "config.toml",
+            "version = 2\na = " + "[" * 500 + "]" * 500 + "\n",
+            "not valid TOML: arrays or tables nested more than 64 deep (line 2, column 69)",
+            id="toml-arrays",
+        ),
+        pytest.param(
+            "crio",
+            "crio.conf",
+            '# [[[[\nb = "{{{"\na = ' + "{ b = " * 300 + "1" + " }" * 300 + "\n",
+            "not valid TOML: arrays or tables nested more than 64 deep (line 3, column 389)",
+            id="toml-inline-tables",
+        ),
+        pytest.param(
+            "docker",
+            "daemon.json",
+            '{"a": ' + "[" * 100000 + "]" * 100000 + "}\n",
+            "not valid JSON: arrays or objects nested more than 64 deep (line 1, column 70)",
+            id="json",
+        ),
+    ],
+)
+def test_deeply_nested_input_is_a_positioned_error(
+    *,
+    runtime: str,
+    name: str,
+    content: str,
+    error: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = tmp_path / name
+    config.write_text(content)
+    for verb in ("configure", "unconfigure"):
+        args = ["--runtime", runtime, "--config", str(config)]
+        code, out, err = run(capsys, verb, *args, "--drop-in-config", "")
+        if runtime == "docker":
+            code, out, err = run(capsys, verb, *args)
+        assert (code, out) == (1, "")
+        assert err == (
+            f"error: {config}: {error}\nhint: no engine config nests like this; fix the file, "
+            "or pass another one with --config\n"
+        )
+    assert config.read_text() == content
