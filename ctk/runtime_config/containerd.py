@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from tomlkit.items import InlineTable, Table
+from tomlkit.items import InlineTable
 from tomlkit.toml_document import TOMLDocument
 
 from ctk.errors import CtkError
@@ -110,7 +110,9 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
     return Edit(out, without_inside(changes, rt_keys) if created else tuple(changes))
 
 
-def _source_runtime(name: str, containerd: Table, runtimes: Table, wanted: str) -> Table | None:
+def _source_runtime(
+    name: str, containerd: tomledit.Tab, runtimes: tomledit.Tab, wanted: str
+) -> tomledit.Tab | None:
     default = tomledit.plain(containerd.get("default_runtime_name", ""))
     for candidate in (default, "runc", "crun"):
         if isinstance(candidate, str) and candidate and candidate != wanted:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tomlkit.items import Table
-
 from ctk.runtime_config import tomledit
 from ctk.runtime_config.changes import (
     NEW_TABLE,
@@ -55,7 +53,9 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
     return Edit(out, without_inside(changes, keys) if created else tuple(changes), notes)
 
 
-def _source(name: str, crio_runtime: Table, runtimes: Table, wanted: str) -> Table | None:
+def _source(
+    name: str, crio_runtime: tomledit.Tab, runtimes: tomledit.Tab, wanted: str
+) -> tomledit.Tab | None:
     default = tomledit.plain(crio_runtime.get("default_runtime", ""))
     for candidate in (default, "runc", "crun"):
         if isinstance(candidate, str) and candidate and candidate != wanted:

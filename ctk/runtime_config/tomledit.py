@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import tomlkit
-from tomlkit.container import Container
+from tomlkit.container import Container, OutOfOrderTableProxy
 from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import AoT, InlineTable, Item, Table
 from tomlkit.toml_document import TOMLDocument
@@ -23,7 +23,10 @@ from ctk.runtime_config.changes import NEW_TABLE, SUPER_TABLE, Change
 from ctk.runtime_config.inspect import dotted
 from ctk.runtime_config.parse import JSONValue, load_toml, type_name
 
-Parent = TOMLDocument | Table
+# A table, or one that the file defines in several places (split [headers], dotted keys):
+# tomlkit then gives a proxy that edits the right part.
+Tab = Table | OutOfOrderTableProxy
+Parent = TOMLDocument | Tab
 
 
 def parse_document(name: str, text: str) -> TOMLDocument:
@@ -46,16 +49,16 @@ def plain(item: object) -> JSONValue:
     return unwrap() if callable(unwrap) else item
 
 
-def _body(parent: Parent) -> Container:
+def _body(parent: TOMLDocument | Table) -> Container:
     return parent if isinstance(parent, Container) else parent.value
 
 
-def child_table(name: str, parent: Parent, key: str, where: Sequence[str]) -> Table | None:
+def child_table(name: str, parent: Parent, key: str, where: Sequence[str]) -> Tab | None:
     """Return ``parent[key]`` if it is a table, None if missing; `CtkError` for anything else."""
     if key not in parent:
         return None
     value = parent[key]
-    if isinstance(value, Table):
+    if isinstance(value, Table | OutOfOrderTableProxy):
         return value
     if isinstance(value, InlineTable):
         raise CtkError(
@@ -67,7 +70,7 @@ def child_table(name: str, parent: Parent, key: str, where: Sequence[str]) -> Ta
     )
 
 
-def ensure_table(name: str, doc: TOMLDocument, keys: Sequence[str], changes: list[Change]) -> Table:
+def ensure_table(name: str, doc: TOMLDocument, keys: Sequence[str], changes: list[Change]) -> Tab:
     """Return the table at ``keys``, creating missing ones (recorded in ``changes``)."""
     parent: Parent = doc
     for index, key in enumerate(keys):
@@ -78,16 +81,19 @@ def ensure_table(name: str, doc: TOMLDocument, keys: Sequence[str], changes: lis
             found.trivia.indent = found.trivia.indent.lstrip("\n")
             changes.append(Change(tuple(keys[: index + 1]), False, None, NEW_TABLE))
         parent = found
-    assert isinstance(parent, Table)
+    assert not isinstance(parent, TOMLDocument)
     return parent
 
 
 def _append_table(parent: Parent, key: str, table: Table) -> None:
+    if isinstance(parent, OutOfOrderTableProxy):
+        parent[key] = table
+        return
     body = _body(parent)
     body.append(key, table)
 
 
-def find_table(name: str, doc: TOMLDocument, keys: Sequence[str]) -> Table | None:
+def find_table(name: str, doc: TOMLDocument, keys: Sequence[str]) -> Tab | None:
     """Return the table at ``keys`` or None when some part is missing."""
     parent: Parent = doc
     for index, key in enumerate(keys):
@@ -95,7 +101,7 @@ def find_table(name: str, doc: TOMLDocument, keys: Sequence[str]) -> Table | Non
         if found is None:
             return None
         parent = found
-    assert isinstance(parent, Table)
+    assert not isinstance(parent, TOMLDocument)
     return parent
 
 
@@ -118,6 +124,9 @@ def set_key(table: Parent, keys: tuple[str, ...], value: JSONValue, changes: lis
 
 def _insert_key(table: Parent, key: str, value: JSONValue) -> None:
     """Insert a key after the table's last plain key, indented like it (tables stay after)."""
+    if isinstance(table, OutOfOrderTableProxy):
+        table[key] = value  # into the part that holds plain keys
+        return
     body = _body(table)
     item = tomlkit.item(value)
     last_index = None
@@ -161,13 +170,13 @@ def table_from(data: dict[str, JSONValue]) -> Table:
     return table
 
 
-def append_table(parent: Table, key: str, table: Table) -> None:
+def append_table(parent: Tab, key: str, table: Table) -> None:
     """Append a new table after ``parent``'s last child, with no blank line of its own before it.
 
     tomlkit puts a blank line before an appended table, but on the next parse that line belongs
     to the table before it, so removing ours would leave it behind.
     """
-    parent.append(key, table)
+    _append_table(parent, key, table)
     table.trivia.indent = table.trivia.indent.lstrip("\n")
 
 
@@ -178,8 +187,10 @@ def new_inline_table(data: dict[str, JSONValue]) -> InlineTable:
     return table
 
 
-def copy_item(item: Table) -> Table:
-    """Return a deep copy of a table, formatting included."""
+def copy_item(item: Tab) -> Table:
+    """Return a deep copy of a table, formatting included (a split one: its data)."""
+    if isinstance(item, OutOfOrderTableProxy):
+        return table_from(item.unwrap())
     return copy.deepcopy(item)
 
 
@@ -195,7 +206,7 @@ def get_value(doc: TOMLDocument, keys: Sequence[str]) -> tuple[bool, Any]:
     """Return (present, value) for the key path ``keys``; tables along the way must exist."""
     current: Any = doc
     for key in keys:
-        if not isinstance(current, Table | TOMLDocument | InlineTable) or key not in current:
+        if not isinstance(current, Tab | TOMLDocument | InlineTable) or key not in current:
             return False, None
         current = current[key]
     return True, current
@@ -207,7 +218,7 @@ def undo_changes(doc: TOMLDocument, changes: Sequence[Change]) -> None:
         if not change.keys:
             continue
         parent_present, parent = get_value(doc, change.keys[:-1])
-        if not parent_present or not isinstance(parent, Table | TOMLDocument):
+        if not parent_present or not isinstance(parent, Tab | TOMLDocument):
             continue
         key = change.keys[-1]
         if key not in parent:
@@ -218,7 +229,7 @@ def undo_changes(doc: TOMLDocument, changes: Sequence[Change]) -> None:
                 current._is_super_table = True
             continue
         if change.after == NEW_TABLE and not change.existed:
-            if isinstance(current, Table) and not _has_content(current):
+            if isinstance(current, Tab) and not current.unwrap():
                 del parent[key]
             continue
         if plain(current) != change.after:

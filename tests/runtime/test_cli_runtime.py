@@ -719,3 +719,81 @@ def test_deeply_nested_input_is_a_positioned_error(
             "or pass another one with --config\n"
         )
     assert config.read_text() == content
+
+
+SPLIT_CONTAINERD = (
+    'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "x"\n'
+    '[grpc]\n  address = "/x"\n[plugins."io.containerd.grpc.v1.cri".containerd]\n'
+    '  snapshotter = "y"\n'
+)
+SPLIT_CRIO = (
+    '[crio.runtime.runtimes.crun]\nruntime_path = "/usr/bin/crun"\n[crio.api]\nlisten = "x"\n'
+    '[crio.runtime]\ndefault_runtime = "crun"\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("runtime", "original", "configured"),
+    [
+        pytest.param(
+            "containerd",
+            SPLIT_CONTAINERD,
+            'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "x"\n'
+            'enable_cdi = true\n[grpc]\n  address = "/x"\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd]\n  snapshotter = "y"\n'
+            '  default_runtime_name = "nvidia"\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n'
+            'runtime_type = "io.containerd.runc.v2"\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
+            'runtime_type = "io.containerd.runc.v2"\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]\n'
+            'BinaryName = "/usr/bin/nvidia-container-runtime"\n',
+            id="containerd-split-tables",
+        ),
+        pytest.param(
+            "crio",
+            SPLIT_CRIO,
+            '[crio.runtime.runtimes.crun]\nruntime_path = "/usr/bin/crun"\n'
+            '[crio.runtime.runtimes.nvidia]\nruntime_path = "/usr/bin/nvidia-container-runtime"\n'
+            'runtime_type = "oci"\n[crio.api]\nlisten = "x"\n'
+            '[crio.runtime]\ndefault_runtime = "nvidia"\n',
+            id="crio-split-tables",
+        ),
+    ],
+)
+def test_tables_defined_in_several_places_are_tables(
+    runtime: str, original: str, configured: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(original)
+    args = ["--runtime", runtime, "--config", str(config), "--drop-in-config", ""]
+    assert run(capsys, "configure", *args, "--set-as-default", "--cdi.enabled")[0] == 0
+    assert config.read_text() == configured
+    assert run(capsys, "unconfigure", *args)[0] == 0
+    assert config.read_text() == original
+
+
+DOTTED = (
+    'version = 2\nplugins."io.containerd.grpc.v1.cri".containerd.default_runtime_name = "runc"\n'
+    'plugins."io.containerd.grpc.v1.cri".enable_cdi = false\n'
+)
+
+
+def test_dotted_key_tables_go_into_a_drop_in_or_are_refused_in_place(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """tomlkit cannot put new [tables] among dotted keys: in place that is a clear error."""
+    config = tmp_path / "config.toml"
+    config.write_text(DOTTED)
+    args = ["--runtime", "containerd", "--config", str(config)]
+    assert run(capsys, "configure", *args, "--drop-in-config", "") == (
+        1,
+        "",
+        f"error: {config}: ctk cannot edit this file's layout without changing other lines; "
+        "nothing was written\nhint: use a drop-in (the default), or add the runtime by hand\n",
+    )
+    assert config.read_text() == DOTTED
+    drop_in = tmp_path / "conf.d" / "99-nvidia.toml"
+    assert run(capsys, "configure", *args, "--drop-in-config", str(drop_in))[0] == 0
+    assert config.read_text() == f'version = 2\nimports = ["{drop_in}"]\n' + DOTTED[12:]
+    assert "runtimes.nvidia" in drop_in.read_text()
