@@ -34,9 +34,7 @@ def check_depth(name: str, text: str, kind: str) -> None:
         if token in "[{":
             depth += 1
             if depth > MAX_DEPTH:
-                pos = match.start()
-                line = text.count("\n", 0, pos) + 1
-                column = pos - text.rfind("\n", 0, pos)
+                line, column = _position(text, match.start())
                 tables = "tables" if kind == "TOML" else "objects"
                 raise CtkError(
                     f"{name}: not valid {kind}: arrays or {tables} nested more than {MAX_DEPTH} "
@@ -68,11 +66,18 @@ def load_json_object(name: str, text: str) -> dict[str, JSONValue]:
         )
     check_depth(name, text, "JSON")
     try:
-        value = json.loads(text, object_pairs_hook=_no_duplicates)
+        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         raise CtkError(
             f"{name}: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
             hint="fix the file, or pass another one with --config",
+        ) from exc
+    except _BadConstant as exc:
+        line, column = _position(text, _constant_at(text))
+        raise CtkError(
+            f"{name}: not valid JSON: {exc.token} is not a JSON number "
+            f"(line {line}, column {column})",
+            hint="dockerd refuses it too; write a number or a string",
         ) from exc
     except _DuplicateKey as exc:
         raise CtkError(
@@ -85,6 +90,29 @@ def load_json_object(name: str, text: str) -> dict[str, JSONValue]:
             hint="the file must look like {...}",
         )
     return value
+
+
+class _BadConstant(ValueError):
+    def __init__(self, token: str) -> None:
+        super().__init__(token)
+        self.token = token
+
+
+def _refuse_constant(token: str) -> JSONValue:
+    """Python's json reads NaN and Infinity; JSON (and Go's encoding/json) do not."""
+    raise _BadConstant(token)
+
+
+_CONSTANT = re.compile(r'"(?:[^"\\]|\\.)*"|-?Infinity|NaN')
+
+
+def _constant_at(text: str) -> int:
+    return next(m.start() for m in _CONSTANT.finditer(text) if not m.group().startswith('"'))
+
+
+def _position(text: str, pos: int) -> tuple[int, int]:
+    """1-based line and column of offset ``pos``."""
+    return text.count("\n", 0, pos) + 1, pos - text.rfind("\n", 0, pos)
 
 
 class _DuplicateKey(ValueError):

@@ -96,6 +96,20 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
             "`crio.runtime.runtimes` must be a table, found a number",
             id="crio-runtimes-not-table",
         ),
+        pytest.param(
+            "docker",
+            "daemon.json",
+            '{"debug": true, "a": NaN}\n',
+            "not valid JSON: NaN is not a JSON number (line 1, column 22)",
+            id="json-nan",
+        ),
+        pytest.param(
+            "docker",
+            "daemon.json",
+            '{"x": "NaN Infinity",\n "a": [-Infinity]}\n',
+            "not valid JSON: -Infinity is not a JSON number (line 2, column 8)",
+            id="json-infinity",
+        ),
     ],
 )
 def test_bad_input_is_refused_and_untouched(
