@@ -187,11 +187,9 @@ def _nothing(runtime: Runtime, verb: str) -> str:
 
 @contextlib.contextmanager
 def _lock(runtime: Runtime, config: str | None) -> Iterator[None]:
-    from ctk.host import engines as host_engines
     from ctk.host import files
 
     path = Path(config) if config else Path(ENGINES[runtime].config_path)
-    host_engines.check_access(path)
     with files.locked(path.absolute()):
         yield None
 

@@ -27,17 +27,6 @@ class ContainerdFiles:
     missing: tuple[str, ...]  # plain (non-glob) imports that do not exist
 
 
-def check_access(path: Path) -> None:
-    """Fail with a clear error when ``path`` cannot even be looked at (a directory denies it)."""
-    try:
-        os.lstat(path)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        hint = "run as root (sudo) or choose a path you can access"
-        raise CtkError(f"{path}: cannot read: {exc.strerror}", hint=hint) from exc
-
-
 def refuse_managed_config(path: Path, text: str | None) -> None:
     """Refuse a k3s/RKE2 template, or a config.toml those regenerate from one at every start."""
     if text is not None and "{{" in text and "}}" in text:

@@ -811,3 +811,16 @@ def test_dotted_key_tables_go_into_a_drop_in_or_are_refused_in_place(
     assert run(capsys, "configure", *args, "--drop-in-config", str(drop_in))[0] == 0
     assert config.read_text() == f'version = 2\nimports = ["{drop_in}"]\n' + DOTTED[12:]
     assert "runtimes.nvidia" in drop_in.read_text()
+
+
+def test_config_below_a_file_gets_the_not_a_directory_hint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "daemon.json").write_text("{}\n")
+    config = tmp_path / "daemon.json" / "x"
+    assert run(capsys, "configure", "--runtime", "docker", "--config", str(config)) == (
+        1,
+        "",
+        f"error: {config}: cannot read: Not a directory\n"
+        "hint: a part of this path is a file, not a directory: check the path\n",
+    )
