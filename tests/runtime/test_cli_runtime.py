@@ -824,3 +824,39 @@ def test_config_below_a_file_gets_the_not_a_directory_hint(
         f"error: {config}: cannot read: Not a directory\n"
         "hint: a part of this path is a file, not a directory: check the path\n",
     )
+
+
+@pytest.mark.parametrize(
+    ("original", "configured"),
+    [
+        pytest.param(
+            '{\n    "debug": true, "runtimes": {"x": {"path": "/x"}}\n}\n',
+            '{\n    "debug": true, "runtimes": {"x": {"path": "/x"}, "nvidia": {"path": '
+            '"/usr/bin/nvidia-container-runtime", "args": []}}\n}\n',
+            id="one-line-runtimes",
+        ),
+        pytest.param(
+            '{"runtimes": {\n  "x": {"path": "/x"}}, "debug": true}\n',
+            '{"runtimes": {\n  "x": {"path": "/x"},\n  "nvidia": {"path": '
+            '"/usr/bin/nvidia-container-runtime", "args": []}}, "debug": true}\n',
+            id="one-line-sibling",
+        ),
+        pytest.param(
+            '{\n  "runtimes": {\n    "x": {\n      "path": "/x"\n    }\n  }\n}\n',
+            '{\n  "runtimes": {\n    "x": {\n      "path": "/x"\n    },\n    "nvidia": {\n'
+            '      "path": "/usr/bin/nvidia-container-runtime",\n      "args": []\n    }\n'
+            "  }\n}\n",
+            id="block-sibling",
+        ),
+    ],
+)
+def test_docker_runtime_is_laid_out_like_its_siblings(
+    original: str, configured: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "daemon.json"
+    config.write_text(original)
+    args = ["--runtime", "docker", "--config", str(config)]
+    assert run(capsys, "configure", *args)[0] == 0
+    assert config.read_text() == configured
+    assert run(capsys, "unconfigure", *args)[0] == 0
+    assert config.read_text() == original
