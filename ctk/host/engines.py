@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from ctk.errors import CtkError
 from ctk.host import files
-from ctk.runtime_config.parse import load_toml
+from ctk.runtime_config.parse import IMPORTS_HINT, load_toml
 
 # k3s and RKE2 write containerd's config.toml from a Go template at every start.
 TEMPLATE_NAMES = ("config-v3.toml.tmpl", "config.toml.tmpl")
@@ -129,7 +129,7 @@ def crio_config_files(config: Path, drop_in_dir: Path) -> tuple[tuple[str, str],
 def _imports(name: str, text: str) -> list[str]:
     value = load_toml(name, text).get("imports", [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise CtkError(f"{name}: `imports` must be an array of strings")
+        raise CtkError(f"{name}: `imports` must be an array of strings", hint=IMPORTS_HINT)
     return value
 
 

@@ -179,7 +179,7 @@ def unconfigure(runtime: Runtime, inputs: Inputs, runtime_name: str) -> Plan:
 
 def _undone(inputs: Inputs, text: str, new: str, *, blank: bool | None = None) -> FileChange:
     if any(c.keys == FINAL_NEWLINE for c in inputs.record) and new.endswith("\n"):
-        new = new[:-1]
+        new = new[:-2] if new.endswith("\r\n") else new[:-1]
     blank = not new.strip() if blank is None else blank
     after = restore_whole_file(new, inputs.record, blank=blank)
     if after == text:

@@ -26,7 +26,7 @@ from ctk.runtime_config.changes import (
 )
 from ctk.runtime_config.engines import CONTAINERD_CRI_PLUGIN, RuntimeRequest
 from ctk.runtime_config.inspect import containerd_version, deep_merge, dotted
-from ctk.runtime_config.parse import JSONValue, load_toml
+from ctk.runtime_config.parse import IMPORTS_HINT, TYPE_HINT, JSONValue, load_toml
 
 RUNC_V2 = "io.containerd.runc.v2"
 # containerd's built-in `runc` runtime (`containerd config default`), which it uses only while no
@@ -214,7 +214,7 @@ def imports_of(name: str, text: str) -> list[str]:
     """The `imports` of a config; `CtkError` unless it is an array of strings."""
     imports = load_toml(name, text).get("imports", [])
     if not isinstance(imports, list) or not all(isinstance(i, str) for i in imports):
-        raise CtkError(f"{name}: `imports` must be an array of strings")
+        raise CtkError(f"{name}: `imports` must be an array of strings", hint=IMPORTS_HINT)
     return imports
 
 
@@ -226,7 +226,7 @@ def _plugin_table(name: str, text: str, cri: tuple[str, str]) -> dict[str, JSONV
     if table is None:
         return None
     if not isinstance(table, dict):
-        raise CtkError(f"{name}: `{dotted(cri)}` must be a table")
+        raise CtkError(f"{name}: `{dotted(cri)}` must be a table", hint=TYPE_HINT)
     return table
 
 

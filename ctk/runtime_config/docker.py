@@ -11,7 +11,9 @@ from ctk.runtime_config.changes import (
     NEW_TABLE,
     Change,
     Edit,
+    keep_line_ends,
     kept_existing,
+    newline_of,
     without_inside,
 )
 from ctk.runtime_config.engines import RuntimeRequest
@@ -77,12 +79,12 @@ def configure(name: str, text: str | None, request: RuntimeRequest) -> Edit:
         if features.get("cdi") is not True:
             put(("features", "cdi"), True, "cdi" in features, features.get("cdi"))
     if changes and not current.endswith("\n"):
-        current += "\n"
+        current += newline_of(source)
         changes.append(Change(FINAL_NEWLINE, False, None, None))
     rt_keys = ("runtimes", request.name)
     # A runtime ctk created goes as a whole on unconfigure; in the user's own, undo the edits.
     recorded = without_inside(changes, rt_keys) if created else tuple(changes)
-    return Edit(current if changes else source, recorded)
+    return Edit(keep_line_ends(source, current) if changes else source, recorded)
 
 
 def unconfigure(name: str, text: str, runtime_name: str, record: Sequence[Change]) -> str:

@@ -14,6 +14,8 @@ from typing import Any
 from ctk.errors import CtkError
 
 JSONValue = Any  # parsed data enters here and is narrowed by the callers
+TYPE_HINT = "the engine cannot use this value either; fix that key and run again"
+IMPORTS_HINT = 'write it like imports = ["/etc/containerd/conf.d/*.toml"]'
 
 
 MAX_DEPTH = 64  # arrays and tables nested deeper than this: no engine config looks like that

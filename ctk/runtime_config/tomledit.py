@@ -15,13 +15,19 @@ from typing import Any
 import tomlkit
 from tomlkit.container import Container, OutOfOrderTableProxy
 from tomlkit.exceptions import TOMLKitError
-from tomlkit.items import AoT, InlineTable, Item, Table
+from tomlkit.items import AoT, Comment, InlineTable, Item, Table, Whitespace
 from tomlkit.toml_document import TOMLDocument
 
 from ctk.errors import CtkError
-from ctk.runtime_config.changes import NEW_TABLE, SUPER_TABLE, Change
+from ctk.runtime_config.changes import (
+    NEW_TABLE,
+    SUPER_TABLE,
+    Change,
+    keep_line_ends,
+    newline_of,
+)
 from ctk.runtime_config.inspect import dotted
-from ctk.runtime_config.parse import JSONValue, load_toml, type_name
+from ctk.runtime_config.parse import TYPE_HINT, JSONValue, load_toml, type_name
 
 # A table, or one that the file defines in several places (split [headers], dotted keys):
 # tomlkit then gives a proxy that edits the right part.
@@ -40,7 +46,7 @@ def parse_document(name: str, text: str) -> TOMLDocument:
 
 def with_final_newline(text: str) -> str:
     """``text`` ending with a newline (a new table must start on a line of its own)."""
-    return text if not text or text.endswith("\n") else text + "\n"
+    return text if not text or text.endswith("\n") else text + newline_of(text)
 
 
 def plain(item: object) -> JSONValue:
@@ -66,7 +72,8 @@ def child_table(name: str, parent: Parent, key: str, where: Sequence[str]) -> Ta
             hint=f"write it as a [{dotted([*where, key])}] section and run again",
         )
     raise CtkError(
-        f"{name}: `{dotted([*where, key])}` must be a table, found {type_name(plain(value))}"
+        f"{name}: `{dotted([*where, key])}` must be a table, found {type_name(plain(value))}",
+        hint=TYPE_HINT,
     )
 
 
@@ -188,10 +195,28 @@ def new_inline_table(data: dict[str, JSONValue]) -> InlineTable:
 
 
 def copy_item(item: Tab) -> Table:
-    """Return a deep copy of a table, formatting included (a split one: its data)."""
+    """Return a deep copy of a table, layout included but not comments (a split one: its data).
+
+    A comment explains the user's own table; copied next to ours it would be out of place.
+    """
     if isinstance(item, OutOfOrderTableProxy):
         return table_from(item.unwrap())
-    return copy.deepcopy(item)
+    copied = copy.deepcopy(item)
+    _drop_comments(copied)
+    return copied
+
+
+def _drop_comments(table: Table | InlineTable) -> None:
+    table.trivia.comment = ""
+    table.trivia.comment_ws = ""
+    for _, value in table.value.body:
+        if isinstance(value, Comment):  # a comment line: render as nothing
+            value.trivia.indent = value.trivia.comment = value.trivia.trail = ""
+        elif isinstance(value, Table | InlineTable):
+            _drop_comments(value)
+        elif value is not None and not isinstance(value, AoT | Whitespace):
+            value.trivia.comment = ""
+            value.trivia.comment_ws = ""
 
 
 def delete_key(parent: Parent, key: str) -> bool:
@@ -279,7 +304,7 @@ def finish(
             "nothing was written",
             hint="use a drop-in (the default), or add the runtime by hand",
         )
-    return out
+    return keep_line_ends(original, out)
 
 
 _KEY_LINE = re.compile(r"""^\s*(?:[^=\s]+\.)?["']?([A-Za-z0-9_-]+)["']?\s*=""")

@@ -860,3 +860,117 @@ def test_docker_runtime_is_laid_out_like_its_siblings(
     assert config.read_text() == configured
     assert run(capsys, "unconfigure", *args)[0] == 0
     assert config.read_text() == original
+
+
+@pytest.mark.parametrize(
+    ("runtime", "name", "original", "configured"),
+    [
+        pytest.param(
+            "containerd",
+            "config.toml",
+            'version = 2\r\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\r\n'
+            '  runtime_type = "io.containerd.runc.v2"',
+            'version = 2\r\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\r\n'
+            '  runtime_type = "io.containerd.runc.v2"\r\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\r\n'
+            '  runtime_type = "io.containerd.runc.v2"\r\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]\r\n'
+            'BinaryName = "/usr/bin/nvidia-container-runtime"\r\n',
+            id="containerd",
+        ),
+        pytest.param(
+            "docker",
+            "daemon.json",
+            '{\r\n  "debug": true\r\n}\r\n',
+            '{\r\n  "debug": true,\r\n  "runtimes": {\r\n    "nvidia": {\r\n'
+            '      "path": "/usr/bin/nvidia-container-runtime",\r\n      "args": []\r\n'
+            "    }\r\n  }\r\n}\r\n",
+            id="docker",
+        ),
+    ],
+)
+def test_crlf_files_keep_crlf(
+    *,
+    runtime: str,
+    name: str,
+    original: str,
+    configured: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = tmp_path / name
+    config.write_bytes(original.encode())
+    args = ["--runtime", runtime, "--config", str(config)]
+    args += ["--drop-in-config="] if runtime != "docker" else []
+    assert run(capsys, "configure", *args)[0] == 0
+    assert config.read_bytes() == configured.encode()
+    assert run(capsys, "unconfigure", *args)[0] == 0
+    assert config.read_bytes() == original.encode()
+
+
+def test_copied_runtime_leaves_the_users_comments_behind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runc = (
+        'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc] # default\n'
+        '  # shim v2\n  runtime_type = "io.containerd.runc.v2"  # keep\n'
+        '  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n'
+        "    SystemdCgroup = true # important\n    # end\n"
+    )
+    config = tmp_path / "config.toml"
+    config.write_text(runc)
+    args = ["--runtime", "containerd", "--config", str(config), "--drop-in-config="]
+    assert run(capsys, "configure", *args)[0] == 0
+    assert config.read_text() == runc + (
+        '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
+        '  runtime_type = "io.containerd.runc.v2"\n'
+        '  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]\n'
+        "    SystemdCgroup = true\n"
+        '    BinaryName = "/usr/bin/nvidia-container-runtime"\n'
+    )
+
+
+@pytest.mark.parametrize(
+    ("runtime", "name", "content", "lines"),
+    [
+        pytest.param(
+            "docker",
+            "daemon.json",
+            '{"runtimes": {"nvidia": "/usr/bin/x"}}\n',
+            "`runtimes.nvidia` must be an object, found a string\nhint: dockerd refuses this "
+            'file too; make it {"path": "/usr/bin/...", "args": []}',
+            id="docker-runtime",
+        ),
+        pytest.param(
+            "containerd",
+            "config.toml",
+            'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\ncontainerd = 1\n',
+            '`plugins."io.containerd.grpc.v1.cri".containerd` must be a table, found a number\n'
+            "hint: the engine cannot use this value either; fix that key and run again",
+            id="containerd-table",
+        ),
+        pytest.param(
+            "containerd",
+            "config.toml",
+            "version = 2\nimports = [1]\n",
+            "`imports` must be an array of strings\n"
+            'hint: write it like imports = ["/etc/containerd/conf.d/*.toml"]',
+            id="imports",
+        ),
+    ],
+)
+def test_type_errors_come_with_a_hint(
+    *,
+    runtime: str,
+    name: str,
+    content: str,
+    lines: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = tmp_path / name
+    config.write_text(content)
+    args = ["--runtime", runtime, "--config", str(config)]
+    args += ["--drop-in-config="] if runtime != "docker" else []
+    assert run(capsys, "configure", *args) == (1, "", f"error: {config}: {lines}\n")
+    assert config.read_text() == content
