@@ -55,6 +55,33 @@ BACKUP_HELP = (
     "drop-in directory, which the engine would read; ctk's own drop-in is not backed up)."
 )
 
+COMPAT = "nvidia-ctk compatibility"
+IGNORED_HELP = "Accepted for nvidia-ctk scripts and ignored, with a warning."
+
+
+def _compat(config_source: str | None, config_mode: str | None) -> None:
+    """Check nvidia-ctk's --config-source and --config-mode: refuse or warn where ctk differs."""
+    if config_source is not None:
+        sources = [s.strip() for s in config_source.split(",")]
+        bad = [s for s in sources if s not in ("file", "command")]
+        if bad:
+            raise UsageError(
+                f"invalid --config-source {bad[0]!r}", hint="use file (or command, read as file)"
+            )
+        if "command" in sources:
+            sys.stderr.write(
+                "warning: --config-source=command is read as file: ctk reads the config files "
+                "and everything they import itself, as containerd and CRI-O merge them\n"
+            )
+    if config_mode in ("oci-hook", "hook"):
+        raise UsageError(
+            f"ctk does not write OCI hook configs (--config-mode={config_mode}, deprecated in "
+            "nvidia-ctk)",
+            hint="use CDI instead: ctk cdi generate, then ctk runtime configure --cdi.enabled",
+        )
+    if config_mode not in (None, "config-file"):
+        sys.stderr.write(f"warning: unknown --config-mode {config_mode!r}; using config-file\n")
+
 
 def _check_name(runtime: Runtime, name: str) -> None:
     if not name or any(c.isspace() or c in "/\"'" for c in name):
@@ -221,9 +248,40 @@ def configure(
         False, "--dry-run", help="Print a unified diff of what would change; write nothing."
     ),
     backup: bool = typer.Option(False, "--backup", help=BACKUP_HELP),
+    config_source: str | None = typer.Option(
+        None,
+        "--config-source",
+        help="nvidia-ctk compatibility: file (what ctk does: it reads the files and their "
+        "imports itself); command is read as file, with a warning.",
+        rich_help_panel=COMPAT,
+    ),
+    config_mode: str | None = typer.Option(
+        None,
+        "--config-mode",
+        help="nvidia-ctk compatibility: config-file only; the deprecated oci-hook mode is "
+        "refused (use CDI).",
+        rich_help_panel=COMPAT,
+    ),
+    executable_path: str | None = typer.Option(
+        None, "--executable-path", help=IGNORED_HELP, rich_help_panel=COMPAT
+    ),
+    oci_hook_path: str | None = typer.Option(
+        None, "--oci-hook-path", help=IGNORED_HELP, rich_help_panel=COMPAT
+    ),
+    runtime_hook_path: str | None = typer.Option(
+        None, "--nvidia-runtime-hook-path", help=IGNORED_HELP, rich_help_panel=COMPAT
+    ),
 ) -> None:
     """Add the nvidia runtime to a container engine's config."""
     _check_name(runtime, nvidia_runtime_name)
+    _compat(config_source, config_mode)
+    for flag, value, use in (
+        ("--executable-path", executable_path, "with --config-source=command"),
+        ("--oci-hook-path", oci_hook_path, "in the oci-hook config mode"),
+        ("--nvidia-runtime-hook-path", runtime_hook_path, "in the oci-hook config mode"),
+    ):
+        if value is not None:
+            sys.stderr.write(f"warning: {flag} is ignored: nvidia-ctk uses it only {use}\n")
     if not nvidia_runtime_path.startswith("/"):
         raise UsageError(
             f"--nvidia-runtime-path must be absolute, not {nvidia_runtime_path!r}",

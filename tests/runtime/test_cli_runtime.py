@@ -974,3 +974,72 @@ def test_type_errors_come_with_a_hint(
     args += ["--drop-in-config="] if runtime != "docker" else []
     assert run(capsys, "configure", *args) == (1, "", f"error: {config}: {lines}\n")
     assert config.read_text() == content
+
+
+@pytest.mark.parametrize(
+    ("flags", "code", "err"),
+    [
+        pytest.param(["--config-source", "file", "--config-mode", "config-file"], 0, "", id="same"),
+        pytest.param(
+            ["--config-source", "command,file", "--executable-path", "/usr/bin/containerd"],
+            0,
+            "warning: --config-source=command is read as file: ctk reads the config files and "
+            "everything they import itself, as containerd and CRI-O merge them\n"
+            "warning: --executable-path is ignored: nvidia-ctk uses it only with "
+            "--config-source=command\n",
+            id="command",
+        ),
+        pytest.param(
+            ["--oci-hook-path", "/h", "--nvidia-runtime-hook-path", "/usr/bin/hook"],
+            0,
+            "warning: --oci-hook-path is ignored: nvidia-ctk uses it only in the oci-hook config "
+            "mode\nwarning: --nvidia-runtime-hook-path is ignored: nvidia-ctk uses it only in "
+            "the oci-hook config mode\n",
+            id="hook-paths",
+        ),
+        pytest.param(
+            ["--config-mode", "bogus"],
+            0,
+            "warning: unknown --config-mode 'bogus'; using config-file\n",
+            id="unknown-mode",
+        ),
+        pytest.param(
+            ["--config-mode", "oci-hook"],
+            2,
+            "error: ctk does not write OCI hook configs (--config-mode=oci-hook, deprecated in "
+            "nvidia-ctk)\nhint: use CDI instead: ctk cdi generate, then ctk runtime configure "
+            "--cdi.enabled\n",
+            id="oci-hook",
+        ),
+        pytest.param(
+            ["--config-source", "stdin"],
+            2,
+            "error: invalid --config-source 'stdin'\nhint: use file (or command, read as file)\n",
+            id="bad-source",
+        ),
+    ],
+)
+def test_nvidia_ctk_flags_are_accepted_or_refused_clearly(
+    flags: list[str], code: int, err: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.toml"
+    args = ["--runtime", "containerd", "--config", str(config), "--drop-in-config="]
+    result = run(capsys, "configure", *args, *flags)
+    assert (result[0], result[2]) == (code, err)
+    assert config.exists() == (code == 0)
+
+
+def test_disabled_cri_plugin_is_warned_about(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Docker's containerd.io ships `disabled_plugins = ["cri"]`: nothing would read the runtime."""
+    config = tmp_path / "config.toml"
+    config.write_text('disabled_plugins = ["cri"]\n')
+    args = ["--runtime", "containerd", "--config", str(config), "--drop-in-config="]
+    code, _, err = run(capsys, "configure", *args)
+    assert (code, err) == (
+        0,
+        f"warning: {config} disables containerd's CRI plugin (disabled_plugins); the runtime is "
+        "written, but only CRI clients (Kubernetes, crictl) use it, and not until `cri` is "
+        "removed from disabled_plugins (Docker: use --runtime docker)\n",
+    )
