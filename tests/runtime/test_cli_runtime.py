@@ -1043,3 +1043,43 @@ def test_disabled_cri_plugin_is_warned_about(
         "written, but only CRI clients (Kubernetes, crictl) use it, and not until `cri` is "
         "removed from disabled_plugins (Docker: use --runtime docker)\n",
     )
+
+
+@pytest.mark.parametrize(
+    ("runtime", "original", "flags"),
+    [
+        pytest.param(
+            "containerd",
+            'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n'
+            "  SystemdCgroup = true\n",
+            ["--set-as-default"],
+            id="containerd-implicit-tables",
+        ),
+        pytest.param("crio", '[crio.api]\nlisten = "/x"\n', ["--set-as-default"], id="crio-api"),
+        pytest.param("crio", "[crio.api]\n", ["--set-as-default"], id="crio-api-empty"),
+        pytest.param(
+            "containerd",
+            'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "x"',
+            ["--set-as-default", "--cdi.enabled"],
+            id="no-final-newline",
+        ),
+        pytest.param(
+            "crio", '[crio.runtime]\r\ncgroup_manager = "systemd"', [], id="crlf-no-final-newline"
+        ),
+    ],
+)
+def test_unconfigure_gives_back_the_bytes(
+    runtime: str,
+    original: str,
+    flags: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """QA 8: after configure + unconfigure the file is byte for byte what it was."""
+    config = tmp_path / "config.toml"
+    config.write_bytes(original.encode())
+    args = ["--runtime", runtime, "--config", str(config), "--drop-in-config="]
+    assert run(capsys, "configure", *args, *flags)[0] == 0
+    assert config.read_bytes() != original.encode()
+    assert run(capsys, "unconfigure", *args)[0] == 0
+    assert config.read_bytes() == original.encode()

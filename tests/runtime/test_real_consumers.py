@@ -291,6 +291,22 @@ def test_containerd_cri_loads_after_configure_without_explicit_runc() -> None:
         assert dumped["default_runtime_name"] == "runc"
         assert dumped["runtimes"]["runc"]["runtime_type"] == runc["runtime_type"]
         assert set(dumped["runtimes"]) == {"runc", "nvidia"}
+        in_place = work / "etc" / "in-place.toml"  # the same, edited in place: config dump only
+        in_place.write_text(config.read_text().replace(f'imports = ["{drop_in}"]\n', ""))
+        assert (
+            main(
+                [
+                    *("runtime", "configure", *args[:2]),
+                    "--config",
+                    str(in_place),
+                    "--drop-in-config=",
+                ]
+            )
+            == 0
+        )
+        cri = containerd_dump(in_place)["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]
+        assert set(cri["runtimes"]) == {"runc", "nvidia"}
+        assert cri["runtimes"]["runc"]["runtime_type"] == runc["runtime_type"]
     finally:
         for mount in ("root", "state"):
             if os.path.ismount(work / mount):
