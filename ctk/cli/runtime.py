@@ -185,6 +185,11 @@ def _write(change: FileChange, *, backup: bool) -> None:
     from ctk.runtime_config.changes import dump_record
 
     path = Path(change.path)
+    # The record first: if the state directory cannot be written, the config stays untouched;
+    # a record of changes that did not happen is harmless (undo acts only on values ctk wrote).
+    if change.record:
+        record = dump_record(change.record)
+        files.write_atomic(host_engines.record_path(path), record, mode=0o600, make_parents=True)
     if change.changed:
         # ctk's own drop-in is written afresh from the other files: nothing of the user's to keep.
         if backup and not change.own and change.before is not None:
@@ -196,14 +201,9 @@ def _write(change: FileChange, *, backup: bool) -> None:
         else:
             files.write_atomic(path, change.after, make_parents=True)
     if change.record is not None:
-        record_file = host_engines.record_path(path)
         files.remove(host_engines.legacy_record_path(path))
-        if change.record:
-            files.write_atomic(
-                record_file, dump_record(change.record), mode=0o600, make_parents=True
-            )
-        else:
-            files.remove(record_file)
+        if not change.record:
+            files.remove(host_engines.record_path(path))
 
 
 def _nothing(runtime: Runtime, verb: str) -> str:

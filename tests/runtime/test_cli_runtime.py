@@ -1083,3 +1083,21 @@ def test_unconfigure_gives_back_the_bytes(
     assert config.read_bytes() != original.encode()
     assert run(capsys, "unconfigure", *args)[0] == 0
     assert config.read_bytes() == original.encode()
+
+
+def test_unwritable_state_dir_leaves_the_config_untouched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "state").write_text("a file, not a directory\n")
+    monkeypatch.setenv("CTK_STATE_DIR", str(tmp_path / "state"))
+    config = tmp_path / "daemon.json"
+    config.write_text('{"debug": true}\n')
+    code, out, err = run(capsys, "configure", "--runtime", "docker", "--config", str(config))
+    record = tmp_path / "state/runtime/undo" / (str(config).replace("/", "%2F") + ".json")
+    assert (code, out, err) == (
+        1,
+        "",
+        f"error: {record}: cannot read: Not a directory\n"
+        "hint: a part of this path is a file, not a directory: check the path\n",
+    )
+    assert config.read_text() == '{"debug": true}\n'
