@@ -278,6 +278,7 @@ def test_containerd_cri_loads_after_configure_without_explicit_runc() -> None:
             f'[grpc]\n  address = "{work}/c.sock"\n\n[ttrpc]\n  address = "{work}/t.sock"\n'
         )
         assert _cri_status(config, work) == "ok"
+        dump_before = containerd_dump(config)
         drop_in = work / "etc" / "conf.d" / "99-nvidia.toml"
         args = ["--runtime", "containerd", "--config", str(config)]
         assert main(["runtime", "configure", *args, "--drop-in-config", str(drop_in)]) == 0
@@ -291,6 +292,19 @@ def test_containerd_cri_loads_after_configure_without_explicit_runc() -> None:
         assert dumped["default_runtime_name"] == "runc"
         assert dumped["runtimes"]["runc"]["runtime_type"] == runc["runtime_type"]
         assert set(dumped["runtimes"]) == {"runc", "nvidia"}
+        # Apart from the nvidia runtime and the import, the effective config is what it was.
+        # runc's built-in options are all zero values (the same as unset to the runc shim):
+        # ctk leaves them out rather than pin values that newer containerd versions may change.
+        dump_after = containerd_dump(config)
+        del dump_after["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]["nvidia"]
+        assert sorted(dump_after.pop("imports")) == sorted([str(config), str(drop_in)])
+        dump_before.pop("imports", None)
+        runc_before = dump_before["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]
+        options = runc_before["runtimes"]["runc"].pop("options")
+        assert not any(options.values()) and runc == {**runc, "options": options}
+        runc_after = dump_after["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]
+        assert runc_after["runtimes"]["runc"].pop("options") == {}
+        assert dump_after == dump_before
         in_place = work / "etc" / "in-place.toml"  # the same, edited in place: config dump only
         in_place.write_text(config.read_text().replace(f'imports = ["{drop_in}"]\n', ""))
         assert (
