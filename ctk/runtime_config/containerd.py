@@ -130,11 +130,15 @@ def unconfigure_in_place(name: str, text: str, runtime_name: str, record: Sequen
     cri = cri_keys(version)
     runtimes_keys = (*cri, "containerd", "runtimes")
     runtimes = tomledit.find_table(name, doc, runtimes_keys)
-    if runtimes is not None and not kept_existing(record, (*runtimes_keys, runtime_name)):
+    # The user's own runtime stays, and so does a default naming it (undo took back ours).
+    keep = kept_existing(record, (*runtimes_keys, runtime_name))
+    if runtimes is not None and not keep:
         tomledit.delete_key(runtimes, runtime_name)
     containerd = tomledit.find_table(name, doc, (*cri, "containerd"))
-    if containerd is not None and tomledit.plain(containerd.get("default_runtime_name")) == (
-        runtime_name
+    if (
+        containerd is not None
+        and not keep
+        and tomledit.plain(containerd.get("default_runtime_name")) == runtime_name
     ):
         tomledit.delete_key(containerd, "default_runtime_name")
     tomledit.undo_changes(doc, [c for c in record if c.after in (NEW_TABLE, SUPER_TABLE)])

@@ -94,11 +94,15 @@ def unconfigure_in_place(name: str, text: str, runtime_name: str, record: Sequen
     doc = tomledit.parse_document(name, tomledit.with_final_newline(text))
     tomledit.undo_changes(doc, record)
     runtimes = tomledit.find_table(name, doc, RUNTIMES_KEYS)
-    if runtimes is not None and not kept_existing(record, (*RUNTIMES_KEYS, runtime_name)):
+    # The user's own runtime stays, and so does a default naming it (undo took back ours).
+    keep = kept_existing(record, (*RUNTIMES_KEYS, runtime_name))
+    if runtimes is not None and not keep:
         tomledit.delete_key(runtimes, runtime_name)
     crio_runtime = tomledit.find_table(name, doc, RUNTIME_KEYS)
-    if crio_runtime is not None and tomledit.plain(crio_runtime.get("default_runtime")) == (
-        runtime_name
+    if (
+        crio_runtime is not None
+        and not keep
+        and tomledit.plain(crio_runtime.get("default_runtime")) == runtime_name
     ):
         tomledit.delete_key(crio_runtime, "default_runtime")
     tomledit.undo_changes(doc, [c for c in record if c.after in (NEW_TABLE, SUPER_TABLE)])

@@ -97,7 +97,7 @@ def unconfigure(name: str, text: str, runtime_name: str, record: Sequence[Change
         current = jsonedit.delete_member(current, ("runtimes", runtime_name))
     for change in reversed(record):
         current = _undo(current, change, runtime_name if not keep else None)
-    if load_json_object(name, current).get("default-runtime") == runtime_name:
+    if not keep and load_json_object(name, current).get("default-runtime") == runtime_name:
         current = jsonedit.delete_member(current, ("default-runtime",))
     return current
 

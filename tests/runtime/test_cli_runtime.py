@@ -1101,3 +1101,43 @@ def test_unwritable_state_dir_leaves_the_config_untouched(
         "hint: a part of this path is a file, not a directory: check the path\n",
     )
     assert config.read_text() == '{"debug": true}\n'
+
+
+@pytest.mark.parametrize(
+    ("runtime", "name", "original"),
+    [
+        pytest.param(
+            "docker",
+            "daemon.json",
+            '{"default-runtime": "nvidia", "runtimes": {"nvidia": {"path": "/opt/ncr"}}}\n',
+            id="docker",
+        ),
+        pytest.param(
+            "containerd",
+            "config.toml",
+            'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n'
+            '  default_runtime_name = "nvidia"\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
+            '  runtime_type = "io.containerd.runc.v2"\n',
+            id="containerd",
+        ),
+        pytest.param(
+            "crio",
+            "crio.conf",
+            '[crio.runtime]\ndefault_runtime = "nvidia"\n'
+            '[crio.runtime.runtimes.nvidia]\nruntime_path = "/opt/ncr"\n',
+            id="crio",
+        ),
+    ],
+)
+def test_users_own_default_nvidia_runtime_is_given_back(
+    runtime: str, name: str, original: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / name
+    config.write_text(original)
+    args = ["--runtime", runtime, "--config", str(config)]
+    args += ["--drop-in-config="] if runtime != "docker" else []
+    assert run(capsys, "configure", *args, "--set-as-default")[0] == 0
+    assert config.read_text() != original
+    assert run(capsys, "unconfigure", *args)[0] == 0
+    assert config.read_text() == original
