@@ -50,6 +50,38 @@ NAME = typer.Option(
     help=f"Name of the runtime (default: {DEFAULT_RUNTIME_NAME}).",
 )
 
+BACKUP_HELP = (
+    "Keep the old file as <file>.bak (in /var/lib/ctk/runtime/backup/ for a file in a *.d "
+    "drop-in directory, which the engine would read; ctk's own drop-in is not backed up)."
+)
+
+COMPAT = "nvidia-ctk compatibility"
+IGNORED_HELP = "Accepted for nvidia-ctk scripts and ignored, with a warning."
+
+
+def _compat(config_source: str | None, config_mode: str | None) -> None:
+    """Check nvidia-ctk's --config-source and --config-mode: refuse or warn where ctk differs."""
+    if config_source is not None:
+        sources = [s.strip() for s in config_source.split(",")]
+        bad = [s for s in sources if s not in ("file", "command")]
+        if bad:
+            raise UsageError(
+                f"invalid --config-source {bad[0]!r}", hint="use file (or command, read as file)"
+            )
+        if "command" in sources:
+            sys.stderr.write(
+                "warning: --config-source=command is read as file: ctk reads the config files "
+                "and everything they import itself, as containerd and CRI-O merge them\n"
+            )
+    if config_mode in ("oci-hook", "hook"):
+        raise UsageError(
+            f"ctk does not write OCI hook configs (--config-mode={config_mode}, deprecated in "
+            "nvidia-ctk)",
+            hint="use CDI instead: ctk cdi generate, then ctk runtime configure --cdi.enabled",
+        )
+    if config_mode not in (None, "config-file"):
+        sys.stderr.write(f"warning: unknown --config-mode {config_mode!r}; using config-file\n")
+
 
 def _check_name(runtime: Runtime, name: str) -> None:
     if not name or any(c.isspace() or c in "/\"'" for c in name):
@@ -77,7 +109,11 @@ def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs
     if runtime is Runtime.CONTAINERD:
         host_engines.refuse_managed_config(config_path, text)
     record_file = host_engines.record_path(config_path)
-    record = load_record(str(record_file), files.read_text(record_file, missing_ok=True))
+    record_text = files.read_text(record_file, missing_ok=True)
+    if record_text is None:  # written beside the config by earlier versions
+        record_file = host_engines.legacy_record_path(config_path)
+        record_text = files.read_text(record_file, missing_ok=True)
+    record = load_record(str(record_file), record_text)
     inputs = Inputs(config=str(config_path), config_text=text, record=record)
     if not drop_in:
         return inputs
@@ -149,20 +185,25 @@ def _write(change: FileChange, *, backup: bool) -> None:
     from ctk.runtime_config.changes import dump_record
 
     path = Path(change.path)
+    # The record first: if the state directory cannot be written, the config stays untouched;
+    # a record of changes that did not happen is harmless (undo acts only on values ctk wrote).
+    if change.record:
+        record = dump_record(change.record)
+        files.write_atomic(host_engines.record_path(path), record, mode=0o600, make_parents=True)
     if change.changed:
+        # ctk's own drop-in is written afresh from the other files: nothing of the user's to keep.
+        if backup and not change.own and change.before is not None:
+            kept = host_engines.backup_path(path)
+            files.write_atomic(kept, change.before, mode=0o600, make_parents=True)
+            sys.stdout.write(f"backed up {path} to {kept}\n")
         if change.after is None:
-            if backup and not change.own and change.before is not None:
-                files.write_atomic(path.with_name(path.name + ".bak"), change.before)
             files.remove(path)
         else:
-            keep = backup and not change.own  # a .bak in crio.conf.d would be read by CRI-O
-            files.write_atomic(path, change.after, backup=keep, make_parents=True)
+            files.write_atomic(path, change.after, make_parents=True)
     if change.record is not None:
-        record_file = host_engines.record_path(path)
-        if change.record:
-            files.write_atomic(record_file, dump_record(change.record), mode=0o600)
-        else:
-            files.remove(record_file)
+        files.remove(host_engines.legacy_record_path(path))
+        if not change.record:
+            files.remove(host_engines.record_path(path))
 
 
 def _nothing(runtime: Runtime, verb: str) -> str:
@@ -173,11 +214,9 @@ def _nothing(runtime: Runtime, verb: str) -> str:
 
 @contextlib.contextmanager
 def _lock(runtime: Runtime, config: str | None) -> Iterator[None]:
-    from ctk.host import engines as host_engines
     from ctk.host import files
 
     path = Path(config) if config else Path(ENGINES[runtime].config_path)
-    host_engines.check_access(path)
     with files.locked(path.absolute()):
         yield None
 
@@ -208,10 +247,41 @@ def configure(
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print a unified diff of what would change; write nothing."
     ),
-    backup: bool = typer.Option(False, "--backup", help="Keep the old config as <file>.bak."),
+    backup: bool = typer.Option(False, "--backup", help=BACKUP_HELP),
+    config_source: str | None = typer.Option(
+        None,
+        "--config-source",
+        help="nvidia-ctk compatibility: file (what ctk does: it reads the files and their "
+        "imports itself); command is read as file, with a warning.",
+        rich_help_panel=COMPAT,
+    ),
+    config_mode: str | None = typer.Option(
+        None,
+        "--config-mode",
+        help="nvidia-ctk compatibility: config-file only; the deprecated oci-hook mode is "
+        "refused (use CDI).",
+        rich_help_panel=COMPAT,
+    ),
+    executable_path: str | None = typer.Option(
+        None, "--executable-path", help=IGNORED_HELP, rich_help_panel=COMPAT
+    ),
+    oci_hook_path: str | None = typer.Option(
+        None, "--oci-hook-path", help=IGNORED_HELP, rich_help_panel=COMPAT
+    ),
+    runtime_hook_path: str | None = typer.Option(
+        None, "--nvidia-runtime-hook-path", help=IGNORED_HELP, rich_help_panel=COMPAT
+    ),
 ) -> None:
     """Add the nvidia runtime to a container engine's config."""
     _check_name(runtime, nvidia_runtime_name)
+    _compat(config_source, config_mode)
+    for flag, value, use in (
+        ("--executable-path", executable_path, "with --config-source=command"),
+        ("--oci-hook-path", oci_hook_path, "in the oci-hook config mode"),
+        ("--nvidia-runtime-hook-path", runtime_hook_path, "in the oci-hook config mode"),
+    ):
+        if value is not None:
+            sys.stderr.write(f"warning: {flag} is ignored: nvidia-ctk uses it only {use}\n")
     if not nvidia_runtime_path.startswith("/"):
         raise UsageError(
             f"--nvidia-runtime-path must be absolute, not {nvidia_runtime_path!r}",
@@ -241,7 +311,7 @@ def unconfigure(
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print a unified diff of what would change; write nothing."
     ),
-    backup: bool = typer.Option(False, "--backup", help="Keep the old config as <file>.bak."),
+    backup: bool = typer.Option(False, "--backup", help=BACKUP_HELP),
 ) -> None:
     """Remove what `ctk runtime configure` added."""
     _check_name(runtime, nvidia_runtime_name)

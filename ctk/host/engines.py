@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from urllib.parse import quote
 
 from ctk.errors import CtkError
 from ctk.host import files
-from ctk.runtime_config.parse import load_toml
+from ctk.runtime_config.parse import IMPORTS_HINT, load_toml
 
 # k3s and RKE2 write containerd's config.toml from a Go template at every start.
 TEMPLATE_NAMES = ("config-v3.toml.tmpl", "config.toml.tmpl")
@@ -23,17 +25,6 @@ class ContainerdFiles:
     before: tuple[tuple[str, str], ...]  # imported before the drop-in, in load order
     after: tuple[tuple[str, str], ...]  # imported after it
     missing: tuple[str, ...]  # plain (non-glob) imports that do not exist
-
-
-def check_access(path: Path) -> None:
-    """Fail with a clear error when ``path`` cannot even be looked at (a directory denies it)."""
-    try:
-        os.lstat(path)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        hint = "run as root (sudo) or choose a path you can access"
-        raise CtkError(f"{path}: cannot read: {exc.strerror}", hint=hint) from exc
 
 
 def refuse_managed_config(path: Path, text: str | None) -> None:
@@ -138,7 +129,7 @@ def crio_config_files(config: Path, drop_in_dir: Path) -> tuple[tuple[str, str],
 def _imports(name: str, text: str) -> list[str]:
     value = load_toml(name, text).get("imports", [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise CtkError(f"{name}: `imports` must be an array of strings")
+        raise CtkError(f"{name}: `imports` must be an array of strings", hint=IMPORTS_HINT)
     return value
 
 
@@ -178,7 +169,45 @@ def crio_drop_ins(drop_in: Path) -> tuple[list[tuple[str, str]], list[tuple[str,
     return before, after
 
 
+STATE_DIR_ENV = "CTK_STATE_DIR"
+DEFAULT_STATE_DIR = Path("/var/lib/ctk")
+
+
+def state_dir() -> Path:
+    """Where ctk keeps its own files: ``$CTK_STATE_DIR``, else /var/lib/ctk.
+
+    Never next to an engine's config: CRI-O reads every file of crio.conf.d (subdirectories
+    too) and containerd imports by glob, so a record or backup there would be read as config.
+    """
+    value = os.environ.get(STATE_DIR_ENV, "")
+    return Path(value) if value else DEFAULT_STATE_DIR
+
+
+def _state_name(path: Path) -> str:
+    """A file name standing for the absolute ``path`` (readable; hashed when too long)."""
+    name = quote(str(path.absolute()), safe="")
+    return name if len(name) <= 200 else hashlib.sha256(str(path).encode()).hexdigest()
+
+
 def record_path(config: Path) -> Path:
-    """Where ctk keeps the list of changes it made to ``config`` (next to the real file)."""
+    """Where ctk keeps the list of changes it made to ``config`` (keyed by the real file)."""
+    target = files.write_target(config)
+    return state_dir() / "runtime" / "undo" / f"{_state_name(target)}.json"
+
+
+def legacy_record_path(config: Path) -> Path:
+    """Where earlier ctk versions kept the record: beside the file (read, then removed)."""
     target = files.write_target(config)
     return target.with_name(f".{target.name}.ctk-undo.json")
+
+
+def backup_path(path: Path) -> Path:
+    """Where ``--backup`` keeps the old ``path``: ``<file>.bak``, unless it is in a drop-in dir.
+
+    A directory named `*.d` (crio.conf.d, conf.d) is read whole by the engine, which would load
+    the backup as config; such a backup goes under the state directory instead.
+    """
+    target = files.write_target(path)
+    if target.parent.name.endswith(".d"):
+        return state_dir() / "runtime" / "backup" / f"{_state_name(target)}.bak"
+    return target.with_name(target.name + ".bak")

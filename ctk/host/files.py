@@ -59,8 +59,15 @@ def read_text(path: Path, *, missing_ok: bool = False) -> str | None:
 
 
 def write_target(path: Path) -> Path:
-    """Return the file that writing ``path`` really changes (the target of a symlink)."""
-    return Path(os.path.realpath(path)) if path.is_symlink() else path
+    """Return the file that writing ``path`` really changes (the target of a symlink).
+
+    `CtkError` when ``path`` cannot even be looked at (a directory above it denies entry).
+    """
+    try:
+        link = path.is_symlink()
+    except OSError as exc:
+        raise _os_error(path, "read", exc) from exc
+    return Path(os.path.realpath(path)) if link else path
 
 
 def write_atomic(
@@ -152,7 +159,7 @@ def locked(path: Path) -> Iterator[None]:
     directory = write_target(path).parent
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no file to race on; reading it will say why
         yield
         return
     except OSError as exc:

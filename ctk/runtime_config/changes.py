@@ -110,3 +110,31 @@ def without_inside(changes: Sequence[Change], keys: tuple[str, ...]) -> tuple[Ch
 def replaced_keys(changes: Sequence[Change]) -> tuple[str, ...]:
     """The names of the keys whose existing values the changes replaced (their lines change)."""
     return tuple(c.keys[-1] for c in changes if c.existed and c.keys and c.before != SUPER_TABLE)
+
+
+def kept_existing(record: Sequence[Change], keys: tuple[str, ...]) -> bool:
+    """Whether ``record`` says the table at ``keys`` was there before ctk (and only edited).
+
+    Then unconfigure undoes the edits inside it instead of removing it. Without a record
+    (or when ctk created it) the table goes, as nvidia-ctk removes it.
+    """
+    inside = any(len(c.keys) > len(keys) and c.keys[: len(keys)] == keys for c in record)
+    created = any(c.keys == keys and not c.existed for c in record)
+    return inside and not created
+
+
+def crlf(text: str) -> bool:
+    """Whether every line of ``text`` ends with CRLF (a file written on Windows)."""
+    return "\r\n" in text and text.count("\n") == text.count("\r\n")
+
+
+def keep_line_ends(original: str, out: str) -> str:
+    """``out`` with CRLF line ends where ``original`` has only those (new lines match the rest)."""
+    if not crlf(original):
+        return out
+    return out.replace("\r\n", "\n").replace("\n", "\r\n")
+
+
+def newline_of(text: str) -> str:
+    """The line end ``text`` uses: CRLF or LF."""
+    return "\r\n" if crlf(text) else "\n"

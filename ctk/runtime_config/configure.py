@@ -19,6 +19,7 @@ from ctk.runtime_config.changes import (
 )
 from ctk.runtime_config.engines import Runtime, RuntimeRequest
 from ctk.runtime_config.inspect import inspect_containerd, inspect_crio, inspect_docker
+from ctk.runtime_config.parse import load_toml
 from ctk.runtime_config.plan import FileChange, Plan
 
 Files = tuple[tuple[str, str], ...]
@@ -66,6 +67,8 @@ def configure(runtime: Runtime, inputs: Inputs, request: RuntimeRequest) -> Plan
     text = inputs.config_text or ""
     notes: list[str] = []
     warnings: list[str] = []
+    if runtime is Runtime.CONTAINERD:
+        warnings.extend(_cri_disabled(inputs))
     if (
         runtime is Runtime.CONTAINERD
         and inputs.drop_in is not None
@@ -102,6 +105,24 @@ def configure(runtime: Runtime, inputs: Inputs, request: RuntimeRequest) -> Plan
         edit = crio.configure_in_place(inputs.config, text, request)
     notes.extend(edit.notes)
     return Plan((_with_record(inputs, edit),), tuple(notes), tuple(warnings))
+
+
+# Names under which `disabled_plugins` can switch off the CRI plugin (short and full ids).
+CRI_PLUGIN_IDS = frozenset({"cri", "io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime"})
+
+
+def _cri_disabled(inputs: Inputs) -> list[str]:
+    """Warn when containerd's CRI plugin, which reads the runtimes, is disabled."""
+    files = [(inputs.config, inputs.config_text or ""), *inputs.before, *inputs.after]
+    for name, text in files:
+        disabled = load_toml(name, text).get("disabled_plugins")
+        if isinstance(disabled, list) and CRI_PLUGIN_IDS.intersection(map(str, disabled)):
+            return [
+                f"{name} disables containerd's CRI plugin (disabled_plugins); the runtime is "
+                "written, but only CRI clients (Kubernetes, crictl) use it, and not until `cri` "
+                "is removed from disabled_plugins (Docker: use --runtime docker)"
+            ]
+    return []
 
 
 def _keep_earlier_choices(
@@ -179,7 +200,7 @@ def unconfigure(runtime: Runtime, inputs: Inputs, runtime_name: str) -> Plan:
 
 def _undone(inputs: Inputs, text: str, new: str, *, blank: bool | None = None) -> FileChange:
     if any(c.keys == FINAL_NEWLINE for c in inputs.record) and new.endswith("\n"):
-        new = new[:-1]
+        new = new[:-2] if new.endswith("\r\n") else new[:-1]
     blank = not new.strip() if blank is None else blank
     after = restore_whole_file(new, inputs.record, blank=blank)
     if after == text:

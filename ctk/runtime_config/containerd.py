@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from tomlkit.items import InlineTable, Table
+from tomlkit.items import InlineTable
 from tomlkit.toml_document import TOMLDocument
 
 from ctk.errors import CtkError
@@ -20,14 +20,24 @@ from ctk.runtime_config.changes import (
     SUPER_TABLE,
     Change,
     Edit,
+    kept_existing,
     replaced_keys,
     without_inside,
 )
 from ctk.runtime_config.engines import CONTAINERD_CRI_PLUGIN, RuntimeRequest
 from ctk.runtime_config.inspect import containerd_version, deep_merge, dotted
-from ctk.runtime_config.parse import JSONValue, load_toml
+from ctk.runtime_config.parse import IMPORTS_HINT, TYPE_HINT, JSONValue, load_toml
 
 RUNC_V2 = "io.containerd.runc.v2"
+# containerd's built-in `runc` runtime (`containerd config default`), which it uses only while no
+# config file defines `runtimes`: once ctk adds one, the built-in one has to be written out too, or
+# `default_runtime_name = "runc"` names nothing and the CRI plugin fails to load. Zero-valued
+# options are left out; containerd 2.x also defaults `sandboxer` to podsandbox.
+BUILTIN_RUNTIMES: dict[int, dict[str, JSONValue]] = {
+    1: {"runc": {"runtime_type": RUNC_V2}},
+    2: {"runc": {"runtime_type": RUNC_V2}},
+    3: {"runc": {"runtime_type": RUNC_V2, "sandboxer": "podsandbox"}},
+}
 RUNTIME_V1_LINUX = "io.containerd.runtime.v1.linux"
 DROP_IN_HEADER = (
     "# Written by `ctk runtime configure`; `ctk runtime unconfigure` removes it.\n"
@@ -55,11 +65,17 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
         tomledit.set_key(doc, ("version",), 2, changes)
     cri = cri_keys(version)
     runtimes_keys = (*cri, "containerd", "runtimes")
+    builtin = not tomledit.plain(tomledit.find_table(name, doc, runtimes_keys) or {})
     runtimes = tomledit.ensure_table(name, doc, runtimes_keys, changes)
+    if builtin:  # containerd's built-in runtimes were in effect: carry them
+        for key, value in BUILTIN_RUNTIMES[version].items():
+            tomledit.append_table(runtimes, key, tomledit.table_from(value))
+            changes.append(Change((*runtimes_keys, key), False, None, value))
     containerd = tomledit.find_table(name, doc, (*cri, "containerd"))
     assert containerd is not None
     rt_keys = (*runtimes_keys, request.name)
     runtime = tomledit.child_table(name, runtimes, request.name, runtimes_keys)
+    created = runtime is None
     if runtime is None:
         source = _source_runtime(name, containerd, runtimes, request.name)
         runtime = tomledit.copy_item(source) if source is not None else tomledit.new_table()
@@ -90,10 +106,13 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
         assert cri_table is not None
         tomledit.set_key(cri_table, (*cri, "enable_cdi"), True, changes)
     out = tomledit.finish(name, doc, text, replaced=replaced_keys(changes))
-    return Edit(out, without_inside(changes, rt_keys))
+    # A runtime ctk created goes as a whole on unconfigure; in the user's own, undo the edits.
+    return Edit(out, without_inside(changes, rt_keys) if created else tuple(changes))
 
 
-def _source_runtime(name: str, containerd: Table, runtimes: Table, wanted: str) -> Table | None:
+def _source_runtime(
+    name: str, containerd: tomledit.Tab, runtimes: tomledit.Tab, wanted: str
+) -> tomledit.Tab | None:
     default = tomledit.plain(containerd.get("default_runtime_name", ""))
     for candidate in (default, "runc", "crun"):
         if isinstance(candidate, str) and candidate and candidate != wanted:
@@ -109,12 +128,17 @@ def unconfigure_in_place(name: str, text: str, runtime_name: str, record: Sequen
     tomledit.undo_changes(doc, record)
     version = version_of(name, text)
     cri = cri_keys(version)
-    runtimes = tomledit.find_table(name, doc, (*cri, "containerd", "runtimes"))
-    if runtimes is not None:
+    runtimes_keys = (*cri, "containerd", "runtimes")
+    runtimes = tomledit.find_table(name, doc, runtimes_keys)
+    # The user's own runtime stays, and so does a default naming it (undo took back ours).
+    keep = kept_existing(record, (*runtimes_keys, runtime_name))
+    if runtimes is not None and not keep:
         tomledit.delete_key(runtimes, runtime_name)
     containerd = tomledit.find_table(name, doc, (*cri, "containerd"))
-    if containerd is not None and tomledit.plain(containerd.get("default_runtime_name")) == (
-        runtime_name
+    if (
+        containerd is not None
+        and not keep
+        and tomledit.plain(containerd.get("default_runtime_name")) == runtime_name
     ):
         tomledit.delete_key(containerd, "default_runtime_name")
     tomledit.undo_changes(doc, [c for c in record if c.after in (NEW_TABLE, SUPER_TABLE)])
@@ -194,7 +218,7 @@ def imports_of(name: str, text: str) -> list[str]:
     """The `imports` of a config; `CtkError` unless it is an array of strings."""
     imports = load_toml(name, text).get("imports", [])
     if not isinstance(imports, list) or not all(isinstance(i, str) for i in imports):
-        raise CtkError(f"{name}: `imports` must be an array of strings")
+        raise CtkError(f"{name}: `imports` must be an array of strings", hint=IMPORTS_HINT)
     return imports
 
 
@@ -206,7 +230,7 @@ def _plugin_table(name: str, text: str, cri: tuple[str, str]) -> dict[str, JSONV
     if table is None:
         return None
     if not isinstance(table, dict):
-        raise CtkError(f"{name}: `{dotted(cri)}` must be a table")
+        raise CtkError(f"{name}: `{dotted(cri)}` must be a table", hint=TYPE_HINT)
     return table
 
 

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tomlkit.items import Table
-
 from ctk.runtime_config import tomledit
 from ctk.runtime_config.changes import (
     NEW_TABLE,
     SUPER_TABLE,
     Change,
     Edit,
+    kept_existing,
     replaced_keys,
     without_inside,
 )
@@ -38,6 +37,7 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
     assert crio_runtime is not None
     keys = (*RUNTIMES_KEYS, request.name)
     runtime = tomledit.child_table(name, runtimes, request.name, RUNTIMES_KEYS)
+    created = runtime is None
     if runtime is None:
         source = _source(name, crio_runtime, runtimes, request.name)
         runtime = tomledit.new_table() if source is None else tomledit.copy_item(source)
@@ -50,10 +50,12 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
         tomledit.set_key(crio_runtime, default_keys, request.name, changes)
     notes = (CDI_NOTE,) if request.enable_cdi else ()
     out = tomledit.finish(name, doc, text, replaced=replaced_keys(changes))
-    return Edit(out, without_inside(changes, keys), notes)
+    return Edit(out, without_inside(changes, keys) if created else tuple(changes), notes)
 
 
-def _source(name: str, crio_runtime: Table, runtimes: Table, wanted: str) -> Table | None:
+def _source(
+    name: str, crio_runtime: tomledit.Tab, runtimes: tomledit.Tab, wanted: str
+) -> tomledit.Tab | None:
     default = tomledit.plain(crio_runtime.get("default_runtime", ""))
     for candidate in (default, "runc", "crun"):
         if isinstance(candidate, str) and candidate and candidate != wanted:
@@ -92,11 +94,15 @@ def unconfigure_in_place(name: str, text: str, runtime_name: str, record: Sequen
     doc = tomledit.parse_document(name, tomledit.with_final_newline(text))
     tomledit.undo_changes(doc, record)
     runtimes = tomledit.find_table(name, doc, RUNTIMES_KEYS)
-    if runtimes is not None:
+    # The user's own runtime stays, and so does a default naming it (undo took back ours).
+    keep = kept_existing(record, (*RUNTIMES_KEYS, runtime_name))
+    if runtimes is not None and not keep:
         tomledit.delete_key(runtimes, runtime_name)
     crio_runtime = tomledit.find_table(name, doc, RUNTIME_KEYS)
-    if crio_runtime is not None and tomledit.plain(crio_runtime.get("default_runtime")) == (
-        runtime_name
+    if (
+        crio_runtime is not None
+        and not keep
+        and tomledit.plain(crio_runtime.get("default_runtime")) == runtime_name
     ):
         tomledit.delete_key(crio_runtime, "default_runtime")
     tomledit.undo_changes(doc, [c for c in record if c.after in (NEW_TABLE, SUPER_TABLE)])

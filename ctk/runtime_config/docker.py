@@ -6,7 +6,16 @@ from collections.abc import Sequence
 
 from ctk.errors import CtkError
 from ctk.runtime_config import jsonedit
-from ctk.runtime_config.changes import FINAL_NEWLINE, NEW_TABLE, Change, Edit, without_inside
+from ctk.runtime_config.changes import (
+    FINAL_NEWLINE,
+    NEW_TABLE,
+    Change,
+    Edit,
+    keep_line_ends,
+    kept_existing,
+    newline_of,
+    without_inside,
+)
 from ctk.runtime_config.engines import RuntimeRequest
 from ctk.runtime_config.parse import JSONValue, load_json_object, type_name
 
@@ -52,6 +61,7 @@ def configure(name: str, text: str | None, request: RuntimeRequest) -> Edit:
         changes[-1] = Change(("runtimes",), False, None, NEW_TABLE)
         runtimes = {}
     entry = runtimes.get(request.name)
+    created = not isinstance(entry, dict)
     if not isinstance(entry, dict):
         existed = request.name in runtimes
         put(("runtimes", request.name), {"path": request.path, "args": []}, existed, entry)
@@ -69,9 +79,12 @@ def configure(name: str, text: str | None, request: RuntimeRequest) -> Edit:
         if features.get("cdi") is not True:
             put(("features", "cdi"), True, "cdi" in features, features.get("cdi"))
     if changes and not current.endswith("\n"):
-        current += "\n"
+        current += newline_of(source)
         changes.append(Change(FINAL_NEWLINE, False, None, None))
-    return Edit(current if changes else source, without_inside(changes, ("runtimes", request.name)))
+    rt_keys = ("runtimes", request.name)
+    # A runtime ctk created goes as a whole on unconfigure; in the user's own, undo the edits.
+    recorded = without_inside(changes, rt_keys) if created else tuple(changes)
+    return Edit(keep_line_ends(source, current) if changes else source, recorded)
 
 
 def unconfigure(name: str, text: str, runtime_name: str, record: Sequence[Change]) -> str:
@@ -79,16 +92,17 @@ def unconfigure(name: str, text: str, runtime_name: str, record: Sequence[Change
     data = load_json_object(name, text)
     current = text
     runtimes = _object(name, data, "runtimes")
-    if runtimes is not None and runtime_name in runtimes:
+    keep = kept_existing(record, ("runtimes", runtime_name))
+    if runtimes is not None and runtime_name in runtimes and not keep:
         current = jsonedit.delete_member(current, ("runtimes", runtime_name))
     for change in reversed(record):
-        current = _undo(current, change, runtime_name)
-    if load_json_object(name, current).get("default-runtime") == runtime_name:
+        current = _undo(current, change, runtime_name if not keep else None)
+    if not keep and load_json_object(name, current).get("default-runtime") == runtime_name:
         current = jsonedit.delete_member(current, ("default-runtime",))
     return current
 
 
-def _undo(text: str, change: Change, runtime_name: str) -> str:
+def _undo(text: str, change: Change, runtime_name: str | None) -> str:
     if change.keys and change.keys[-1] == EMPTY_INSIDE:
         span = jsonedit.find_object(text, change.keys[:-1])
         if span is None or span.members or not isinstance(change.before, str):
@@ -97,7 +111,7 @@ def _undo(text: str, change: Change, runtime_name: str) -> str:
     if (
         not change.keys
         or change.keys == FINAL_NEWLINE
-        or change.keys[:2] == ("runtimes", runtime_name)
+        or (runtime_name is not None and change.keys[:2] == ("runtimes", runtime_name))
     ):
         return text
     parent = jsonedit.find_object(text, change.keys[:-1])

@@ -13,7 +13,14 @@ from enum import StrEnum
 
 from ctk.errors import CtkError
 from ctk.runtime_config.engines import CONTAINERD_CRI_PLUGIN, Runtime
-from ctk.runtime_config.parse import JSONValue, load_json_object, load_toml, type_name
+from ctk.runtime_config.parse import (
+    IMPORTS_HINT,
+    TYPE_HINT,
+    JSONValue,
+    load_json_object,
+    load_toml,
+    type_name,
+)
 
 
 class PluginMerge(StrEnum):
@@ -96,7 +103,9 @@ def _table(
             return {}
         if not isinstance(value, dict):
             where = dotted([*within, *keys[: index + 1]])
-            raise CtkError(f"{name}: `{where}` must be a table, found {type_name(value)}")
+            raise CtkError(
+                f"{name}: `{where}` must be a table, found {type_name(value)}", hint=TYPE_HINT
+            )
         current = value
     return current
 
@@ -109,14 +118,18 @@ def _opt_str(name: str, table: Mapping[str, JSONValue], key: str, where: str) ->
     value = table.get(key)
     if value is None or isinstance(value, str):
         return value
-    raise CtkError(f"{name}: `{_at(where, key)}` must be a string, found {type_name(value)}")
+    raise CtkError(
+        f"{name}: `{_at(where, key)}` must be a string, found {type_name(value)}", hint=TYPE_HINT
+    )
 
 
 def _opt_bool(name: str, table: Mapping[str, JSONValue], key: str, where: str) -> bool | None:
     value = table.get(key)
     if value is None or isinstance(value, bool):
         return value
-    raise CtkError(f"{name}: `{_at(where, key)}` must be a boolean, found {type_name(value)}")
+    raise CtkError(
+        f"{name}: `{_at(where, key)}` must be a boolean, found {type_name(value)}", hint=TYPE_HINT
+    )
 
 
 def _str_list(name: str, table: Mapping[str, JSONValue], key: str, where: str) -> tuple[str, ...]:
@@ -125,7 +138,8 @@ def _str_list(name: str, table: Mapping[str, JSONValue], key: str, where: str) -
         return ()
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
-    raise CtkError(f"{name}: `{_at(where, key)}` must be an array of strings")
+    hint = IMPORTS_HINT if key == "imports" and not where else TYPE_HINT
+    raise CtkError(f"{name}: `{_at(where, key)}` must be an array of strings", hint=hint)
 
 
 def deep_merge(
@@ -179,7 +193,9 @@ def inspect_containerd(
         rwhere = dotted([*within, "containerd", "runtimes", runtime])
         source = sources.get(runtime, main_name)
         if not isinstance(value, dict):
-            raise CtkError(f"{source}: `{rwhere}` must be a table, found {type_name(value)}")
+            raise CtkError(
+                f"{source}: `{rwhere}` must be a table, found {type_name(value)}", hint=TYPE_HINT
+            )
         options = _table(
             source, value, "options", within=[*within, "containerd", "runtimes", runtime]
         )
@@ -218,7 +234,8 @@ def inspect_docker(text: str, *, name: str = "/etc/docker/daemon.json") -> Engin
     for runtime, value in runtimes_value.items():
         if not isinstance(value, dict):
             raise CtkError(
-                f"{name}: `runtimes.{runtime}` must be an object, found {type_name(value)}"
+                f"{name}: `runtimes.{runtime}` must be an object, found {type_name(value)}",
+                hint='dockerd refuses this file too; make it {"path": "/usr/bin/...", "args": []}',
             )
         runtimes.append(
             RuntimeView(
@@ -231,7 +248,9 @@ def inspect_docker(text: str, *, name: str = "/etc/docker/daemon.json") -> Engin
         )
     features = data.get("features", {})
     if not isinstance(features, dict):
-        raise CtkError(f"{name}: `features` must be an object, found {type_name(features)}")
+        raise CtkError(
+            f"{name}: `features` must be an object, found {type_name(features)}", hint=TYPE_HINT
+        )
     cgroup_driver = None
     for opt in _str_list(name, data, "exec-opts", ""):
         key, _, value = opt.partition("=")
@@ -269,7 +288,9 @@ def inspect_crio(files: Sequence[tuple[str, str]]) -> EngineView:
         where = f"crio.runtime.runtimes.{runtime}"
         source = sources.get(runtime, first)
         if not isinstance(value, dict):
-            raise CtkError(f"{source}: `{where}` must be a table, found {type_name(value)}")
+            raise CtkError(
+                f"{source}: `{where}` must be a table, found {type_name(value)}", hint=TYPE_HINT
+            )
         runtimes.append(
             RuntimeView(
                 name=runtime,

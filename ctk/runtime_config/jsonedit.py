@@ -130,7 +130,14 @@ def set_member(text: str, keys: Sequence[str], value: JSONValue, *, default_unit
         gap = text[_gap_start(text, parent, last) : last.key_start]
         if "\n" not in gap and len(parent.members) == 1:
             gap = " " if sep.endswith(" ") else ""
-        entry = json.dumps(keys[-1], ensure_ascii=False) + sep + render(value, unit, indent)
+        # An object written on one line, or whose last member is a one-line object or array,
+        # gets the new member on one line too (a multi-line block there would be mis-indented).
+        last_value = text[last.value_start : last.value_end]
+        one_line = "\n" not in text[parent.open : parent.close] or (
+            last_value[:1] in "{[" and "\n" not in last_value
+        )
+        rendered = render(value, None if one_line else unit, indent)
+        entry = json.dumps(keys[-1], ensure_ascii=False) + sep + rendered
         return text[: last.value_end] + "," + gap + entry + text[last.value_end :]
     outer = _line_indent(text, parent.open) if parent.open else ""
     if parent.open and not outer:

@@ -13,17 +13,26 @@ from collections.abc import Sequence
 from typing import Any
 
 import tomlkit
-from tomlkit.container import Container
+from tomlkit.container import Container, OutOfOrderTableProxy
 from tomlkit.exceptions import TOMLKitError
-from tomlkit.items import AoT, InlineTable, Item, Table
+from tomlkit.items import AoT, Comment, InlineTable, Item, Table, Whitespace
 from tomlkit.toml_document import TOMLDocument
 
 from ctk.errors import CtkError
-from ctk.runtime_config.changes import NEW_TABLE, SUPER_TABLE, Change
+from ctk.runtime_config.changes import (
+    NEW_TABLE,
+    SUPER_TABLE,
+    Change,
+    keep_line_ends,
+    newline_of,
+)
 from ctk.runtime_config.inspect import dotted
-from ctk.runtime_config.parse import JSONValue, load_toml, type_name
+from ctk.runtime_config.parse import TYPE_HINT, JSONValue, load_toml, type_name
 
-Parent = TOMLDocument | Table
+# A table, or one that the file defines in several places (split [headers], dotted keys):
+# tomlkit then gives a proxy that edits the right part.
+Tab = Table | OutOfOrderTableProxy
+Parent = TOMLDocument | Tab
 
 
 def parse_document(name: str, text: str) -> TOMLDocument:
@@ -37,7 +46,7 @@ def parse_document(name: str, text: str) -> TOMLDocument:
 
 def with_final_newline(text: str) -> str:
     """``text`` ending with a newline (a new table must start on a line of its own)."""
-    return text if not text or text.endswith("\n") else text + "\n"
+    return text if not text or text.endswith("\n") else text + newline_of(text)
 
 
 def plain(item: object) -> JSONValue:
@@ -46,16 +55,16 @@ def plain(item: object) -> JSONValue:
     return unwrap() if callable(unwrap) else item
 
 
-def _body(parent: Parent) -> Container:
+def _body(parent: TOMLDocument | Table) -> Container:
     return parent if isinstance(parent, Container) else parent.value
 
 
-def child_table(name: str, parent: Parent, key: str, where: Sequence[str]) -> Table | None:
+def child_table(name: str, parent: Parent, key: str, where: Sequence[str]) -> Tab | None:
     """Return ``parent[key]`` if it is a table, None if missing; `CtkError` for anything else."""
     if key not in parent:
         return None
     value = parent[key]
-    if isinstance(value, Table):
+    if isinstance(value, Table | OutOfOrderTableProxy):
         return value
     if isinstance(value, InlineTable):
         raise CtkError(
@@ -63,11 +72,12 @@ def child_table(name: str, parent: Parent, key: str, where: Sequence[str]) -> Ta
             hint=f"write it as a [{dotted([*where, key])}] section and run again",
         )
     raise CtkError(
-        f"{name}: `{dotted([*where, key])}` must be a table, found {type_name(plain(value))}"
+        f"{name}: `{dotted([*where, key])}` must be a table, found {type_name(plain(value))}",
+        hint=TYPE_HINT,
     )
 
 
-def ensure_table(name: str, doc: TOMLDocument, keys: Sequence[str], changes: list[Change]) -> Table:
+def ensure_table(name: str, doc: TOMLDocument, keys: Sequence[str], changes: list[Change]) -> Tab:
     """Return the table at ``keys``, creating missing ones (recorded in ``changes``)."""
     parent: Parent = doc
     for index, key in enumerate(keys):
@@ -78,16 +88,19 @@ def ensure_table(name: str, doc: TOMLDocument, keys: Sequence[str], changes: lis
             found.trivia.indent = found.trivia.indent.lstrip("\n")
             changes.append(Change(tuple(keys[: index + 1]), False, None, NEW_TABLE))
         parent = found
-    assert isinstance(parent, Table)
+    assert not isinstance(parent, TOMLDocument)
     return parent
 
 
 def _append_table(parent: Parent, key: str, table: Table) -> None:
+    if isinstance(parent, OutOfOrderTableProxy):
+        parent[key] = table
+        return
     body = _body(parent)
     body.append(key, table)
 
 
-def find_table(name: str, doc: TOMLDocument, keys: Sequence[str]) -> Table | None:
+def find_table(name: str, doc: TOMLDocument, keys: Sequence[str]) -> Tab | None:
     """Return the table at ``keys`` or None when some part is missing."""
     parent: Parent = doc
     for index, key in enumerate(keys):
@@ -95,7 +108,7 @@ def find_table(name: str, doc: TOMLDocument, keys: Sequence[str]) -> Table | Non
         if found is None:
             return None
         parent = found
-    assert isinstance(parent, Table)
+    assert not isinstance(parent, TOMLDocument)
     return parent
 
 
@@ -118,6 +131,9 @@ def set_key(table: Parent, keys: tuple[str, ...], value: JSONValue, changes: lis
 
 def _insert_key(table: Parent, key: str, value: JSONValue) -> None:
     """Insert a key after the table's last plain key, indented like it (tables stay after)."""
+    if isinstance(table, OutOfOrderTableProxy):
+        table[key] = value  # into the part that holds plain keys
+        return
     body = _body(table)
     item = tomlkit.item(value)
     last_index = None
@@ -153,13 +169,21 @@ def new_table() -> Table:
     return tomlkit.table()
 
 
-def append_table(parent: Table, key: str, table: Table) -> None:
+def table_from(data: dict[str, JSONValue]) -> Table:
+    """A new table holding ``data`` (nested dicts as sub-tables)."""
+    table = tomlkit.table()
+    for key, value in data.items():
+        table.append(key, table_from(value) if isinstance(value, dict) else value)
+    return table
+
+
+def append_table(parent: Tab, key: str, table: Table) -> None:
     """Append a new table after ``parent``'s last child, with no blank line of its own before it.
 
     tomlkit puts a blank line before an appended table, but on the next parse that line belongs
     to the table before it, so removing ours would leave it behind.
     """
-    parent.append(key, table)
+    _append_table(parent, key, table)
     table.trivia.indent = table.trivia.indent.lstrip("\n")
 
 
@@ -170,9 +194,29 @@ def new_inline_table(data: dict[str, JSONValue]) -> InlineTable:
     return table
 
 
-def copy_item(item: Table) -> Table:
-    """Return a deep copy of a table, formatting included."""
-    return copy.deepcopy(item)
+def copy_item(item: Tab) -> Table:
+    """Return a deep copy of a table, layout included but not comments (a split one: its data).
+
+    A comment explains the user's own table; copied next to ours it would be out of place.
+    """
+    if isinstance(item, OutOfOrderTableProxy):
+        return table_from(item.unwrap())
+    copied = copy.deepcopy(item)
+    _drop_comments(copied)
+    return copied
+
+
+def _drop_comments(table: Table | InlineTable) -> None:
+    table.trivia.comment = ""
+    table.trivia.comment_ws = ""
+    for _, value in table.value.body:
+        if isinstance(value, Comment):  # a comment line: render as nothing
+            value.trivia.indent = value.trivia.comment = value.trivia.trail = ""
+        elif isinstance(value, Table | InlineTable):
+            _drop_comments(value)
+        elif value is not None and not isinstance(value, AoT | Whitespace):
+            value.trivia.comment = ""
+            value.trivia.comment_ws = ""
 
 
 def delete_key(parent: Parent, key: str) -> bool:
@@ -187,7 +231,7 @@ def get_value(doc: TOMLDocument, keys: Sequence[str]) -> tuple[bool, Any]:
     """Return (present, value) for the key path ``keys``; tables along the way must exist."""
     current: Any = doc
     for key in keys:
-        if not isinstance(current, Table | TOMLDocument | InlineTable) or key not in current:
+        if not isinstance(current, Tab | TOMLDocument | InlineTable) or key not in current:
             return False, None
         current = current[key]
     return True, current
@@ -199,7 +243,7 @@ def undo_changes(doc: TOMLDocument, changes: Sequence[Change]) -> None:
         if not change.keys:
             continue
         parent_present, parent = get_value(doc, change.keys[:-1])
-        if not parent_present or not isinstance(parent, Table | TOMLDocument):
+        if not parent_present or not isinstance(parent, Tab | TOMLDocument):
             continue
         key = change.keys[-1]
         if key not in parent:
@@ -210,7 +254,7 @@ def undo_changes(doc: TOMLDocument, changes: Sequence[Change]) -> None:
                 current._is_super_table = True
             continue
         if change.after == NEW_TABLE and not change.existed:
-            if isinstance(current, Table) and not _has_content(current):
+            if isinstance(current, Tab) and not current.unwrap():
                 del parent[key]
             continue
         if plain(current) != change.after:
@@ -260,7 +304,7 @@ def finish(
             "nothing was written",
             hint="use a drop-in (the default), or add the runtime by hand",
         )
-    return out
+    return keep_line_ends(original, out)
 
 
 _KEY_LINE = re.compile(r"""^\s*(?:[^=\s]+\.)?["']?([A-Za-z0-9_-]+)["']?\s*=""")

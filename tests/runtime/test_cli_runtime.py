@@ -96,6 +96,20 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
             "`crio.runtime.runtimes` must be a table, found a number",
             id="crio-runtimes-not-table",
         ),
+        pytest.param(
+            "docker",
+            "daemon.json",
+            '{"debug": true, "a": NaN}\n',
+            "not valid JSON: NaN is not a JSON number (line 1, column 22)",
+            id="json-nan",
+        ),
+        pytest.param(
+            "docker",
+            "daemon.json",
+            '{"x": "NaN Infinity",\n "a": [-Infinity]}\n',
+            "not valid JSON: -Infinity is not a JSON number (line 2, column 8)",
+            id="json-infinity",
+        ),
     ],
 )
 def test_bad_input_is_refused_and_untouched(
@@ -525,5 +539,605 @@ def test_runc_with_inline_options_is_copied(
         '  runtime_type = "io.containerd.runc.v2"\n'
         '  options = {SystemdCgroup = true, BinaryName = "/usr/bin/nvidia-container-runtime"}\n'
     )
+    assert run(capsys, "unconfigure", *args)[0] == 0
+    assert config.read_text() == original
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        pytest.param(
+            "version = 2\n",
+            'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n'
+            'runtime_type = "io.containerd.runc.v2"\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
+            'runtime_type = "io.containerd.runc.v2"\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]\n'
+            'BinaryName = "/usr/bin/nvidia-container-runtime"\n',
+            id="v2",
+        ),
+        pytest.param(
+            'version = 3\n[plugins."io.containerd.cri.v1.runtime".containerd]\n'
+            '  default_runtime_name = "runc"\n',
+            'version = 3\n[plugins."io.containerd.cri.v1.runtime".containerd]\n'
+            '  default_runtime_name = "runc"\n'
+            '[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]\n'
+            'runtime_type = "io.containerd.runc.v2"\nsandboxer = "podsandbox"\n'
+            '[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia]\n'
+            'runtime_type = "io.containerd.runc.v2"\nsandboxer = "podsandbox"\n'
+            '[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia.options]\n'
+            'BinaryName = "/usr/bin/nvidia-container-runtime"\n',
+            id="v3",
+        ),
+    ],
+)
+def test_containerd_builtin_runc_is_written_out(
+    before: str, after: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With no `runtimes` in the file containerd uses its built-in runc; adding ours drops it."""
+    config = tmp_path / "config.toml"
+    config.write_text(before)
+    args = ["--runtime", "containerd", "--config", str(config), "--drop-in-config", ""]
+    assert run(capsys, "configure", *args)[0] == 0
+    assert config.read_text() == after
+    assert run(capsys, "unconfigure", *args)[0] == 0
+    assert config.read_text() == before
+
+
+def test_nothing_of_ctk_lands_in_a_drop_in_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CRI-O reads every file of crio.conf.d: no undo record, no .bak may go there."""
+    directory = tmp_path / "crio.conf.d"
+    directory.mkdir()
+    config = directory / "10-user.conf"
+    original = '[crio.runtime]\ndefault_runtime = "runc"\n'
+    config.write_text(original)
+    args = ["--runtime", "crio", "--config", str(config), "--drop-in-config", ""]
+    code, out, _ = run(capsys, "configure", *args, "--backup")
+    state = Path(os.environ["CTK_STATE_DIR"]) / "runtime"
+    kept = state / "backup" / (str(config).replace("/", "%2F") + ".bak")
+    assert (code, out.splitlines()[0]) == (0, f"backed up {config} to {kept}")
+    assert kept.read_text() == original
+    assert sorted(p.name for p in directory.iterdir()) == ["10-user.conf"]
+    assert (state / "undo" / (str(config).replace("/", "%2F") + ".json")).is_file()
+    assert run(capsys, "unconfigure", *args, "--backup")[0] == 0
+    assert sorted(p.name for p in directory.iterdir()) == ["10-user.conf"]
+    assert config.read_text() == original
+
+
+def test_record_of_an_earlier_version_beside_the_config_is_used_and_moved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "daemon.json"
+    config.write_text('{"runtimes": {"nvidia": {"path": "/x", "args": []}}}\n')
+    legacy = tmp_path / ".daemon.json.ctk-undo.json"
+    legacy.write_text(
+        '{"changes": [{"keys": ["runtimes"], "existed": false, "before": null, "after": {}}]}\n'
+    )
+    assert run(capsys, "unconfigure", "--runtime", "docker", "--config", str(config))[0] == 0
+    assert config.read_text() == "{}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["daemon.json"]
+
+
+@pytest.mark.parametrize(
+    ("runtime", "name", "original", "extra"),
+    [
+        pytest.param(
+            "docker",
+            "daemon.json",
+            '{\n  "runtimes": {\n    "nvidia": {\n'
+            '      "path": "/usr/local/nvidia/toolkit/nvidia-container-runtime"\n    }\n  }\n}\n',
+            [],
+            id="docker",
+        ),
+        pytest.param(
+            "docker",
+            "daemon.json",
+            '{"runtimes": {"nvidia": {"path": "/opt/ncr", "args": ["-x"]}}}\n',
+            ["--set-as-default", "--cdi.enabled"],
+            id="docker-default-cdi",
+        ),
+        pytest.param(
+            "containerd",
+            "config.toml",
+            'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
+            '  runtime_type = "io.containerd.runc.v2"\n'
+            '  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]\n'
+            '    BinaryName = "/usr/local/nvidia/toolkit/nvidia-container-runtime"  # mine\n',
+            ["--set-as-default"],
+            id="containerd",
+        ),
+        pytest.param(
+            "containerd",
+            "config.toml",
+            'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
+            "  privileged_without_host_devices = true\n",
+            [],
+            id="containerd-no-options",
+        ),
+        pytest.param(
+            "crio",
+            "crio.conf",
+            '[crio.runtime.runtimes.nvidia]\nruntime_path = "/usr/local/bin/ncr"\n',
+            [],
+            id="crio",
+        ),
+    ],
+)
+def test_users_own_nvidia_runtime_is_given_back(
+    *,
+    runtime: str,
+    name: str,
+    original: str,
+    extra: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = tmp_path / name
+    config.write_text(original)
+    args = ["--runtime", runtime, "--config", str(config), "--drop-in-config", ""]
+    if runtime == "docker":
+        args = args[:-2]
+    assert run(capsys, "configure", *args, *extra)[0] == 0
+    assert "/usr/bin/nvidia-container-runtime" in config.read_text()
+    assert run(capsys, "unconfigure", *args)[0] == 0
+    assert config.read_text() == original
+
+
+@pytest.mark.parametrize(
+    ("runtime", "name", "content", "error"),
+    [
+        pytest.param(
+            "containerd",
+            "config.toml",
+            "version = 2\na = " + "[" * 500 + "]" * 500 + "\n",
+            "not valid TOML: arrays or tables nested more than 64 deep (line 2, column 69)",
+            id="toml-arrays",
+        ),
+        pytest.param(
+            "crio",
+            "crio.conf",
+            '# [[[[\nb = "{{{"\na = ' + "{ b = " * 300 + "1" + " }" * 300 + "\n",
+            "not valid TOML: arrays or tables nested more than 64 deep (line 3, column 389)",
+            id="toml-inline-tables",
+        ),
+        pytest.param(
+            "docker",
+            "daemon.json",
+            '{"a": ' + "[" * 100000 + "]" * 100000 + "}\n",
+            "not valid JSON: arrays or objects nested more than 64 deep (line 1, column 70)",
+            id="json",
+        ),
+    ],
+)
+def test_deeply_nested_input_is_a_positioned_error(
+    *,
+    runtime: str,
+    name: str,
+    content: str,
+    error: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = tmp_path / name
+    config.write_text(content)
+    for verb in ("configure", "unconfigure"):
+        args = ["--runtime", runtime, "--config", str(config)]
+        code, out, err = run(capsys, verb, *args, "--drop-in-config", "")
+        if runtime == "docker":
+            code, out, err = run(capsys, verb, *args)
+        assert (code, out) == (1, "")
+        assert err == (
+            f"error: {config}: {error}\nhint: no engine config nests like this; fix the file, "
+            "or pass another one with --config\n"
+        )
+    assert config.read_text() == content
+
+
+SPLIT_CONTAINERD = (
+    'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "x"\n'
+    '[grpc]\n  address = "/x"\n[plugins."io.containerd.grpc.v1.cri".containerd]\n'
+    '  snapshotter = "y"\n'
+)
+SPLIT_CRIO = (
+    '[crio.runtime.runtimes.crun]\nruntime_path = "/usr/bin/crun"\n[crio.api]\nlisten = "x"\n'
+    '[crio.runtime]\ndefault_runtime = "crun"\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("runtime", "original", "configured"),
+    [
+        pytest.param(
+            "containerd",
+            SPLIT_CONTAINERD,
+            'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "x"\n'
+            'enable_cdi = true\n[grpc]\n  address = "/x"\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd]\n  snapshotter = "y"\n'
+            '  default_runtime_name = "nvidia"\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n'
+            'runtime_type = "io.containerd.runc.v2"\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
+            'runtime_type = "io.containerd.runc.v2"\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]\n'
+            'BinaryName = "/usr/bin/nvidia-container-runtime"\n',
+            id="containerd-split-tables",
+        ),
+        pytest.param(
+            "crio",
+            SPLIT_CRIO,
+            '[crio.runtime.runtimes.crun]\nruntime_path = "/usr/bin/crun"\n'
+            '[crio.runtime.runtimes.nvidia]\nruntime_path = "/usr/bin/nvidia-container-runtime"\n'
+            'runtime_type = "oci"\n[crio.api]\nlisten = "x"\n'
+            '[crio.runtime]\ndefault_runtime = "nvidia"\n',
+            id="crio-split-tables",
+        ),
+    ],
+)
+def test_tables_defined_in_several_places_are_tables(
+    runtime: str, original: str, configured: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(original)
+    args = ["--runtime", runtime, "--config", str(config), "--drop-in-config", ""]
+    assert run(capsys, "configure", *args, "--set-as-default", "--cdi.enabled")[0] == 0
+    assert config.read_text() == configured
+    assert run(capsys, "unconfigure", *args)[0] == 0
+    assert config.read_text() == original
+
+
+DOTTED = (
+    'version = 2\nplugins."io.containerd.grpc.v1.cri".containerd.default_runtime_name = "runc"\n'
+    'plugins."io.containerd.grpc.v1.cri".enable_cdi = false\n'
+)
+
+
+def test_dotted_key_tables_go_into_a_drop_in_or_are_refused_in_place(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """tomlkit cannot put new [tables] among dotted keys: in place that is a clear error."""
+    config = tmp_path / "config.toml"
+    config.write_text(DOTTED)
+    args = ["--runtime", "containerd", "--config", str(config)]
+    assert run(capsys, "configure", *args, "--drop-in-config", "") == (
+        1,
+        "",
+        f"error: {config}: ctk cannot edit this file's layout without changing other lines; "
+        "nothing was written\nhint: use a drop-in (the default), or add the runtime by hand\n",
+    )
+    assert config.read_text() == DOTTED
+    drop_in = tmp_path / "conf.d" / "99-nvidia.toml"
+    assert run(capsys, "configure", *args, "--drop-in-config", str(drop_in))[0] == 0
+    assert config.read_text() == f'version = 2\nimports = ["{drop_in}"]\n' + DOTTED[12:]
+    assert "runtimes.nvidia" in drop_in.read_text()
+
+
+def test_config_below_a_file_gets_the_not_a_directory_hint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "daemon.json").write_text("{}\n")
+    config = tmp_path / "daemon.json" / "x"
+    assert run(capsys, "configure", "--runtime", "docker", "--config", str(config)) == (
+        1,
+        "",
+        f"error: {config}: cannot read: Not a directory\n"
+        "hint: a part of this path is a file, not a directory: check the path\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("original", "configured"),
+    [
+        pytest.param(
+            '{\n    "debug": true, "runtimes": {"x": {"path": "/x"}}\n}\n',
+            '{\n    "debug": true, "runtimes": {"x": {"path": "/x"}, "nvidia": {"path": '
+            '"/usr/bin/nvidia-container-runtime", "args": []}}\n}\n',
+            id="one-line-runtimes",
+        ),
+        pytest.param(
+            '{"runtimes": {\n  "x": {"path": "/x"}}, "debug": true}\n',
+            '{"runtimes": {\n  "x": {"path": "/x"},\n  "nvidia": {"path": '
+            '"/usr/bin/nvidia-container-runtime", "args": []}}, "debug": true}\n',
+            id="one-line-sibling",
+        ),
+        pytest.param(
+            '{\n  "runtimes": {\n    "x": {\n      "path": "/x"\n    }\n  }\n}\n',
+            '{\n  "runtimes": {\n    "x": {\n      "path": "/x"\n    },\n    "nvidia": {\n'
+            '      "path": "/usr/bin/nvidia-container-runtime",\n      "args": []\n    }\n'
+            "  }\n}\n",
+            id="block-sibling",
+        ),
+    ],
+)
+def test_docker_runtime_is_laid_out_like_its_siblings(
+    original: str, configured: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "daemon.json"
+    config.write_text(original)
+    args = ["--runtime", "docker", "--config", str(config)]
+    assert run(capsys, "configure", *args)[0] == 0
+    assert config.read_text() == configured
+    assert run(capsys, "unconfigure", *args)[0] == 0
+    assert config.read_text() == original
+
+
+@pytest.mark.parametrize(
+    ("runtime", "name", "original", "configured"),
+    [
+        pytest.param(
+            "containerd",
+            "config.toml",
+            'version = 2\r\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\r\n'
+            '  runtime_type = "io.containerd.runc.v2"',
+            'version = 2\r\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\r\n'
+            '  runtime_type = "io.containerd.runc.v2"\r\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\r\n'
+            '  runtime_type = "io.containerd.runc.v2"\r\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]\r\n'
+            'BinaryName = "/usr/bin/nvidia-container-runtime"\r\n',
+            id="containerd",
+        ),
+        pytest.param(
+            "docker",
+            "daemon.json",
+            '{\r\n  "debug": true\r\n}\r\n',
+            '{\r\n  "debug": true,\r\n  "runtimes": {\r\n    "nvidia": {\r\n'
+            '      "path": "/usr/bin/nvidia-container-runtime",\r\n      "args": []\r\n'
+            "    }\r\n  }\r\n}\r\n",
+            id="docker",
+        ),
+    ],
+)
+def test_crlf_files_keep_crlf(
+    *,
+    runtime: str,
+    name: str,
+    original: str,
+    configured: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = tmp_path / name
+    config.write_bytes(original.encode())
+    args = ["--runtime", runtime, "--config", str(config)]
+    args += ["--drop-in-config="] if runtime != "docker" else []
+    assert run(capsys, "configure", *args)[0] == 0
+    assert config.read_bytes() == configured.encode()
+    assert run(capsys, "unconfigure", *args)[0] == 0
+    assert config.read_bytes() == original.encode()
+
+
+def test_copied_runtime_leaves_the_users_comments_behind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runc = (
+        'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc] # default\n'
+        '  # shim v2\n  runtime_type = "io.containerd.runc.v2"  # keep\n'
+        '  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n'
+        "    SystemdCgroup = true # important\n    # end\n"
+    )
+    config = tmp_path / "config.toml"
+    config.write_text(runc)
+    args = ["--runtime", "containerd", "--config", str(config), "--drop-in-config="]
+    assert run(capsys, "configure", *args)[0] == 0
+    assert config.read_text() == runc + (
+        '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
+        '  runtime_type = "io.containerd.runc.v2"\n'
+        '  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]\n'
+        "    SystemdCgroup = true\n"
+        '    BinaryName = "/usr/bin/nvidia-container-runtime"\n'
+    )
+
+
+@pytest.mark.parametrize(
+    ("runtime", "name", "content", "lines"),
+    [
+        pytest.param(
+            "docker",
+            "daemon.json",
+            '{"runtimes": {"nvidia": "/usr/bin/x"}}\n',
+            "`runtimes.nvidia` must be an object, found a string\nhint: dockerd refuses this "
+            'file too; make it {"path": "/usr/bin/...", "args": []}',
+            id="docker-runtime",
+        ),
+        pytest.param(
+            "containerd",
+            "config.toml",
+            'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\ncontainerd = 1\n',
+            '`plugins."io.containerd.grpc.v1.cri".containerd` must be a table, found a number\n'
+            "hint: the engine cannot use this value either; fix that key and run again",
+            id="containerd-table",
+        ),
+        pytest.param(
+            "containerd",
+            "config.toml",
+            "version = 2\nimports = [1]\n",
+            "`imports` must be an array of strings\n"
+            'hint: write it like imports = ["/etc/containerd/conf.d/*.toml"]',
+            id="imports",
+        ),
+    ],
+)
+def test_type_errors_come_with_a_hint(
+    *,
+    runtime: str,
+    name: str,
+    content: str,
+    lines: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = tmp_path / name
+    config.write_text(content)
+    args = ["--runtime", runtime, "--config", str(config)]
+    args += ["--drop-in-config="] if runtime != "docker" else []
+    assert run(capsys, "configure", *args) == (1, "", f"error: {config}: {lines}\n")
+    assert config.read_text() == content
+
+
+@pytest.mark.parametrize(
+    ("flags", "code", "err"),
+    [
+        pytest.param(["--config-source", "file", "--config-mode", "config-file"], 0, "", id="same"),
+        pytest.param(
+            ["--config-source", "command,file", "--executable-path", "/usr/bin/containerd"],
+            0,
+            "warning: --config-source=command is read as file: ctk reads the config files and "
+            "everything they import itself, as containerd and CRI-O merge them\n"
+            "warning: --executable-path is ignored: nvidia-ctk uses it only with "
+            "--config-source=command\n",
+            id="command",
+        ),
+        pytest.param(
+            ["--oci-hook-path", "/h", "--nvidia-runtime-hook-path", "/usr/bin/hook"],
+            0,
+            "warning: --oci-hook-path is ignored: nvidia-ctk uses it only in the oci-hook config "
+            "mode\nwarning: --nvidia-runtime-hook-path is ignored: nvidia-ctk uses it only in "
+            "the oci-hook config mode\n",
+            id="hook-paths",
+        ),
+        pytest.param(
+            ["--config-mode", "bogus"],
+            0,
+            "warning: unknown --config-mode 'bogus'; using config-file\n",
+            id="unknown-mode",
+        ),
+        pytest.param(
+            ["--config-mode", "oci-hook"],
+            2,
+            "error: ctk does not write OCI hook configs (--config-mode=oci-hook, deprecated in "
+            "nvidia-ctk)\nhint: use CDI instead: ctk cdi generate, then ctk runtime configure "
+            "--cdi.enabled\n",
+            id="oci-hook",
+        ),
+        pytest.param(
+            ["--config-source", "stdin"],
+            2,
+            "error: invalid --config-source 'stdin'\nhint: use file (or command, read as file)\n",
+            id="bad-source",
+        ),
+    ],
+)
+def test_nvidia_ctk_flags_are_accepted_or_refused_clearly(
+    flags: list[str], code: int, err: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.toml"
+    args = ["--runtime", "containerd", "--config", str(config), "--drop-in-config="]
+    result = run(capsys, "configure", *args, *flags)
+    assert (result[0], result[2]) == (code, err)
+    assert config.exists() == (code == 0)
+
+
+def test_disabled_cri_plugin_is_warned_about(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Docker's containerd.io ships `disabled_plugins = ["cri"]`: nothing would read the runtime."""
+    config = tmp_path / "config.toml"
+    config.write_text('disabled_plugins = ["cri"]\n')
+    args = ["--runtime", "containerd", "--config", str(config), "--drop-in-config="]
+    code, _, err = run(capsys, "configure", *args)
+    assert (code, err) == (
+        0,
+        f"warning: {config} disables containerd's CRI plugin (disabled_plugins); the runtime is "
+        "written, but only CRI clients (Kubernetes, crictl) use it, and not until `cri` is "
+        "removed from disabled_plugins (Docker: use --runtime docker)\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("runtime", "original", "flags"),
+    [
+        pytest.param(
+            "containerd",
+            'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n'
+            "  SystemdCgroup = true\n",
+            ["--set-as-default"],
+            id="containerd-implicit-tables",
+        ),
+        pytest.param("crio", '[crio.api]\nlisten = "/x"\n', ["--set-as-default"], id="crio-api"),
+        pytest.param("crio", "[crio.api]\n", ["--set-as-default"], id="crio-api-empty"),
+        pytest.param(
+            "containerd",
+            'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "x"',
+            ["--set-as-default", "--cdi.enabled"],
+            id="no-final-newline",
+        ),
+        pytest.param(
+            "crio", '[crio.runtime]\r\ncgroup_manager = "systemd"', [], id="crlf-no-final-newline"
+        ),
+    ],
+)
+def test_unconfigure_gives_back_the_bytes(
+    runtime: str,
+    original: str,
+    flags: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """QA 8: after configure + unconfigure the file is byte for byte what it was."""
+    config = tmp_path / "config.toml"
+    config.write_bytes(original.encode())
+    args = ["--runtime", runtime, "--config", str(config), "--drop-in-config="]
+    assert run(capsys, "configure", *args, *flags)[0] == 0
+    assert config.read_bytes() != original.encode()
+    assert run(capsys, "unconfigure", *args)[0] == 0
+    assert config.read_bytes() == original.encode()
+
+
+def test_unwritable_state_dir_leaves_the_config_untouched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "state").write_text("a file, not a directory\n")
+    monkeypatch.setenv("CTK_STATE_DIR", str(tmp_path / "state"))
+    config = tmp_path / "daemon.json"
+    config.write_text('{"debug": true}\n')
+    code, out, err = run(capsys, "configure", "--runtime", "docker", "--config", str(config))
+    record = tmp_path / "state/runtime/undo" / (str(config).replace("/", "%2F") + ".json")
+    assert (code, out, err) == (
+        1,
+        "",
+        f"error: {record}: cannot read: Not a directory\n"
+        "hint: a part of this path is a file, not a directory: check the path\n",
+    )
+    assert config.read_text() == '{"debug": true}\n'
+
+
+@pytest.mark.parametrize(
+    ("runtime", "name", "original"),
+    [
+        pytest.param(
+            "docker",
+            "daemon.json",
+            '{"default-runtime": "nvidia", "runtimes": {"nvidia": {"path": "/opt/ncr"}}}\n',
+            id="docker",
+        ),
+        pytest.param(
+            "containerd",
+            "config.toml",
+            'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n'
+            '  default_runtime_name = "nvidia"\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
+            '  runtime_type = "io.containerd.runc.v2"\n',
+            id="containerd",
+        ),
+        pytest.param(
+            "crio",
+            "crio.conf",
+            '[crio.runtime]\ndefault_runtime = "nvidia"\n'
+            '[crio.runtime.runtimes.nvidia]\nruntime_path = "/opt/ncr"\n',
+            id="crio",
+        ),
+    ],
+)
+def test_users_own_default_nvidia_runtime_is_given_back(
+    runtime: str, name: str, original: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / name
+    config.write_text(original)
+    args = ["--runtime", runtime, "--config", str(config)]
+    args += ["--drop-in-config="] if runtime != "docker" else []
+    assert run(capsys, "configure", *args, "--set-as-default")[0] == 0
+    assert config.read_text() != original
     assert run(capsys, "unconfigure", *args)[0] == 0
     assert config.read_text() == original

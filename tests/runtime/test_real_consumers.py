@@ -219,3 +219,110 @@ def test_dockerd_runs_with_written_daemon_json(case: Case, tmp_path: Path) -> No
     assert default == expected_default
     for name, runtime in before["runtimes"].items():
         assert runtimes[name]["path"] == runtime["path"]
+
+
+CTR = shutil.which("ctr")
+
+
+def _cri_status(config: Path, work: Path) -> str:
+    """Start containerd on ``config``, return the status `ctr plugins ls` gives the CRI plugin."""
+    assert CONTAINERD is not None and CTR is not None
+    sock = work / "c.sock"
+    log_path = work / "containerd.log"
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [CONTAINERD, "--config", str(config)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            assert process.poll() is None, log_path.read_text()
+            result = subprocess.run(
+                [CTR, "--address", str(sock), "plugins", "ls"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
+            )
+            rows = [line.split() for line in result.stdout.splitlines()]
+            cri = [r for r in rows if r[:2] == ["io.containerd.grpc.v1", "cri"]]
+            if cri:
+                return cri[0][-1]
+            assert time.monotonic() < deadline, result.stderr + log_path.read_text()
+            time.sleep(0.1)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait(timeout=5)
+
+
+@pytest.mark.skipif(
+    CONTAINERD is None or CTR is None or not IS_ROOT,
+    reason="containerd, ctr and root are needed to start the daemon",
+)
+def test_containerd_cri_loads_after_configure_without_explicit_runc() -> None:
+    """A config that leaves runc to containerd's built-in default keeps a working CRI plugin."""
+    assert CONTAINERD is not None
+    work = Path(tempfile.mkdtemp(prefix="ctk-ctrd-"))  # short: socket paths are limited
+    try:
+        config = work / "etc" / "config.toml"
+        config.parent.mkdir()
+        config.write_text(
+            f'version = 2\nroot = "{work}/root"\nstate = "{work}/state"\n\n'
+            f'[grpc]\n  address = "{work}/c.sock"\n\n[ttrpc]\n  address = "{work}/t.sock"\n'
+        )
+        assert _cri_status(config, work) == "ok"
+        dump_before = containerd_dump(config)
+        drop_in = work / "etc" / "conf.d" / "99-nvidia.toml"
+        args = ["--runtime", "containerd", "--config", str(config)]
+        assert main(["runtime", "configure", *args, "--drop-in-config", str(drop_in)]) == 0
+        assert _cri_status(config, work) == "ok", (work / "containerd.log").read_text()
+        builtin = subprocess.run(
+            [CONTAINERD, "config", "default"], capture_output=True, text=True, check=True
+        )
+        default_cri = tomllib.loads(builtin.stdout)["plugins"]["io.containerd.grpc.v1.cri"]
+        dumped = containerd_dump(config)["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]
+        runc = default_cri["containerd"]["runtimes"]["runc"]
+        assert dumped["default_runtime_name"] == "runc"
+        assert dumped["runtimes"]["runc"]["runtime_type"] == runc["runtime_type"]
+        assert set(dumped["runtimes"]) == {"runc", "nvidia"}
+        # Apart from the nvidia runtime and the import, the effective config is what it was.
+        # runc's built-in options are all zero values (the same as unset to the runc shim):
+        # ctk leaves them out rather than pin values that newer containerd versions may change.
+        dump_after = containerd_dump(config)
+        del dump_after["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]["nvidia"]
+        assert sorted(dump_after.pop("imports")) == sorted([str(config), str(drop_in)])
+        dump_before.pop("imports", None)
+        runc_before = dump_before["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]
+        options = runc_before["runtimes"]["runc"].pop("options")
+        assert not any(options.values()) and runc == {**runc, "options": options}
+        runc_after = dump_after["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]
+        assert runc_after["runtimes"]["runc"].pop("options") == {}
+        assert dump_after == dump_before
+        in_place = work / "etc" / "in-place.toml"  # the same, edited in place: config dump only
+        in_place.write_text(config.read_text().replace(f'imports = ["{drop_in}"]\n', ""))
+        assert (
+            main(
+                [
+                    *("runtime", "configure", *args[:2]),
+                    "--config",
+                    str(in_place),
+                    "--drop-in-config=",
+                ]
+            )
+            == 0
+        )
+        cri = containerd_dump(in_place)["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]
+        assert set(cri["runtimes"]) == {"runc", "nvidia"}
+        assert cri["runtimes"]["runc"]["runtime_type"] == runc["runtime_type"]
+    finally:
+        for mount in ("root", "state"):
+            if os.path.ismount(work / mount):
+                subprocess.run(["umount", "-l", str(work / mount)], check=False, timeout=10)
+        shutil.rmtree(work, ignore_errors=True)
