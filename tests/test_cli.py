@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from ctk import __version__
 from ctk.cli.app import main
+from ctk.errors import CtkError
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -31,3 +33,34 @@ def test_unknown_option_is_usage_error(capsys: pytest.CaptureFixture[str]) -> No
     assert main(["cdi", "validate", "--no-such-flag"]) == 2
     err = capsys.readouterr().err
     assert re.search(r"^Error: No such option:? '?--no-such-flag'?\.?$", err, re.M), err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["-v"], id="nvidia-ctk-short-version"),
+        pytest.param(["-d", "--version"], id="debug-then-version"),
+        pytest.param(["--debug", "-V"], id="long-debug"),
+    ],
+)
+def test_version_spellings(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    assert main(argv) == 0
+    assert capsys.readouterr().out == f"ctk {__version__}\n"
+
+
+def test_debug_shows_the_traceback(tmp_path: Path) -> None:
+    argv = ["runtime", "configure", "--runtime", "docker", "--config", str(tmp_path)]
+    assert main(argv) == 1
+    with pytest.raises(CtkError):
+        main(["-d", *argv])
+    with pytest.raises(CtkError):
+        main([*argv, "--debug"])
+
+
+def test_hook_keeps_its_own_debug_flag(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[list[str]] = []
+    monkeypatch.setattr("ctk.hook.main.main", lambda args: seen.append(list(args)) or 0)
+    assert main(["hook", "--debug", "chmod", "--mode", "755"]) == 0
+    assert seen == [["--debug", "chmod", "--mode", "755"]]

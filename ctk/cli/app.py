@@ -25,14 +25,27 @@ def _print_error(exc: CtkError) -> None:
         sys.stderr.write(f"hint: {exc.hint}\n")
 
 
+def _split_debug(args: list[str]) -> tuple[bool, list[str]]:
+    """Take `--debug` (`-d` as in nvidia-ctk, before the command) out of ``args``.
+
+    After the command `--debug` counts too, except for `ctk hook`, whose arguments belong to the
+    hook program (which has a `--debug` of its own).
+    """
+    debug = False
+    while args and args[0] in ("--debug", "-d"):
+        debug, args = True, args[1:]
+    if args[:1] != ["hook"] and "--debug" in args:
+        debug, args = True, [a for a in args if a != "--debug"]
+    return debug, args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ctk with ``argv`` (default: the process arguments) and return its exit code."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if args in (["--version"], ["-V"]):
+    debug, args = _split_debug(list(sys.argv[1:] if argv is None else argv))
+    if args in (["--version"], ["-V"], ["-v"]):
         sys.stdout.write(f"ctk {__version__}\n")
         return 0
-    debug = "--debug" in args or os.environ.get("CTK_DEBUG", "") not in ("", "0")
-    args = [a for a in args if a != "--debug"]
+    debug = debug or os.environ.get("CTK_DEBUG", "") not in ("", "0")
     try:
         return _run(args)
     except CtkError as exc:

@@ -17,9 +17,11 @@ def _version(value: bool) -> None:
 
 def _root(
     version: bool = typer.Option(
-        False, "--version", "-V", callback=_version, is_eager=True, help="Show the version."
+        False, "--version", "-V", "-v", callback=_version, is_eager=True, help="Show the version."
     ),
-    debug: bool = typer.Option(False, "--debug", help="Show the traceback of an unexpected error."),
+    debug: bool = typer.Option(
+        False, "--debug", "-d", help="Show the traceback of an unexpected error."
+    ),
 ) -> None:
     """ctk: CDI specs, container runtime configuration and diagnosis for GPU nodes."""
 
