@@ -13,18 +13,25 @@ import os
 import stat
 import struct
 
-from ctk.hook.rootfs import HookError, make_dirs, resolve, write_new_file
+from ctk.hook.rootfd import Root, write_new_file
+from ctk.hook.rootfs import HookError, resolve
 
 LD_SO_CONF_D = "/etc/ld.so.conf.d"
 ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C"}
 
 
-def add_conf_file(root: str, prefix: str, folders: list[str]) -> str | None:
-    """Write ``folders`` to a new ``/etc/ld.so.conf.d/<prefix>*.conf`` in the container."""
+def add_conf_file(container: Root, prefix: str, folders: list[str]) -> str | None:
+    """Write ``folders`` to a new ``/etc/ld.so.conf.d/<prefix>*.conf`` in the container; returns
+    its container path."""
     if not folders:
         return None
-    directory = make_dirs(root, LD_SO_CONF_D)
-    return write_new_file(directory, prefix, ".conf", "".join(f"{f}\n" for f in folders), 0o644)
+    folder = container.make_dirs(LD_SO_CONF_D)
+    try:
+        text = "".join(f"{f}\n" for f in folders)
+        name = write_new_file(folder, LD_SO_CONF_D, prefix, ".conf", text=text, mode=0o644)
+    finally:
+        os.close(folder)
+    return f"{LD_SO_CONF_D}/{name}"
 
 
 def _open_ldconfig(ldconfig_path: str) -> int:
@@ -69,17 +76,16 @@ def _elf_interpreter(fd: int) -> bool | None:
     )
 
 
-def _run_chrooted(root: str, fd: int, argv: list[str]) -> int:
+def _run_chrooted(container: Root, fd: int, argv: list[str]) -> int:
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child only chroots and execs
         try:
-            os.chroot(root)
-            os.chdir("/")
+            os.fchdir(container.fd)
+            os.chroot(".")
             os.execve(fd, argv, ENV)
         except OSError as exc:
-            os.write(
-                2, f"ctk-hook: error: cannot run ldconfig in {root}: {exc.strerror}\n".encode()
-            )
+            message = f"ctk-hook: error: cannot run ldconfig in {container.path}: {exc.strerror}\n"
+            os.write(2, message.encode())
         os._exit(127)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status)
@@ -94,11 +100,12 @@ def update_ldcache(root: str, folders: list[str], ldconfig_path: str) -> None:
         resolve(root, folder)  # refuses folders whose links lead out of the root
     fd = _open_ldconfig(ldconfig_path)
     try:
-        make_dirs(root, "/etc")
-        add_conf_file(root, "00-nvcr-", wanted)
-        present = [f for f in wanted if os.path.isdir(resolve(root, f))]
-        argv = ["ldconfig", "-f", "/etc/ld.so.conf", "-C", "/etc/ld.so.cache", *present]
-        code = _run_chrooted(root, fd, argv)
+        with Root(root) as container:
+            os.close(container.make_dirs("/etc"))
+            add_conf_file(container, "00-nvcr-", wanted)
+            present = [f for f in wanted if os.path.isdir(resolve(root, f))]
+            argv = ["ldconfig", "-f", "/etc/ld.so.conf", "-C", "/etc/ld.so.cache", *present]
+            code = _run_chrooted(container, fd, argv)
     finally:
         os.close(fd)
     if code != 0:
