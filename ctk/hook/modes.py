@@ -7,7 +7,7 @@ or file swapped for a symlink after the check is never followed.
 import os
 import stat
 
-from ctk.hook.rootfd import Root, chmod
+from ctk.hook.rootfd import Root, proc_path
 from ctk.hook.rootfs import HookError
 
 
@@ -28,24 +28,29 @@ def change_modes(root: str, paths: list[str], mode_text: str) -> None:
     Missing paths are skipped (nvidia-cdi-hook does the same); all are checked before any changes.
     """
     mode = parse_mode(mode_text)
-    opened: list[tuple[int, str]] = []
+    opened: list[int] = []
+    targets: list[tuple[int, str]] = []
     with Root(root) as container:
         try:
             for path in paths:
                 if not path.strip():
                     raise HookError("--path must not be empty")
                 fd = container.open_path(path)
-                if fd is not None:
-                    opened.append((fd, path))
-            for fd, path in opened:
-                if stat.S_IMODE(os.fstat(fd).st_mode) == mode:
+                if fd is None:
                     continue
+                opened.append(fd)
+                info = os.fstat(fd)
+                if stat.S_ISLNK(info.st_mode):  # swapped in after the walk read the name
+                    raise HookError(f"{root}{path}: became a symlink; refusing to change its mode")
+                if stat.S_IMODE(info.st_mode) != mode:
+                    targets.append((fd, path))
+            for fd, path in targets:
                 try:
-                    chmod(fd, mode, f"{root}{path}")
+                    os.chmod(proc_path(fd), mode)  # what fd holds, whatever its name is now
                 except PermissionError:
                     continue  # a read-only /dev bind mount: nvidia-cdi-hook ignores this too
                 except OSError as exc:
                     raise HookError(f"{root}{path}: cannot chmod: {exc.strerror}") from exc
         finally:
-            for fd, _ in opened:
+            for fd in opened:
                 os.close(fd)

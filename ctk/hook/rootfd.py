@@ -11,7 +11,6 @@ reached (chmod and mount through `/proc/self/fd/N`), never on a path string.
 """
 
 import os
-import stat
 
 from ctk.hook.rootfs import HookError
 from ctk.rootpath import MAX_SYMLINKS
@@ -194,13 +193,6 @@ class Root:
             ) from exc
         finally:
             os.close(folder)
-
-
-def chmod(fd: int, mode: int, what: str) -> None:
-    """Set the mode of what O_PATH ``fd`` refers to; a symlink (``what`` names it) is refused."""
-    if stat.S_ISLNK(os.fstat(fd).st_mode):
-        raise HookError(f"{what}: became a symlink; refusing to change its mode")
-    os.chmod(proc_path(fd), mode)
 
 
 def write_new_file(

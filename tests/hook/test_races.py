@@ -145,3 +145,24 @@ def test_bundle_helper_sees_outside(tmp_path: Path) -> None:
     before = snapshot(bundle.outside)
     os.chmod(bundle.outside / "lib", 0o755)
     assert snapshot(bundle.outside) != before
+
+
+def test_chmod_refuses_a_file_that_became_a_symlink(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Swapped between reading the last name and opening it: the hook holds the symlink itself."""
+    bundle = make_bundle(tmp_path)
+    before = snapshot(bundle.outside)
+    swap_before(
+        monkeypatch,
+        "open",
+        bundle.rootfs / "dev/dri",
+        bundle.outside / "lib",
+        lambda path, flags, *args, **kwargs: path == "dri",
+    )
+    assert run_hook(monkeypatch, bundle, "chmod", "--mode", "755", "--path", "/dev/dri") == 1
+    assert capsys.readouterr().err == (
+        f"ctk-hook chmod: error: {bundle.rootfs}/dev/dri: became a symlink;"
+        " refusing to change its mode\n"
+    )
+    assert snapshot(bundle.outside) == before
