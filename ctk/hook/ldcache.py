@@ -18,6 +18,7 @@ from ctk.hook.rootfs import HookError, resolve
 
 LD_SO_CONF_D = "/etc/ld.so.conf.d"
 ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C"}
+NOT_ELF = "not an ELF program; only a static ldconfig runs safely in the container"
 
 
 def add_conf_file(container: Root, prefix: str, folders: list[str]) -> str | None:
@@ -35,25 +36,41 @@ def add_conf_file(container: Root, prefix: str, folders: list[str]) -> str | Non
 
 
 def _open_ldconfig(ldconfig_path: str) -> int:
+    """Open the host's static ldconfig named by ``--ldconfig-path`` (`@` marks a host path).
+
+    Ubuntu's /sbin/ldconfig is a shell script around /sbin/ldconfig.real: when the program
+    named is not ELF, an `ldconfig.real` beside it is tried before giving up.
+    """
     path = ldconfig_path.removeprefix("@")
     if not path.startswith("/"):
         raise HookError(f"--ldconfig-path {ldconfig_path!r}: must be an absolute host path")
+    fd, problem = _open_program(path)
+    beside = path.rpartition("/")[0] + "/ldconfig.real"
+    if problem == NOT_ELF and beside != path and os.path.exists(beside):
+        os.close(fd)
+        path = beside
+        fd, problem = _open_program(path)
+    if problem:
+        os.close(fd)
+        raise HookError(f"{path}: ldconfig is {problem}")
+    return fd
+
+
+def _open_program(path: str) -> tuple[int, str]:
+    """Open ``path``; return its fd and what makes it unfit to run chrooted ("" if nothing)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError as exc:
         raise HookError(f"{path}: cannot open ldconfig: {exc.strerror}") from exc
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode) or not info.st_mode & 0o111:
-        os.close(fd)
-        raise HookError(f"{path}: ldconfig is not an executable file")
+        return fd, "not an executable file"
     interpreter = _elf_interpreter(fd)
-    if interpreter is not False:
-        os.close(fd)
-        what = "not an ELF program" if interpreter is None else "dynamically linked"
-        raise HookError(
-            f"{path}: ldconfig is {what}; only a static ldconfig runs safely in the container"
-        )
-    return fd
+    if interpreter is None:
+        return fd, NOT_ELF
+    if interpreter:
+        return fd, "dynamically linked; only a static ldconfig runs safely in the container"
+    return fd, ""
 
 
 def _elf_interpreter(fd: int) -> bool | None:
