@@ -10,6 +10,7 @@ rename, file creation, chmod and mount then acts relative to the descriptor of t
 reached (chmod and mount through `/proc/self/fd/N`), never on a path string.
 """
 
+import errno
 import os
 
 from ctk.hook.rootfs import HookError
@@ -31,7 +32,7 @@ def _link_target(folder: int, name: str) -> str | None:
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
-        if exc.errno == 22:  # EINVAL: not a symlink
+        if exc.errno == errno.EINVAL:  # not a symlink
             return None
         raise
 
