@@ -88,6 +88,20 @@ def create_device_nodes(
     )
 
 
+def _check_dev_char_path(path: Path) -> None:
+    """Refuse a --dev-char-path that cannot hold links, before anything is changed."""
+    import os
+
+    hint = "pass the directory for the <major>:<minor> links, e.g. /dev/char"
+    if os.path.lexists(path) and not path.is_dir():
+        raise CtkError(f"--dev-char-path {path}: not a directory", hint=hint)
+    for parent in path.parents:  # the nearest one that exists must be a directory
+        if os.path.lexists(parent):
+            if not parent.is_dir():
+                raise CtkError(f"--dev-char-path {path}: {parent} is not a directory", hint=hint)
+            return
+
+
 @app.command("create-dev-char-symlinks")
 def create_dev_char_symlinks(
     dev_char_path: Annotated[
@@ -107,6 +121,7 @@ def create_dev_char_symlinks(
     from ctk.system.devices import char_links
     from ctk.system.nodes import find_nodes, link_state, make_link, read_driver_facts
 
+    _check_dev_char_path(dev_char_path)
     planned: list[DeviceNode] = []
     if create_device_nodes:
         planned = _create_nodes(driver_root, driver_root, control_devices=True, dry_run=dry_run)

@@ -305,3 +305,38 @@ def test_dry_run_plans_links_for_nodes_it_would_create(
     assert main(args) == 0
     assert capsys.readouterr().out == plan("created")
     assert dry.replace("would create", "created     ") == plan("created")
+
+
+@pytest.mark.parametrize(
+    ("dev_char", "shown"),
+    [
+        pytest.param("file", "--dev-char-path {path}: not a directory", id="regular-file"),
+        pytest.param(
+            "file/char", "--dev-char-path {path}: {root}/file is not a directory", id="under-a-file"
+        ),
+    ],
+)
+@pytest.mark.parametrize(
+    "dry_run", [pytest.param([], id="real"), pytest.param(["--dry-run"], id="dry")]
+)
+@needs_root
+def test_dev_char_path_not_a_directory(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    dev_char: str,
+    shown: str,
+    dry_run: list[str],
+) -> None:
+    root = fake_root(tmp_path, with_nodes=False)
+    (root / "file").write_text("root:x:0:0::/root:/bin/sh\n")
+    path = root / dev_char
+    before = tree(root)
+    args = ["system", "create-dev-char-symlinks", "--driver-root", str(root)]
+    args += ["--dev-char-path", str(path), "--create-device-nodes", *dry_run]
+    assert main(args) == 1
+    assert capsys.readouterr() == (
+        "",
+        "error: " + shown.format(path=path, root=root) + "\n"
+        "hint: pass the directory for the <major>:<minor> links, e.g. /dev/char\n",
+    )
+    assert tree(root) == before
