@@ -12,7 +12,7 @@ import os
 import re
 import stat
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,10 +46,11 @@ BINARIES = (
     "nvidia-xconfig",
 )
 FIRMWARE_CLASS_PATH = "/sys/module/firmware_class/parameters/path"
-IPC_PATHS = (
-    ("/run/nvidia-persistenced/socket", "/var/run/nvidia-persistenced/socket"),
-    ("/run/nvidia-fabricmanager/socket", "/var/run/nvidia-fabricmanager/socket"),
-    ("/tmp/nvidia-mps",),
+# (alternatives, the kind of file each must be)
+IPC_PATHS: tuple[tuple[tuple[str, ...], Callable[[int], bool]], ...] = (
+    (("/run/nvidia-persistenced/socket", "/var/run/nvidia-persistenced/socket"), stat.S_ISSOCK),
+    (("/run/nvidia-fabricmanager/socket", "/var/run/nvidia-fabricmanager/socket"), stat.S_ISSOCK),
+    (("/tmp/nvidia-mps",), stat.S_ISDIR),
 )
 CONTROL_NODES = (
     "/dev/nvidia-modeset",
@@ -224,14 +225,14 @@ class _Scan:
     def versioned(self, entries: list[os.DirEntry[str]], suffix: str) -> dict[str, HostFile]:
         """The driver's libraries among ``entries``: lib*``suffix`` and the legacy NVVM."""
         found = {
-            e.name: self.library_file(e)
+            e.name: self.listed_file(e)
             for e in entries
             if e.name.startswith("lib") and (e.name.endswith(suffix) or LEGACY_NVVM.match(e.name))
         }
         return {name: file for name, file in found.items() if file is not None}
 
-    def library_file(self, entry: os.DirEntry[str]) -> HostFile | None:
-        """The mount for a library: the file itself, or what its link leads to inside the root.
+    def listed_file(self, entry: os.DirEntry[str]) -> HostFile | None:
+        """The mount for a listed library or firmware file: the file, or its link's target.
 
         A link (say libcuda.so.<version> -> /opt/nvidia/lib/libcuda.so.<version>) is resolved
         as if the driver root were `/` and mounted at the link's own path, next to its SONAME
@@ -246,17 +247,23 @@ class _Scan:
             target = self.driver.path(inside)
         except PathEscapeError:
             return None
-        if not target.is_file():
+        if not _is(target, stat.S_ISREG):
             return None
         return self.file(target, str(inside))
 
-    def find(self, *paths: str) -> Path | None:
+    def find(self, *paths: str, kind: Callable[[int], bool] = stat.S_ISREG) -> Path | None:
+        """The first of ``paths`` that resolves inside the driver root to a ``kind`` of file.
+
+        ``kind`` tests the mode (stat.S_ISREG, S_ISDIR, S_ISSOCK); a path that leads out of the
+        root, dangles or is another kind of file is skipped. The result is the resolved path.
+        """
         for path in paths:
             try:
                 found = self.driver.path(path)
-            except PathEscapeError:
+                mode = os.lstat(found).st_mode
+            except (OSError, PathEscapeError):
                 continue
-            if found.exists():
+            if kind(mode):
                 return found
         return None
 
@@ -274,12 +281,14 @@ class _Scan:
             own = self.versioned(listing, suffix)
             if not any(name.endswith(suffix) for name in own):
                 continue  # no library of this driver (dangling links do not count)
-            dirs.append(str(self.driver.relative(directory)))
-            vdpau = _listing(directory / "vdpau")
-            for sub, entries, mounted in (
-                (directory, listing, own),
-                (directory / "vdpau", vdpau, self.versioned(vdpau, suffix)),
-            ):
+            inside = str(self.driver.relative(directory))
+            dirs.append(inside)
+            found = [(directory, listing, own)]
+            vdpau = self.find(f"{inside}/vdpau", kind=stat.S_ISDIR)
+            if vdpau is not None:
+                entries = _listing(vdpau)
+                found.append((vdpau, entries, self.versioned(entries, suffix)))
+            for sub, entries, mounted in found:
                 files += [mounted[name] for name in sorted(mounted)]
                 links += _soname_links(sub, entries, set(mounted), self.driver)
             egl += [
@@ -303,7 +312,7 @@ class _Scan:
         found: dict[Path, HostFile] = {}
         for name in EXPLICIT_LIBRARIES:
             path = self.find(f"{library_dirs[0]}/{name}")
-            if path is not None and path.is_file() and str(path) not in mounted:
+            if path is not None and str(path) not in mounted:
                 found.setdefault(path, self.file(path))
         links: list[tuple[str, str]] = []
         by_dir: dict[Path, set[str]] = {}
@@ -317,7 +326,7 @@ class _Scan:
         found = []
         for name in BINARIES:
             path = self.find(*(f"{d}/{name}" for d in BINARY_DIRS))
-            if path is not None and path.is_file():
+            if path is not None:
                 found.append(self.file(path))
         return found
 
@@ -325,12 +334,14 @@ class _Scan:
         """`gsp*.bin` of this driver version in every firmware dir the kernel searches."""
         found: dict[Path, HostFile] = {}
         for base in self._firmware_dirs():
-            directory = self.find(f"{base}/nvidia/{self.version}")
+            directory = self.find(f"{base}/nvidia/{self.version}", kind=stat.S_ISDIR)
             if directory is None:
                 continue
             for entry in _listing(directory):
                 if entry.name.startswith("gsp") and entry.name.endswith(".bin"):
-                    found.setdefault(Path(entry.path), self.file(Path(entry.path)))
+                    file = self.listed_file(entry)  # a link: resolved inside the root
+                    if file is not None:
+                        found.setdefault(Path(file.host_path), file)
         return list(found.values())
 
     def _firmware_dirs(self) -> list[str]:
@@ -345,8 +356,8 @@ class _Scan:
 
     def ipc(self) -> list[HostFile]:
         found = []
-        for alternatives in IPC_PATHS:
-            path = self.find(*alternatives)
+        for alternatives, kind in IPC_PATHS:
+            path = self.find(*alternatives, kind=kind)
             if path is not None:
                 found.append(self.file(path))
         return found
@@ -378,7 +389,7 @@ class _Scan:
         glx = f"libglxserver_nvidia.so.{self.version}"
         for name in ("nvidia_drv.so", glx):
             path = self.find(*(f"{d}/{name}" for d in xorg_dirs))
-            if path is None or not path.is_file():
+            if path is None:
                 continue
             files.append(self.file(path))
             if name == glx:
@@ -445,6 +456,14 @@ class _Scan:
                 continue
             links.append((target, link))
         return nodes, links
+
+
+def _is(path: Path, kind: Callable[[int], bool]) -> bool:
+    """Whether ``path`` itself (not what a link at it leads to) is a ``kind`` of file."""
+    try:
+        return kind(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _soname_links(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -398,3 +399,48 @@ def test_missing_nvml_library_file_is_a_warning(
     assert _library_mounts(out, node.root) == [
         (f"/HOST/{LIBDIR}/libcuda.so.550.54.15", f"/{LIBDIR}/libcuda.so.550.54.15")
     ]
+
+
+def _link(path: Path, target: str | Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(target)
+
+
+@pytest.mark.integration
+def test_hostile_links_in_the_driver_root_are_dropped(
+    fake_node: MakeNode, hook_program: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review 2: every discovered file is resolved inside --driver-root; one that leads out of
+    it, dangles or is the wrong kind of file is left out, and hostPath is the resolved path."""
+    node = fake_node("driver-container")
+    driver = node.driver_root
+    outside = node.root.parent / "outside"  # the machine running ctk, outside the driver root
+    (outside / "vdpau").mkdir(parents=True)
+    (outside / "mps").mkdir()
+    for name in ("secret.bin", "vdpau/libvdpau_nvidia.so.550.54.15"):
+        (outside / name).write_bytes(b"")
+    climb = "../" * 32 + str(outside).lstrip("/")  # `..` past the driver root
+    firmware = driver / "lib/firmware/nvidia/550.54.15"
+    _link(firmware / "gsp_absolute.bin", outside / "secret.bin")  # resolves to nothing inside
+    _link(firmware / "gsp_climbs.bin", f"{climb}/secret.bin")
+    _link(firmware / "gsp_directory.bin", "/usr")
+    _link(firmware / "gsp_dangling.bin", "/nowhere")
+    # a link inside the root: mounted at its own path, hostPath is the file it leads to
+    (driver / "opt/fw").mkdir(parents=True)
+    (firmware / "gsp_ga10x.bin").rename(driver / "opt/fw/gsp_ga10x.bin")
+    _link(firmware / "gsp_ga10x.bin", "/opt/fw/gsp_ga10x.bin")
+    shutil.rmtree(driver / "usr/lib64/vdpau")
+    _link(driver / "usr/lib64/vdpau", outside / "vdpau")
+    _link(driver / "usr/bin/nvidia-imex", f"{climb}/secret.bin")
+    _link(driver / "etc/vulkan/icd.d/nvidia_icd.json", outside / "secret.bin")
+    (driver / "usr/share/glvnd/egl_vendor.d/10_nvidia.json").mkdir(parents=True)
+    (driver / "run/nvidia-fabricmanager").mkdir(parents=True)
+    (driver / "run/nvidia-fabricmanager/socket").write_bytes(b"")  # not a socket
+    _link(driver / "tmp/nvidia-mps", outside / "mps")
+    _link(driver / "usr/lib64/xorg/modules/drivers/nvidia_drv.so", f"{climb}/secret.bin")
+
+    code = main(["cdi", "generate", "--hook-path", str(hook_program), *_roots(node)])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    text = out.replace(str(hook_program), HOOK).replace(str(node.root), "/HOST")
+    assert text == _golden("driver-container-hostile-links.yaml", text)
