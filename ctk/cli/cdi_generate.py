@@ -361,7 +361,12 @@ DISABLE_HOOK = typer.Option(
 ENABLE_HOOK = typer.Option(
     [], "--enable-hook", "--enable-hooks", help="Add a hook that is off by default (chmod)."
 )
-LDCONFIG = typer.Option(None, "--ldconfig-path", help="ldconfig for the update-ldcache hook.")
+LDCONFIG = typer.Option(
+    None,
+    "--ldconfig-path",
+    help="Host ldconfig for the update-ldcache hook [default: the driver root's "
+    "/sbin/ldconfig.real if it exists, else the hook's own].",
+)
 FEATURE_FLAG = typer.Option(
     [],
     "--feature-flag",

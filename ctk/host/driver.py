@@ -108,6 +108,8 @@ EXPLICIT_LIBRARIES = (
 LEGACY_NVVM = re.compile(r"^libnvidia-nvvm70\.so\.\d+$")
 # EGL platform libraries, with their own X.Y.Z: graphics files (nvml mode only), no SONAME links
 EGL_PLATFORM_LIBRARY = re.compile(r"^libnvidia-egl-(gbm|wayland|wayland2|xcb|xlib)\.so\.\d+\.\d+")
+# Debian and Ubuntu's real ldconfig (/sbin/ldconfig is a shell script that runs it)
+LDCONFIG_REAL = "/sbin/ldconfig.real"
 DRIVER_VERSION_FILE = re.compile(r"^lib(cuda|nvidia-ml)\.so\.(\d+\.\d+(?:\.\d+)?)$")
 LD_CACHE_MAGIC = b"glibc-ld.so.cache1.1"
 
@@ -515,6 +517,7 @@ def read_driver(
     caps.sort(key=lambda p: (len(p), p))
     drm = []
     drm_links = []
+    ldconfig = scan.find(LDCONFIG_REAL)
     for bus_id in bus_ids:
         nodes, by_path = scan.drm(bus_id)
         drm.append((bus_id, tuple(nodes)))
@@ -540,6 +543,7 @@ def read_driver(
         mig_minors_malformed=tuple(malformed),
         drm=tuple(drm),
         drm_links=tuple(drm_links),
+        ldconfig=None if ldconfig is None else str(ldconfig),
     )
 
 

@@ -444,3 +444,59 @@ def test_hostile_links_in_the_driver_root_are_dropped(
     assert (code, err) == (0, "")
     text = out.replace(str(hook_program), HOOK).replace(str(node.root), "/HOST")
     assert text == _golden("driver-container-hostile-links.yaml", text)
+
+
+def _ldcache_hook(out: str) -> list[str]:
+    hooks = json.loads(out)["containerEdits"]["hooks"]
+    (args,) = [h["args"] for h in hooks if h["args"][1] == "update-ldcache"]
+    return list(args)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("ldconfig_real", "flags", "expected"),
+    [
+        pytest.param("file", [], ["--ldconfig-path", "{driver}/usr/sbin/ldconfig.real"], id="real"),
+        pytest.param(
+            "file",
+            ["--ldconfig-path", "/opt/ldconfig"],
+            ["--ldconfig-path", "/opt/ldconfig"],
+            id="flag-wins",
+        ),
+        pytest.param(None, [], [], id="none"),
+        pytest.param("escapes", [], [], id="link-out-of-the-root"),
+        pytest.param("directory", [], [], id="not-a-file"),
+    ],
+)
+def test_update_ldcache_uses_ldconfig_real_of_the_driver_root(
+    ldconfig_real: str | None,
+    flags: list[str],
+    expected: list[str],
+    fake_node: MakeNode,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Review 4: on Debian/Ubuntu /sbin/ldconfig is a shell script; the hook must run
+    ldconfig.real. Found in the driver root, resolved inside it (merged /usr here)."""
+    node = fake_node("driver-container")
+    driver = node.driver_root
+    (driver / "usr/sbin").mkdir(parents=True)
+    (driver / "sbin").symlink_to("usr/sbin")
+    real = driver / "usr/sbin/ldconfig.real"
+    if ldconfig_real == "file":
+        real.write_bytes(b"")
+    elif ldconfig_real == "escapes":
+        real.symlink_to("../" * 32 + "bin/true")
+    elif ldconfig_real == "directory":
+        real.mkdir()
+    code = main(["cdi", "generate", *_roots(node), "--format=json", *flags])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    assert _ldcache_hook(out) == [
+        "nvidia-cdi-hook",
+        "update-ldcache",
+        *(arg.format(driver=driver) for arg in expected),
+        "--folder",
+        "/usr/lib64",
+        "--folder",
+        "/usr/lib64/vdpau",
+    ]
