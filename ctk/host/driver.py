@@ -131,23 +131,42 @@ def read_ld_cache(root: HostRoot) -> tuple[tuple[str, str], ...]:
         data = root.path("/etc/ld.so.cache").read_bytes()
     except (OSError, PathEscapeError):
         return ()
+    return parse_ld_cache(data)
+
+
+def parse_ld_cache(data: bytes) -> tuple[tuple[str, str], ...]:
+    """The (library name, absolute path) entries of an ld.so.cache's new-format part.
+
+    A damaged cache (bad offsets, cut short, garbage) gives no entries, never an exception:
+    the standard library directories still apply, and a library found nowhere is reported
+    as not found.
+    """
     base = data.find(LD_CACHE_MAGIC)
-    if base < 0:
+    if base < 0 or len(data) < base + 48:
         return ()
-    try:
-        (count,) = struct.unpack_from("<I", data, base + 20)
-        entries = []
-        for i in range(count):
-            _flags, key, value = struct.unpack_from("<iII", data, base + 48 + 24 * i)
-            entries.append((_cstring(data, base + key), _cstring(data, base + value)))
-    except (struct.error, UnicodeDecodeError):
-        return ()  # a damaged cache: the standard directories still apply
+    (count,) = struct.unpack_from("<I", data, base + 20)
+    if count > (len(data) - base - 48) // 24:
+        return ()  # more entries than the file holds
+    entries = []
+    for i in range(count):
+        _flags, key, value = struct.unpack_from("<iII", data, base + 48 + 24 * i)
+        name, path = _cstring(data, base + key), _cstring(data, base + value)
+        if name is None or path is None:
+            return ()
+        if name and path.startswith("/"):
+            entries.append((name, path))
     return tuple(entries)
 
 
-def _cstring(data: bytes, offset: int) -> str:
-    end = data.index(b"\0", offset)
-    return data[offset:end].decode()
+def _cstring(data: bytes, offset: int) -> str | None:
+    """The NUL-terminated UTF-8 string at ``offset``, or None when there is none."""
+    end = data.find(b"\0", offset)
+    if offset >= len(data) or end < 0:
+        return None
+    try:
+        return data[offset:end].decode()
+    except UnicodeDecodeError:
+        return None
 
 
 def find_library(driver_root: Path, name: str, search: Iterable[str] = ()) -> Path | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import struct
 from collections.abc import Callable
 from pathlib import Path
 
@@ -499,4 +500,24 @@ def test_update_ldcache_uses_ldconfig_real_of_the_driver_root(
         "/usr/lib64",
         "--folder",
         "/usr/lib64/vdpau",
+    ]
+
+
+@pytest.mark.integration
+def test_damaged_ld_so_cache_is_no_internal_error(
+    fake_node: MakeNode, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review 6: an ld.so.cache whose string offset points past its end crashed generate."""
+    node = fake_node("no-nvml-library")
+    cache = b"glibc-ld.so.cache1.1" + struct.pack("<II", 1, 0) + bytes(20)
+    cache += struct.pack("<iIIIQ", 0x303, 10_000, 10_000, 0, 0)
+    (node.driver_root / "etc").mkdir(exist_ok=True)
+    (node.driver_root / "etc/ld.so.cache").write_bytes(cache)
+    code = main(["cdi", "generate", *_roots(node)])
+    out, err = capsys.readouterr()
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [
+        f"error: NVML library libnvidia-ml.so.1 not found under driver root {node.driver_root}",
+        "hint: is the NVIDIA driver installed? For a driver container pass --driver-root "
+        "(e.g. /run/nvidia/driver), or use --mode management, which needs no NVML",
     ]
