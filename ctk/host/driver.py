@@ -20,6 +20,7 @@ from ctk.cdi.model import DeviceNodeFacts, DriverFacts, HostFile, NodeFacts
 from ctk.cdi.options import Mode
 from ctk.errors import CtkError
 from ctk.host.root import HostRoot, PathEscapeError
+from ctk.nvproc import MigMinors, parse_mig_minors
 
 # Where drivers put their libraries (as nvidia-ctk searches them), before the ld.so.cache.
 LIBRARY_DIRS = (
@@ -445,23 +446,13 @@ class _Scan:
             return []
         return [f"{directory}/{e.name}" for e in _listing(host)]
 
-    def mig_minors(self) -> tuple[list[tuple[str, int]], list[str]]:
+    def mig_minors(self) -> MigMinors:
         """The `<capability> <minor>` lines of mig-minors, and the lines that are not that."""
         try:
             data = self.dev.path("/proc/driver/nvidia-caps/mig-minors").read_bytes()
         except (OSError, PathEscapeError):
-            return [], []
-        minors = []
-        malformed = []
-        for number, line in enumerate(data.decode("utf-8", "backslashreplace").splitlines(), 1):
-            parts = line.split()
-            if len(parts) == 2 and parts[1].isascii() and parts[1].isdigit():
-                minors.append((parts[0], int(parts[1])))
-            elif parts:
-                shown = line.strip()
-                shown = shown if len(shown) <= 40 else shown[:40] + "..."
-                malformed.append(f"line {number}: '{shown}'")
-        return minors, malformed
+            return MigMinors()
+        return parse_mig_minors(data.decode("utf-8", "backslashreplace"))
 
     def drm(self, bus_id: str) -> tuple[list[DeviceNodeFacts], list[tuple[str, str]]]:
         names = [
@@ -525,7 +516,7 @@ def read_driver(
     graphics, graphics_links = scan.graphics(library_dirs)
     graphics = egl + graphics
     explicit, explicit_links = scan.explicit_libraries(library_dirs, libraries)
-    minors, malformed = scan.mig_minors()
+    mig = scan.mig_minors()
     dev_entries = scan.dev_listing("/dev")
     gpu_nodes = [p for p in dev_entries if re.fullmatch(r"/dev/nvidia\d+", p)]
     gpu_nodes.sort(key=lambda p: int(p.removeprefix("/dev/nvidia")))
@@ -558,8 +549,8 @@ def read_driver(
         gpu_nodes=tuple(scan.nodes(gpu_nodes)),
         cap_nodes=tuple(scan.nodes(caps)),
         other_nodes=tuple(scan.nodes(sorted(other))),
-        mig_minors=tuple(minors),
-        mig_minors_malformed=tuple(malformed),
+        mig_minors=mig.minors,
+        mig_minors_malformed=mig.malformed,
         drm=tuple(drm),
         drm_links=tuple(drm_links),
         ldconfig=None if ldconfig is None else str(ldconfig),
