@@ -302,14 +302,18 @@ REFRESH_OUTPUT = typer.Option(DEFAULT_OUTPUT, "--output", "-o", help="The spec t
 
 
 def _changes(before: str, spec: Spec) -> str:
-    """Which device names came and went, for the refresh message."""
-    import yaml
+    """Which device names came and went, for the refresh message.
 
-    try:
-        old = yaml.safe_load(before)
-        names = {str(d["name"]) for d in old["devices"]}
-    except (yaml.YAMLError, TypeError, KeyError):
+    The old spec is read by ctk.cdi.load, as `cdi validate` and the runtimes read it (an
+    unquoted `name: 2:2` is the string 2:2 there, not YAML 1.1's base-60 number 122).
+    """
+    from ctk.cdi.load import load_text
+
+    old = load_text(before).value
+    devices = old.get("devices") if old is not None else None
+    if not isinstance(devices, list):
         return "; the old file was not a readable spec"
+    names = {str(d["name"]) for d in devices if isinstance(d, dict) and "name" in d}
     new = {d.name for d in spec.devices}
     added, removed = sorted(new - names), sorted(names - new)
     parts = [f"added {', '.join(added)}"] if added else []

@@ -86,3 +86,21 @@ def test_refresh_failure_keeps_the_spec(
         "hint: load the kernel module (modprobe nvidia) and check dmesg\n"
     )
     assert output.read_bytes() == before
+
+
+@pytest.mark.integration
+def test_refresh_reads_the_old_spec_as_runtimes_do(
+    fake_node: MakeNode, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review 10: the old spec was read by a second parser (yaml.safe_load, YAML 1.1), which
+    took an unquoted MIG name `2:2` for the number 122 and reported devices that never moved."""
+    node = fake_node("dgx-a100")
+    output = tmp_path / "nvidia.yaml"
+    assert _refresh(node, output) == 0
+    output.write_text(output.read_text().replace('name: "2:2"', "name: 2:2"))
+    capsys.readouterr()
+    assert _refresh(node, output) == 0
+    assert capsys.readouterr().err == (
+        f"updated {output} (cdiVersion 0.5.0, kind nvidia.com/gpu, 23 devices; "
+        "device edits changed)\n"
+    )
