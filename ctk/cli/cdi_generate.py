@@ -301,26 +301,6 @@ OUTPUT = typer.Option(None, "--output", "-o", help="Write here (.yaml or .json) 
 REFRESH_OUTPUT = typer.Option(DEFAULT_OUTPUT, "--output", "-o", help="The spec to refresh.")
 
 
-def _changes(before: str, spec: Spec) -> str:
-    """Which device names came and went, for the refresh message.
-
-    The old spec is read by ctk.cdi.load, as `cdi validate` and the runtimes read it (an
-    unquoted `name: 2:2` is the string 2:2 there, not YAML 1.1's base-60 number 122).
-    """
-    from ctk.cdi.load import load_text
-
-    old = load_text(before).value
-    devices = old.get("devices") if old is not None else None
-    if not isinstance(devices, list):
-        return "; the old file was not a readable spec"
-    names = {str(d["name"]) for d in devices if isinstance(d, dict) and "name" in d}
-    new = {d.name for d in spec.devices}
-    added, removed = sorted(new - names), sorted(names - new)
-    parts = [f"added {', '.join(added)}"] if added else []
-    parts += [f"removed {', '.join(removed)}"] if removed else []
-    return "; " + ("; ".join(parts) if parts else "device edits changed")
-
-
 DRIVER_ROOT = typer.Option(Path("/"), "--driver-root", help="Where the driver files are.")
 DEV_ROOT = typer.Option(
     None, "--dev-root", help="Where /dev, /proc and /sys are [default: the driver root]."
@@ -365,12 +345,7 @@ DISABLE_HOOK = typer.Option(
 ENABLE_HOOK = typer.Option(
     [], "--enable-hook", "--enable-hooks", help="Add a hook that is off by default (chmod)."
 )
-LDCONFIG = typer.Option(
-    None,
-    "--ldconfig-path",
-    help="Host ldconfig for the update-ldcache hook [default: the driver root's "
-    "/sbin/ldconfig.real if it exists, else the hook's own].",
-)
+LDCONFIG = typer.Option(None, "--ldconfig-path", help="ldconfig for the update-ldcache hook.")
 FEATURE_FLAG = typer.Option(
     [],
     "--feature-flag",
@@ -465,7 +440,10 @@ def register(app: typer.Typer) -> None:
         library_search_paths: list[str] = LIBRARY_SEARCH_PATH,
         config_search_paths: list[str] = CONFIG_SEARCH_PATH,
     ) -> None:
-        """Regenerate the spec only if the node changed (driver, GPUs, MIG layout, devices)."""
+        """Rewrite the spec only if it would change, and say what changed.
+
+        A file that is not a readable spec is replaced (a refresh at boot repairs it).
+        """
         fmt = _spec_format(output, None)
         _check_output(output)
         options = _options(
@@ -489,14 +467,19 @@ def register(app: typer.Typer) -> None:
             library_search_paths=library_search_paths,
             config_search_paths=config_search_paths,
         )
+        from ctk.cdi.refresh import Outcome, plan_refresh
+        from ctk.cdi.serialize import spec_data
         from ctk.host import files
 
-        before = files.read_text(output, missing_ok=True)
-        if before == text:
+        plan = plan_refresh(files.read_bytes(output, missing_ok=True), text, spec_data(spec))
+        if plan.outcome is Outcome.KEEP:
             sys.stderr.write(f"{output} is up to date ({_summary(spec)}); nothing written\n")
             return
         _write(output, text)
-        if before is None:
-            sys.stderr.write(f"created {output} ({_summary(spec)})\n")
-            return
-        sys.stderr.write(f"updated {output} ({_summary(spec)}{_changes(before, spec)})\n")
+        if plan.outcome is Outcome.CREATE:
+            message = f"created {output} ({_summary(spec)})"
+        elif plan.outcome is Outcome.REPLACE:
+            message = f"replaced {output}, which was not a readable CDI spec ({_summary(spec)})"
+        else:
+            message = f"updated {output} ({'; '.join([_summary(spec), *plan.changes])})"
+        sys.stderr.write(message + "\n")
