@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ctk.host.driver import read_driver
 from ctk.host.facts.gatherer import Gatherer
@@ -173,3 +175,16 @@ def test_generate_doctor_and_system_read_the_same_files_alike(tmp_path: Path) ->
     assert gather_dev(Gatherer(HostRoot(tmp_path))).mig_minors == wanted
     facts = read_driver_facts(HostRoot(tmp_path))
     assert (facts.majors, facts.gpu_minors) == ({"nvidia-frontend": 195}, [2])
+
+
+@given(
+    st.text(alphabet=st.sampled_from("gpu0/iac:ces \t\n12\u00b2\u0663Ch rtdvi-DMnoY"), max_size=200)
+)
+def test_parsers_take_any_text(text: str) -> None:
+    """Whatever the files hold, the parsers return values (no exception)."""
+    majors = parse_proc_devices(text)
+    mig = parse_mig_minors(text)
+    info = parse_gpu_information(text)
+    assert all(isinstance(v, int) for v in majors.values())
+    assert all(isinstance(minor, int) for _, minor in mig.minors)
+    assert info.device_minor is None or isinstance(info.device_minor, int)
