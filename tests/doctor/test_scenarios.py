@@ -50,6 +50,10 @@ SCENARIOS = [
         "docker-invalid-json", {"docker.daemon-json-invalid"}, set(), id="docker-invalid-json"
     ),
     pytest.param("docker-snap", {"docker.snap"}, set(), id="docker-snap"),
+    pytest.param(
+        "containerd-docker-certs", set(), set(), id="docker-certs-dir-on-containerd-node-healthy"
+    ),
+    pytest.param("docker-cdi-only", set(), set(), id="docker-cdi-only-no-runtime-healthy"),
     pytest.param("docker-host", set(), set(), id="docker-host-containerd-cri-off-healthy"),
     pytest.param(
         "rootless-docker",
