@@ -353,6 +353,29 @@ CASES = [
 ]
 
 
+def test_conflict_fix_names_the_files_and_keeps_the_generated_spec() -> None:
+    clash = "/var/run/cdi/nvidia-copy.yaml line 5: device nvidia.com/gpu=0 is also defined by ..."
+    files = (
+        "/etc/cdi/a.yaml",
+        "/etc/cdi/b.yaml",
+        "/var/run/cdi/nvidia-copy.yaml",
+        "/var/run/cdi/nvidia.yaml",
+    )
+    result = run(
+        "cdi.spec-conflict", NodeFacts(cdi=CdiFacts(conflicts=(clash,), conflict_files=files))
+    )
+    assert result.commands == (
+        "sudo rm /etc/cdi/b.yaml   # keeps /etc/cdi/a.yaml",
+        "sudo rm /var/run/cdi/nvidia-copy.yaml   # keeps /var/run/cdi/nvidia.yaml",
+        "ctk cdi list",
+    )
+    assert result.evidence == (
+        Evidence("CDI", clash),
+        *(Evidence(path, "takes part in the clash") for path in files),
+    )
+    assert (result.status, result.severity) == (Status.FAIL, None)
+
+
 @pytest.mark.parametrize(("check_id", "facts", "expected"), CASES)
 def test_check(check_id: str, facts: NodeFacts, expected: Result) -> None:
     assert run(check_id, facts) == expected

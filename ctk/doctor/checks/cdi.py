@@ -239,11 +239,29 @@ def spec_incomplete(facts: NodeFacts) -> Result:
     )
 
 
+GENERATED_NAME = "nvidia.yaml"
+"""The file name `ctk cdi generate/refresh` and nvidia-cdi-refresh write in a spec directory."""
+
+
+def conflict_removals(files: tuple[str, ...]) -> list[str]:
+    """`rm` commands leaving one file per directory: the generated `nvidia.yaml` if it clashes."""
+    by_dir: dict[str, list[str]] = {}
+    for path in sorted(files):
+        by_dir.setdefault(path.rsplit("/", 1)[0], []).append(path)
+    commands = []
+    for directory, paths in by_dir.items():
+        keep = f"{directory}/{GENERATED_NAME}"
+        if keep not in paths:
+            keep = paths[0]
+        commands += [f"sudo rm {path}   # keeps {keep}" for path in paths if path != keep]
+    return commands
+
+
 @check(
     "cdi.spec-conflict",
-    severity=Severity.WARNING,
+    severity=Severity.ERROR,
     title="no CDI device is defined twice in one spec directory",
-    remedy="Keep one spec file per kind and directory (usually the refresh unit's).",
+    remedy="Keep one spec file per kind and directory: the generated nvidia.yaml.",
     sources=("https://github.com/cncf-tags/container-device-interface/blob/main/pkg/cdi/doc.go",),
     depends_on=("cdi.spec-invalid",),
     where=HOST_ONLY,
@@ -261,11 +279,8 @@ def spec_conflict(facts: NodeFacts) -> Result:
         f"{len(facts.cdi.conflicts)} CDI device definition(s) clash within one spec directory; "
         "runtimes drop those devices (unresolvable CDI devices)",
         *(Evidence("CDI", conflict) for conflict in facts.cdi.conflicts[:MAX_EVIDENCE]),
-        commands=(
-            "ctk cdi list   # shows the clashing files",
-            "sudo rm <the hand-made spec>   # keep one spec per kind and directory",
-        ),
-        severity=Severity.ERROR,
+        *(Evidence(path, "takes part in the clash") for path in facts.cdi.conflict_files),
+        commands=(*conflict_removals(facts.cdi.conflict_files), "ctk cdi list"),
     )
 
 
