@@ -32,6 +32,7 @@ SCENARIOS = [
     pytest.param("cdi-conflict", {"cdi.spec-conflict"}, set(), id="cdi-same-directory-conflict"),
     pytest.param("cdi-override", set(), set(), id="cdi-override-across-directories"),
     pytest.param("cdi-incomplete", {"cdi.spec-incomplete"}, set(), id="cdi-incomplete"),
+    pytest.param("cdi-gpu-replaced", {"cdi.spec-incomplete"}, set(), id="cdi-gpu-replaced"),
     pytest.param("cdi-wrong-minor", {"cdi.spec-incomplete"}, set(), id="cdi-index-names-moved"),
     pytest.param("dev-nodes-missing", {"dev.nodes-missing"}, set(), id="dev-nodes-missing"),
     pytest.param(

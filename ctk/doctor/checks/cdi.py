@@ -220,12 +220,26 @@ def spec_incomplete(facts: NodeFacts) -> Result:
         return skip("no nvidia.com/gpu CDI spec")
     names = spec_device_names(facts)
     nodes = {path for spec in specs for paths in spec.device_node_paths.values() for path in paths}
+    gpus = _gpu_names(facts)
+    # a spec that names GPUs by UUID must name each current GPU's: a replaced GPU keeps its index
+    # and device node, but `--device nvidia.com/gpu=<new UUID>` is unresolvable
+    by_uuid = any(name.startswith("GPU-") for name in names)
     missing = [
         label
-        for label, aliases, node in _gpu_names(facts)
-        if not any(alias in names for alias in aliases) and node not in nodes
+        for label, aliases, node in gpus
+        if aliases[-1] not in names
+        and (by_uuid or (not any(alias in names for alias in aliases) and node not in nodes))
     ]
     problems = [Evidence("GPU", f"{label} has no CDI device") for label in missing]
+    current = {aliases[-1] for _, aliases, _ in gpus}
+    problems += [
+        Evidence(
+            ", ".join(s.path for s in specs),
+            f"device {name} names no GPU of this node (replaced or removed)",
+        )
+        for name in sorted(names)
+        if name.startswith("GPU-") and current and name not in current
+    ]
     problems += _wrong_nodes(facts, specs)
     if "all" not in names:
         problems.append(Evidence(", ".join(s.path for s in specs), "no device named all"))
