@@ -302,6 +302,11 @@ def _fix(
         if finding.check in affected:
             was = before[finding.check].status.value
             out.write(f"  {finding.check}: {was} -> {finding.status.value}  {finding.summary}\n")
+    stuck = [f for f in after if f.check in affected and f.is_problem]
+    if stuck:
+        states = ", ".join(f"{f.check} still {f.status.value}" for f in stuck)
+        out.write(f"the fixes did not take: {states}\n")
+        return 1
     return summarize(after).exit_code
 
 
