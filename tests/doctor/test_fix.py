@@ -119,3 +119,22 @@ def test_a_fix_that_does_not_take_fails_and_says_so(
         "device rules from /dev/char and 5 NVIDIA link(s) are missing\n"
         "the fixes did not take: dev.char-symlinks-missing still warn\n"
     )
+
+
+def test_no_fix_is_offered_for_an_unparseable_config(
+    fake_nvml_library: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    try:
+        with materialise("containerd-config-invalid", tmp_path, fake_nvml_library) as node:
+            monkeypatch.setenv(TOPOLOGY_ENV, str(node.topology))
+            assert main(["doctor", "--root", str(node.root), "--fix", "--yes"]) == 1
+    except SkipNode as exc:
+        pytest.skip(str(exc))
+    out = capsys.readouterr().out
+    assert out.endswith(
+        "Fix first: containerd.runtime-not-configured.\n"
+        "\nNothing that ctk can fix by itself; apply the commands shown above.\n"
+    )

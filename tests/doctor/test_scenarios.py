@@ -73,6 +73,12 @@ SCENARIOS = [
         id="containerd-drop-in-not-imported",
     ),
     pytest.param(
+        "containerd-config-invalid",
+        {"containerd.runtime-not-configured"},
+        set(),
+        id="containerd-config-does-not-parse",
+    ),
+    pytest.param(
         "containerd-cgroup-mismatch",
         {"containerd.systemd-cgroup-mismatch"},
         set(),

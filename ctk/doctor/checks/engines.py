@@ -267,6 +267,12 @@ def drop_in_not_imported(facts: NodeFacts) -> Result:
     unused = containerd_unused(facts)
     if unused is not None:
         return unused
+    if containerd.error is not None:
+        # unparseable: its imports are unknown, and the parse error (reported by
+        # containerd.runtime-not-configured) is the root cause, with no fix to offer here
+        return skip(
+            f"{containerd.config_path} does not parse (see containerd.runtime-not-configured)"
+        )
     if not containerd.drop_ins:
         return skip("no containerd drop-in files")
     orphans = [
