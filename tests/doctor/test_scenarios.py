@@ -148,6 +148,7 @@ SCENARIOS = [
         set(),
         id="pod-hami-nvml-reports-full-memory",
     ),
+    pytest.param("nvml-unknown-host", {"gpu.lost"}, set(), id="nvml-unknown-error-on-host"),
     pytest.param("nvml-not-found", {"lib.nvml-not-found"}, set(), id="nvml-not-found"),
     pytest.param("libcuda-not-found", {"lib.libcuda-not-found"}, set(), id="libcuda-not-found"),
     pytest.param("gpu-leftover", {"gpu.leftover-processes"}, set(), id="gpu-leftover-zombie"),
