@@ -162,7 +162,7 @@ def _json_env(text: str) -> list[str]:
 
 
 def parse_env_file(text: str) -> dict[str, str]:
-    """KEY=VALUE lines (`export`, quotes, comments), or `docker inspect`'s JSON (see `_json_env`)."""
+    """KEY=VALUE lines (`export`, quotes, comments), or `docker inspect`'s JSON (`_json_env`)."""
     env = {}
     lines = text.splitlines()
     if text.lstrip().startswith(("[", "{")):

@@ -195,7 +195,8 @@ def test_image_env_file(node: Node, tmp_path: Path, capsys: pytest.CaptureFixtur
         ),
         pytest.param(
             ["--root", "/etc/passwd"],
-            "error: --root /etc/passwd: not a directory\nhint: --root takes the mounted host's `/`\n",
+            "error: --root /etc/passwd: not a directory\n"
+            "hint: --root takes the mounted host's `/`\n",
             id="root-is-a-file",
         ),
         pytest.param(
