@@ -321,3 +321,21 @@ def test_json_document_is_exact(node: Node, capsys: pytest.CaptureFixture[str]) 
         "kernel",
         "dev",
     ]
+
+
+@pytest.mark.parametrize("node", ["ldconfig-usr-sbin"], indirect=True)
+def test_ldconfig_fix_names_the_ldconfig_that_exists(
+    node: Node, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = doctor(
+        capsys, "--root", str(node.root), "--json", "--check", "toolkit.ldconfig-path"
+    )
+    check = json.loads(out)["checks"][0]
+    assert (code, check["status"], check["remedy"]["commands"]) == (
+        1,
+        "fail",
+        [
+            "sudo nvidia-ctk config --in-place --set "
+            "nvidia-container-cli.ldconfig=@/usr/sbin/ldconfig"
+        ],
+    )

@@ -93,6 +93,8 @@ SCENARIOS = [
     pytest.param(
         "ldconfig-real-on-rhel", {"toolkit.ldconfig-path"}, set(), id="ldconfig-real-on-rhel"
     ),
+    pytest.param("ldconfig-usr-sbin", {"toolkit.ldconfig-path"}, set(), id="ldconfig-usr-sbin"),
+    pytest.param("toolkit-config-dir", {"toolkit.config-invalid"}, set(), id="toolkit-config-dir"),
     pytest.param(
         "old-toolkit-cgroupv2",
         {"host.cgroup-v2-legacy-stack", "toolkit.too-old", "toolkit.security-outdated"},
