@@ -58,7 +58,7 @@ def doctor(
     from ctk.doctor.run import select
 
     if list_checks:
-        _print_list()
+        _print_list(as_json=as_json)
         raise typer.Exit(0)
     unknown_ids = [c for c in check if c not in REGISTRY]
     if unknown_ids:
@@ -181,11 +181,27 @@ def parse_env_file(text: str) -> dict[str, str]:
     return env
 
 
-def _print_list() -> None:
+def _print_list(*, as_json: bool) -> None:
     import ctk.doctor.run  # noqa: F401  (fills the registry)
     from ctk.doctor.model import REGISTRY, checks_in_order
 
     checks = checks_in_order(REGISTRY)
+    if as_json:
+        listing = [
+            {
+                "id": c.id,
+                "group": c.group.value,
+                "severity": c.severity.value,
+                "title": c.title,
+                "remedy": c.remedy,
+                "sources": list(c.sources),
+                "depends_on": list(c.depends_on),
+                "where": sorted(w.value for w in c.where),
+            }
+            for c in checks
+        ]
+        sys.stdout.write(json.dumps(listing, indent=2) + "\n")
+        return
     width = max(len(c.id) for c in checks)
     for item in checks:
         sys.stdout.write(f"{item.id:<{width}}  {item.severity.value:<7}  {item.title}\n")

@@ -443,6 +443,11 @@ def test_a_hanging_step_is_bounded(tmp_path: Path) -> None:
             id="terminal-symbols",
         ),
         pytest.param({"FORCE_COLOR": "1", "NO_COLOR": "1"}, ["[ok]", "[FAIL]"], id="no-color"),
+        pytest.param(
+            {"FORCE_COLOR": "1", "NO_COLOR": ""},
+            ["\x1b[32m\u2713\x1b[0m", "\x1b[31m\u2717\x1b[0m"],
+            id="empty-no-color-is-unset",
+        ),
     ],
 )
 def test_symbols_only_on_a_colour_terminal(
@@ -462,3 +467,15 @@ def test_symbols_only_on_a_colour_terminal(
         if line.startswith("  ") and " driver." in line
     ]
     assert [line.split()[0] for line in lines] == marks
+
+
+def test_no_color_means_no_escape_codes_at_all(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.delenv("TERM", raising=False)
+    findings = diagnose(NodeFacts(), show=["driver.nouveau-loaded", "driver.not-loaded"])
+    doctor_render.report(NodeFacts(), findings, verbose=False, strict=False)
+    out = capsys.readouterr().out
+    assert ("\x1b" in out, "\ndriver\n" in out) == (False, True)

@@ -339,3 +339,23 @@ def test_ldconfig_fix_names_the_ldconfig_that_exists(
             "nvidia-container-cli.ldconfig=@/usr/sbin/ldconfig"
         ],
     )
+
+
+def test_list_json_is_the_registry(capsys: pytest.CaptureFixture[str]) -> None:
+    from ctk.doctor.model import REGISTRY, checks_in_order
+
+    code, out, err = doctor(capsys, "--list", "--json")
+    assert (code, err) == (0, "")
+    assert json.loads(out) == [
+        {
+            "id": c.id,
+            "group": c.group.value,
+            "severity": c.severity.value,
+            "title": c.title,
+            "remedy": c.remedy,
+            "sources": list(c.sources),
+            "depends_on": list(c.depends_on),
+            "where": sorted(w.value for w in c.where),
+        }
+        for c in checks_in_order(REGISTRY)
+    ]
