@@ -479,3 +479,19 @@ def test_no_color_means_no_escape_codes_at_all(
     doctor_render.report(NodeFacts(), findings, verbose=False, strict=False)
     out = capsys.readouterr().out
     assert ("\x1b" in out, "\ndriver\n" in out) == (False, True)
+
+
+@pytest.mark.parametrize(
+    ("where", "code", "status"),
+    [
+        pytest.param(Where.HOST, 15, Status.FAIL, id="lost-on-host"),
+        pytest.param(Where.CONTAINER, 15, Status.FAIL, id="lost-in-container"),
+        pytest.param(Where.HOST, 999, Status.FAIL, id="unknown-error-on-host"),
+        pytest.param(Where.CONTAINER, 999, Status.SKIP, id="unknown-error-in-container"),
+        pytest.param(Where.HOST, 4, Status.SKIP, id="other-init-error"),
+        pytest.param(Where.HOST, None, Status.OK, id="nvml-fine"),
+    ],
+)
+def test_gpu_lost(where: Where, code: int | None, status: Status) -> None:
+    facts = NodeFacts(where=where, kernel=DRIVER, nvml=NvmlFacts(error_code=code, error="x"))
+    assert run("gpu.lost", facts).status is status
