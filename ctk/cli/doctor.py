@@ -17,9 +17,9 @@ from ctk.errors import CtkError, UsageError
 
 SCHEMA_ID = "ctk.doctor/v1"
 
-ROOT = typer.Option(
-    Path("/"), "--root", help="Diagnose the host filesystem mounted here (e.g. /host)."
-)
+ROOT = typer.Option("/", "--root", help="Diagnose the host filesystem mounted here (e.g. /host).")
+ROOT_HINT = "--root takes the mounted host's `/`"
+ENV_HINT = "KEY=VALUE lines, or `docker inspect IMAGE` output"
 JSON = typer.Option(False, "--json", help="Print one versioned JSON document (see docs/doctor.md).")
 LIST = typer.Option(False, "--list", help="List every check with a one-line description.")
 CHECK = typer.Option([], "--check", help="Show only this check (repeatable).")
@@ -40,7 +40,7 @@ NVML_TIMEOUT = typer.Option(5.0, "--nvml-timeout", help="Seconds to wait for NVM
 
 def doctor(
     *,
-    root: Path = ROOT,
+    root_arg: str = ROOT,
     as_json: bool = JSON,
     list_checks: bool = LIST,
     check: list[str] = CHECK,
@@ -58,7 +58,7 @@ def doctor(
     from ctk.doctor.run import select
 
     if list_checks:
-        _print_list()
+        _print_list(as_json=as_json)
         raise typer.Exit(0)
     unknown_ids = [c for c in check if c not in REGISTRY]
     if unknown_ids:
@@ -67,8 +67,7 @@ def doctor(
         )
     if fix and as_json:
         raise UsageError("--fix and --json cannot be combined", hint="run --fix without --json")
-    if not root.is_dir():
-        raise CtkError(f"{root}: not a directory", hint="--root takes the mounted host's `/`")
+    root = _root(root_arg)
     need = _cuda_need(cuda_version, image_env)
     shown = select(ids=check, groups=[g.value for g in group])
     facts, findings, timings = _diagnose(root, need, shown, nvml_timeout)
@@ -98,13 +97,27 @@ def _diagnose(
     return facts, diagnose(facts, show=shown), timings
 
 
+def _root(text: str) -> Path:
+    """The --root directory; a missing, empty or non-directory value is a usage error."""
+    if not text:
+        raise UsageError("--root is empty", hint=ROOT_HINT)
+    root = Path(text)
+    if not root.exists():
+        raise UsageError(f"--root {text}: no such directory", hint=ROOT_HINT)
+    if not root.is_dir():
+        raise UsageError(f"--root {text}: not a directory", hint=ROOT_HINT)
+    return root
+
+
 def _cuda_need(cuda_version: str | None, image_env: Path | None) -> CudaNeed | None:
-    from ctk.doctor.cuda import need_from_env, parse_version
+    import re
+
+    from ctk.doctor.cuda import need_from_env
 
     if cuda_version is not None and image_env is not None:
         raise UsageError("--cuda-version and --image-env cannot be combined")
     if cuda_version is not None:
-        if parse_version(cuda_version) is None:
+        if not re.fullmatch(r"\d+(\.\d+){0,2}", cuda_version):
             raise UsageError(
                 f"--cuda-version {cuda_version!r} is not a version", hint="e.g. --cuda-version 12.4"
             )
@@ -113,13 +126,15 @@ def _cuda_need(cuda_version: str | None, image_env: Path | None) -> CudaNeed | N
         return None
     from ctk.host import files
 
+    if not image_env.exists():
+        raise UsageError(f"--image-env {image_env}: no such file", hint=ENV_HINT)
+    if image_env.is_dir():
+        raise UsageError(f"--image-env {image_env}: is a directory", hint=ENV_HINT)
     text = files.read_text(image_env) or ""
     try:
         env = parse_env_file(text)
     except CtkError as exc:
-        raise CtkError(
-            f"{image_env}: {exc.message}", hint="KEY=VALUE lines or a JSON list"
-        ) from exc
+        raise CtkError(f"{image_env}: {exc.message}", hint=ENV_HINT) from exc
     need = need_from_env(env, str(image_env))
     if need is None:
         raise CtkError(
@@ -129,16 +144,29 @@ def _cuda_need(cuda_version: str | None, image_env: Path | None) -> CudaNeed | N
     return need
 
 
+def _json_env(text: str) -> list[str]:
+    """The KEY=VALUE strings of `docker inspect IMAGE` (a list of objects with Config.Env), one
+    such object, or the bare `.Config.Env` list."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise CtkError(f"not valid JSON: {exc}") from exc
+    if isinstance(data, list) and data and all(isinstance(item, dict) for item in data):
+        data = data[0]  # `docker inspect` prints a list, one object per image
+    if isinstance(data, dict):
+        config = data.get("Config") or data.get("config") or {}
+        data = config.get("Env") if isinstance(config, dict) else None
+    if not isinstance(data, list) or not all(isinstance(item, str) for item in data):
+        raise CtkError("not `docker inspect` output or a JSON list of KEY=VALUE strings")
+    return data
+
+
 def parse_env_file(text: str) -> dict[str, str]:
-    """KEY=VALUE lines (`export`, quotes, comments), or the JSON list `docker inspect` prints."""
+    """KEY=VALUE lines (`export`, quotes, comments), or `docker inspect`'s JSON (`_json_env`)."""
     env = {}
     lines = text.splitlines()
-    if text.lstrip().startswith("["):
-        try:
-            items = json.loads(text)
-        except ValueError as exc:
-            raise CtkError(f"not a JSON list of KEY=VALUE strings: {exc}") from exc
-        lines = [item for item in items if isinstance(item, str)] if isinstance(items, list) else []
+    if text.lstrip().startswith(("[", "{")):
+        lines = _json_env(text)
     for raw in lines:
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -153,11 +181,27 @@ def parse_env_file(text: str) -> dict[str, str]:
     return env
 
 
-def _print_list() -> None:
+def _print_list(*, as_json: bool) -> None:
     import ctk.doctor.run  # noqa: F401  (fills the registry)
     from ctk.doctor.model import REGISTRY, checks_in_order
 
     checks = checks_in_order(REGISTRY)
+    if as_json:
+        listing = [
+            {
+                "id": c.id,
+                "group": c.group.value,
+                "severity": c.severity.value,
+                "title": c.title,
+                "remedy": c.remedy,
+                "sources": list(c.sources),
+                "depends_on": list(c.depends_on),
+                "where": sorted(w.value for w in c.where),
+            }
+            for c in checks
+        ]
+        sys.stdout.write(json.dumps(listing, indent=2) + "\n")
+        return
     width = max(len(c.id) for c in checks)
     for item in checks:
         sys.stdout.write(f"{item.id:<{width}}  {item.severity.value:<7}  {item.title}\n")
@@ -302,6 +346,11 @@ def _fix(
         if finding.check in affected:
             was = before[finding.check].status.value
             out.write(f"  {finding.check}: {was} -> {finding.status.value}  {finding.summary}\n")
+    stuck = [f for f in after if f.check in affected and f.is_problem]
+    if stuck:
+        states = ", ".join(f"{f.check} still {f.status.value}" for f in stuck)
+        out.write(f"the fixes did not take: {states}\n")
+        return 1
     return summarize(after).exit_code
 
 

@@ -1,7 +1,8 @@
 """Human output of `ctk doctor`: grouped by layer, problems in detail, one summary line.
 
-Symbols need a colour terminal; with `NO_COLOR`, `TERM=dumb` or output that is not a TTY the
-labels are plain text (`[ok]`, `[FAIL]`, ...), so logs and pipes read the same.
+Symbols need a colour terminal; with a non-empty `NO_COLOR`, `TERM=dumb` or output that is not a
+TTY the labels are plain text (`[ok]`, `[FAIL]`, ...) without any escape codes, so logs and pipes
+read the same.
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ INDENT = "  "
 
 
 def _plain(console: Console) -> bool:
+    # no-color.org: only a non-empty NO_COLOR counts
     return (
         not console.is_terminal
-        or "NO_COLOR" in os.environ
+        or bool(os.environ.get("NO_COLOR"))
         or os.environ.get("TERM") == "dumb"
         or console.no_color
     )
@@ -94,6 +96,8 @@ def report(facts: NodeFacts, findings: Sequence[Finding], *, verbose: bool, stri
     """Print the report to stdout."""
     console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
     plain = _plain(console)
+    if plain:  # no escape codes at all: no colour, and no bold or dim either
+        console = Console(file=sys.stdout, highlight=False, soft_wrap=True, color_system=None)
     user = "root" if facts.is_root else "not root"
     console.print(
         Text(f"ctk doctor: {facts.where.value}, root {facts.root}, {user}, ctk {__version__}")

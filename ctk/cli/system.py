@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Annotated
 
@@ -90,8 +91,6 @@ def create_device_nodes(
 
 def _check_dev_char_path(path: Path) -> None:
     """Refuse a --dev-char-path that cannot hold links, before anything is changed."""
-    import os
-
     hint = "pass the directory for the <major>:<minor> links, e.g. /dev/char"
     if os.path.lexists(path) and not path.is_dir():
         raise CtkError(f"--dev-char-path {path}: not a directory", hint=hint)
@@ -100,6 +99,12 @@ def _check_dev_char_path(path: Path) -> None:
             if not parent.is_dir():
                 raise CtkError(f"--dev-char-path {path}: {parent} is not a directory", hint=hint)
             return
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` lies under ``root``, when ``root`` is not `/`."""
+    top = root.resolve()
+    return top != Path("/") and path.resolve().is_relative_to(top)
 
 
 @app.command("create-dev-char-symlinks")
@@ -118,7 +123,7 @@ def create_dev_char_symlinks(
 ) -> None:
     """Create /dev/char links for the NVIDIA device nodes (prevents NVML "Unknown Error")."""
     from ctk.host.root import HostRoot
-    from ctk.system.devices import char_links
+    from ctk.system.devices import CharLink, char_links
     from ctk.system.nodes import find_nodes, link_state, make_link, read_driver_facts
 
     _check_dev_char_path(dev_char_path)
@@ -132,7 +137,16 @@ def create_dev_char_symlinks(
         typer.echo(f"No NVIDIA device nodes found in {driver_root}")
         return
     links = char_links(nodes, PurePosixPath(dev_char_path))
-    states = [(link, link_state(Path(link.link), Path(link.target))) for link in links]
+    if _inside(dev_char_path, driver_root):
+        # links inside another root must work from inside it too (a host mounted at /host, a
+        # chroot): relative targets, as udev writes them, instead of the root-prefixed path
+        links = [
+            CharLink(link.link, PurePosixPath(os.path.relpath(link.target, link.link.parent)))
+            for link in links
+        ]
+    states = [
+        (link, link_state(Path(link.link), Path(link.link.parent, link.target))) for link in links
+    ]
     for link, state in states:
         if state == "blocked":
             raise CtkError(

@@ -150,6 +150,9 @@ def _condition_holds(condition: str, host: HostCuda) -> bool:
     wanted = parse_version(value)
     if wanted is None:
         return True
+    if prop == "cuda":
+        # the driver reports CUDA as major.minor (12040): 12.4.1 needs what 12.4 needs
+        wanted = wanted[:2]
     values = list(actual)
     if not values:
         return False
@@ -165,6 +168,25 @@ def _apply(op: str, cmp: int) -> bool:
         ">": cmp > 0,
         ">=": cmp >= 0,
     }[op]
+
+
+VERSIONED = frozenset({"cuda", "driver", "arch"})
+
+
+def malformed(need: CudaNeed) -> tuple[str, ...]:
+    """Conditions the requirement grammar cannot read (`cuda>=abc`, `cuda 12`), and a
+    `CUDA_VERSION` that is no version when it is the only requirement."""
+    bad = []
+    for expression in need.requirements:
+        for condition in (c for alt in expression.split() for c in alt.split(",") if c):
+            match = _CONDITION.match(condition)
+            if match is None or (
+                match.group(1) in VERSIONED and parse_version(match.group(3)) is None
+            ):
+                bad.append(condition)
+    if not need.requirements and need.cuda_version and parse_version(need.cuda_version) is None:
+        bad.append(f"CUDA_VERSION={need.cuda_version}")
+    return tuple(bad)
 
 
 def expression_holds(expression: str, host: HostCuda) -> bool:

@@ -292,6 +292,8 @@ class CdiFacts:
     dirs: tuple[str, ...] = ()
     specs: tuple[SpecFile, ...] = ()
     conflicts: tuple[str, ...] = ()
+    conflict_files: tuple[str, ...] = ()
+    """The spec files that take part in a conflict, as seen inside the root."""
     refresh_enabled: bool = False
     unreadable: Unavailable | None = None
 

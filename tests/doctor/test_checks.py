@@ -353,6 +353,29 @@ CASES = [
 ]
 
 
+def test_conflict_fix_names_the_files_and_keeps_the_generated_spec() -> None:
+    clash = "/var/run/cdi/nvidia-copy.yaml line 5: device nvidia.com/gpu=0 is also defined by ..."
+    files = (
+        "/etc/cdi/a.yaml",
+        "/etc/cdi/b.yaml",
+        "/var/run/cdi/nvidia-copy.yaml",
+        "/var/run/cdi/nvidia.yaml",
+    )
+    result = run(
+        "cdi.spec-conflict", NodeFacts(cdi=CdiFacts(conflicts=(clash,), conflict_files=files))
+    )
+    assert result.commands == (
+        "sudo rm /etc/cdi/b.yaml   # keeps /etc/cdi/a.yaml",
+        "sudo rm /var/run/cdi/nvidia-copy.yaml   # keeps /var/run/cdi/nvidia.yaml",
+        "ctk cdi list",
+    )
+    assert result.evidence == (
+        Evidence("CDI", clash),
+        *(Evidence(path, "takes part in the clash") for path in files),
+    )
+    assert (result.status, result.severity) == (Status.FAIL, None)
+
+
 @pytest.mark.parametrize(("check_id", "facts", "expected"), CASES)
 def test_check(check_id: str, facts: NodeFacts, expected: Result) -> None:
     assert run(check_id, facts) == expected
@@ -420,6 +443,11 @@ def test_a_hanging_step_is_bounded(tmp_path: Path) -> None:
             id="terminal-symbols",
         ),
         pytest.param({"FORCE_COLOR": "1", "NO_COLOR": "1"}, ["[ok]", "[FAIL]"], id="no-color"),
+        pytest.param(
+            {"FORCE_COLOR": "1", "NO_COLOR": ""},
+            ["\x1b[32m\u2713\x1b[0m", "\x1b[31m\u2717\x1b[0m"],
+            id="empty-no-color-is-unset",
+        ),
     ],
 )
 def test_symbols_only_on_a_colour_terminal(
@@ -439,3 +467,31 @@ def test_symbols_only_on_a_colour_terminal(
         if line.startswith("  ") and " driver." in line
     ]
     assert [line.split()[0] for line in lines] == marks
+
+
+def test_no_color_means_no_escape_codes_at_all(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.delenv("TERM", raising=False)
+    findings = diagnose(NodeFacts(), show=["driver.nouveau-loaded", "driver.not-loaded"])
+    doctor_render.report(NodeFacts(), findings, verbose=False, strict=False)
+    out = capsys.readouterr().out
+    assert ("\x1b" in out, "\ndriver\n" in out) == (False, True)
+
+
+@pytest.mark.parametrize(
+    ("where", "code", "status"),
+    [
+        pytest.param(Where.HOST, 15, Status.FAIL, id="lost-on-host"),
+        pytest.param(Where.CONTAINER, 15, Status.FAIL, id="lost-in-container"),
+        pytest.param(Where.HOST, 999, Status.FAIL, id="unknown-error-on-host"),
+        pytest.param(Where.CONTAINER, 999, Status.SKIP, id="unknown-error-in-container"),
+        pytest.param(Where.HOST, 4, Status.SKIP, id="other-init-error"),
+        pytest.param(Where.HOST, None, Status.OK, id="nvml-fine"),
+    ],
+)
+def test_gpu_lost(where: Where, code: int | None, status: Status) -> None:
+    facts = NodeFacts(where=where, kernel=DRIVER, nvml=NvmlFacts(error_code=code, error="x"))
+    assert run("gpu.lost", facts).status is status

@@ -84,6 +84,8 @@ def test_host_cuda_from_driver(driver: str, cuda: tuple[int, int] | None) -> Non
         pytest.param("foo>=3 cuda>=13.0", "535.104.05", (12, 2), (), True, id="unknown-ignored"),
         pytest.param("driver<536", "535.104.05", (12, 2), (), True, id="driver-upper-bound"),
         pytest.param("cuda>=12.2", "535.104.05", None, (), False, id="unknown-host-cuda"),
+        pytest.param("cuda>=12.4.1", "550.54.15", (12, 4), (), True, id="patch-is-major-minor"),
+        pytest.param("cuda>=12.5.0", "550.54.15", (12, 4), (), False, id="patch-newer-minor"),
     ],
 )
 def test_expression_holds(
@@ -170,7 +172,14 @@ def test_judge(
         pytest.param(
             "# image env\nexport A=1\nB='two words'\nC=\"x=y\"\n\nnot a line\n", id="lines"
         ),
-        pytest.param('["A=1", "B=two words", "C=x=y"]\n', id="docker-inspect-json"),
+        pytest.param('["A=1", "B=two words", "C=x=y"]\n', id="config-env-json-list"),
+        pytest.param(
+            '[{"Id": "sha256:1", "Config": {"Env": ["A=1", "B=two words", "C=x=y"]}}]\n',
+            id="docker-inspect-output",
+        ),
+        pytest.param(
+            '{"Config": {"Env": ["A=1", "B=two words", "C=x=y"]}}', id="one-inspect-object"
+        ),
     ],
 )
 def test_parse_env_file(text: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -67,4 +68,73 @@ def test_fix_with_json_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> N
     assert main(["doctor", "--fix", "--json"]) == 2
     assert capsys.readouterr().err == (
         "error: --fix and --json cannot be combined\nhint: run --fix without --json\n"
+    )
+
+
+@pytest.fixture
+def legacy_node(
+    fake_nvml_library: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Path:
+    try:
+        with materialise("systemd-legacy", tmp_path, fake_nvml_library) as node:
+            monkeypatch.setenv(TOPOLOGY_ENV, str(node.topology))
+            yield node.root
+    except SkipNode as exc:
+        pytest.skip(str(exc))
+
+
+def test_fix_dev_char_links_under_root_point_inside_it(
+    legacy_node: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["doctor", "--root", str(legacy_node), "--fix", "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert out.endswith(
+        "\nAfter the fixes:\n"
+        "  dev.char-symlinks-missing: warn -> ok  the /dev/char links for the NVIDIA devices "
+        "exist\n"
+    )
+    char = legacy_node / "dev" / "char"
+    links = {entry.name: os.readlink(entry) for entry in sorted(char.iterdir())}
+    assert links == {
+        "195:0": "../nvidia0",
+        "195:1": "../nvidia1",
+        "195:254": "../nvidia-modeset",
+        "195:255": "../nvidiactl",
+        "510:0": "../nvidia-uvm",
+        "510:1": "../nvidia-uvm-tools",
+    }
+
+
+def test_a_fix_that_does_not_take_fails_and_says_so(
+    legacy_node: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("ctk.cli.app.main", lambda argv: 0)  # the fix "succeeds", changes nothing
+    assert main(["doctor", "--root", str(legacy_node), "--fix", "--yes"]) == 1
+    out = capsys.readouterr().out
+    assert out.endswith(
+        "  dev.char-symlinks-missing: warn -> warn  containers will lose GPU access after "
+        "`systemctl daemon-reload` (NVML: Unknown Error): the systemd cgroup driver rebuilds "
+        "device rules from /dev/char and 5 NVIDIA link(s) are missing\n"
+        "the fixes did not take: dev.char-symlinks-missing still warn\n"
+    )
+
+
+def test_no_fix_is_offered_for_an_unparseable_config(
+    fake_nvml_library: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    try:
+        with materialise("containerd-config-invalid", tmp_path, fake_nvml_library) as node:
+            monkeypatch.setenv(TOPOLOGY_ENV, str(node.topology))
+            assert main(["doctor", "--root", str(node.root), "--fix", "--yes"]) == 1
+    except SkipNode as exc:
+        pytest.skip(str(exc))
+    out = capsys.readouterr().out
+    assert out.endswith(
+        "Fix first: containerd.runtime-not-configured.\n"
+        "\nNothing that ctk can fix by itself; apply the commands shown above.\n"
     )

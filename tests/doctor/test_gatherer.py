@@ -81,4 +81,6 @@ def test_cdi_conflicts_are_the_registry_s(
     for name in files:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(SPEC)
-    assert gather_cdi(Gatherer(HostRoot(tmp_path)), ()).conflicts == conflicts
+    facts = gather_cdi(Gatherer(HostRoot(tmp_path)), ())
+    clashing = tuple(f"/{name}" for name in files) if conflicts else ()
+    assert (facts.conflicts, facts.conflict_files) == (conflicts, clashing)

@@ -32,6 +32,7 @@ SCENARIOS = [
     pytest.param("cdi-conflict", {"cdi.spec-conflict"}, set(), id="cdi-same-directory-conflict"),
     pytest.param("cdi-override", set(), set(), id="cdi-override-across-directories"),
     pytest.param("cdi-incomplete", {"cdi.spec-incomplete"}, set(), id="cdi-incomplete"),
+    pytest.param("cdi-gpu-replaced", {"cdi.spec-incomplete"}, set(), id="cdi-gpu-replaced"),
     pytest.param("cdi-wrong-minor", {"cdi.spec-incomplete"}, set(), id="cdi-index-names-moved"),
     pytest.param("dev-nodes-missing", {"dev.nodes-missing"}, set(), id="dev-nodes-missing"),
     pytest.param(
@@ -50,6 +51,10 @@ SCENARIOS = [
         "docker-invalid-json", {"docker.daemon-json-invalid"}, set(), id="docker-invalid-json"
     ),
     pytest.param("docker-snap", {"docker.snap"}, set(), id="docker-snap"),
+    pytest.param(
+        "containerd-docker-certs", set(), set(), id="docker-certs-dir-on-containerd-node-healthy"
+    ),
+    pytest.param("docker-cdi-only", set(), set(), id="docker-cdi-only-no-runtime-healthy"),
     pytest.param("docker-host", set(), set(), id="docker-host-containerd-cri-off-healthy"),
     pytest.param(
         "rootless-docker",
@@ -68,6 +73,12 @@ SCENARIOS = [
         id="containerd-drop-in-not-imported",
     ),
     pytest.param(
+        "containerd-config-invalid",
+        {"containerd.runtime-not-configured"},
+        set(),
+        id="containerd-config-does-not-parse",
+    ),
+    pytest.param(
         "containerd-cgroup-mismatch",
         {"containerd.systemd-cgroup-mismatch"},
         set(),
@@ -82,6 +93,8 @@ SCENARIOS = [
     pytest.param(
         "ldconfig-real-on-rhel", {"toolkit.ldconfig-path"}, set(), id="ldconfig-real-on-rhel"
     ),
+    pytest.param("ldconfig-usr-sbin", {"toolkit.ldconfig-path"}, set(), id="ldconfig-usr-sbin"),
+    pytest.param("toolkit-config-dir", {"toolkit.config-invalid"}, set(), id="toolkit-config-dir"),
     pytest.param(
         "old-toolkit-cgroupv2",
         {"host.cgroup-v2-legacy-stack", "toolkit.too-old", "toolkit.security-outdated"},
@@ -137,6 +150,7 @@ SCENARIOS = [
         set(),
         id="pod-hami-nvml-reports-full-memory",
     ),
+    pytest.param("nvml-unknown-host", {"gpu.lost"}, set(), id="nvml-unknown-error-on-host"),
     pytest.param("nvml-not-found", {"lib.nvml-not-found"}, set(), id="nvml-not-found"),
     pytest.param("libcuda-not-found", {"lib.libcuda-not-found"}, set(), id="libcuda-not-found"),
     pytest.param("gpu-leftover", {"gpu.leftover-processes"}, set(), id="gpu-leftover-zombie"),

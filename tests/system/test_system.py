@@ -114,11 +114,12 @@ def test_dev_char_links(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     ]
     assert main([*args, "--dry-run"]) == 0
     dev = root / "dev"
+    # links inside the root work from inside it too (a host mounted elsewhere): relative targets
     lines = [
-        f"195:0 -> {dev}/nvidia0",
-        f"195:255 -> {dev}/nvidiactl",
-        f"509:1 -> {dev}/nvidia-caps/nvidia-cap1",
-        f"510:0 -> {dev}/nvidia-uvm",
+        "195:0 -> ../nvidia0",
+        "195:255 -> ../nvidiactl",
+        "509:1 -> ../nvidia-caps/nvidia-cap1",
+        "510:0 -> ../nvidia-uvm",
     ]
     assert capsys.readouterr().out == "".join(
         f"would create  {dev}/char/{line}\n" for line in lines
@@ -295,7 +296,7 @@ def test_dry_run_plans_links_for_nodes_it_would_create(
     def plan(verb: str) -> str:
         return "".join(
             f"{verb:<13} {dev}/{name} (c {numbers})\n" for name, numbers in nodes
-        ) + "".join(f"{verb:<13} {dev}/char/{link} -> {dev}/{name}\n" for link, name in links)
+        ) + "".join(f"{verb:<13} {dev}/char/{link} -> ../{name}\n" for link, name in links)
 
     before = tree(root)
     assert main([*args, "--dry-run"]) == 0

@@ -220,12 +220,26 @@ def spec_incomplete(facts: NodeFacts) -> Result:
         return skip("no nvidia.com/gpu CDI spec")
     names = spec_device_names(facts)
     nodes = {path for spec in specs for paths in spec.device_node_paths.values() for path in paths}
+    gpus = _gpu_names(facts)
+    # a spec that names GPUs by UUID must name each current GPU's: a replaced GPU keeps its index
+    # and device node, but `--device nvidia.com/gpu=<new UUID>` is unresolvable
+    by_uuid = any(name.startswith("GPU-") for name in names)
     missing = [
         label
-        for label, aliases, node in _gpu_names(facts)
-        if not any(alias in names for alias in aliases) and node not in nodes
+        for label, aliases, node in gpus
+        if aliases[-1] not in names
+        and (by_uuid or (not any(alias in names for alias in aliases) and node not in nodes))
     ]
     problems = [Evidence("GPU", f"{label} has no CDI device") for label in missing]
+    current = {aliases[-1] for _, aliases, _ in gpus}
+    problems += [
+        Evidence(
+            ", ".join(s.path for s in specs),
+            f"device {name} names no GPU of this node (replaced or removed)",
+        )
+        for name in sorted(names)
+        if name.startswith("GPU-") and current and name not in current
+    ]
     problems += _wrong_nodes(facts, specs)
     if "all" not in names:
         problems.append(Evidence(", ".join(s.path for s in specs), "no device named all"))
@@ -239,11 +253,29 @@ def spec_incomplete(facts: NodeFacts) -> Result:
     )
 
 
+GENERATED_NAME = "nvidia.yaml"
+"""The file name `ctk cdi generate/refresh` and nvidia-cdi-refresh write in a spec directory."""
+
+
+def conflict_removals(files: tuple[str, ...]) -> list[str]:
+    """`rm` commands leaving one file per directory: the generated `nvidia.yaml` if it clashes."""
+    by_dir: dict[str, list[str]] = {}
+    for path in sorted(files):
+        by_dir.setdefault(path.rsplit("/", 1)[0], []).append(path)
+    commands = []
+    for directory, paths in by_dir.items():
+        keep = f"{directory}/{GENERATED_NAME}"
+        if keep not in paths:
+            keep = paths[0]
+        commands += [f"sudo rm {path}   # keeps {keep}" for path in paths if path != keep]
+    return commands
+
+
 @check(
     "cdi.spec-conflict",
-    severity=Severity.WARNING,
+    severity=Severity.ERROR,
     title="no CDI device is defined twice in one spec directory",
-    remedy="Keep one spec file per kind and directory (usually the refresh unit's).",
+    remedy="Keep one spec file per kind and directory: the generated nvidia.yaml.",
     sources=("https://github.com/cncf-tags/container-device-interface/blob/main/pkg/cdi/doc.go",),
     depends_on=("cdi.spec-invalid",),
     where=HOST_ONLY,
@@ -261,11 +293,8 @@ def spec_conflict(facts: NodeFacts) -> Result:
         f"{len(facts.cdi.conflicts)} CDI device definition(s) clash within one spec directory; "
         "runtimes drop those devices (unresolvable CDI devices)",
         *(Evidence("CDI", conflict) for conflict in facts.cdi.conflicts[:MAX_EVIDENCE]),
-        commands=(
-            "ctk cdi list   # shows the clashing files",
-            "sudo rm <the hand-made spec>   # keep one spec per kind and directory",
-        ),
-        severity=Severity.ERROR,
+        *(Evidence(path, "takes part in the clash") for path in facts.cdi.conflict_files),
+        commands=(*conflict_removals(facts.cdi.conflict_files), "ctk cdi list"),
     )
 
 

@@ -65,6 +65,13 @@ def _judge(facts: NodeFacts) -> tuple[CudaNeed, compat.HostCuda, compat.Verdict]
     need = facts.cuda_need
     if need is None:
         return skip(NO_NEED)
+    bad = compat.malformed(need)
+    if bad:
+        shown = ", ".join(repr(condition) for condition in bad)
+        return unknown(
+            f"cannot judge the CUDA requirement of {need.source}: {shown} is not a valid "
+            "condition (e.g. cuda>=12.4)"
+        )
     host = host_cuda(facts)
     if host is None:
         return unknown("the driver version is unknown")

@@ -150,6 +150,13 @@ def docker_runtime(facts: NodeFacts) -> Result:
     if runtime is not None:
         default = facts.docker.default_runtime or "runc"
         return ok(f"nvidia runtime configured (default runtime {default})", *evidence)
+    if facts.docker.cdi_enabled:
+        # CDI-only Docker (25+): `--device nvidia.com/gpu=...` needs no nvidia runtime; the spec
+        # itself is cdi.spec-missing's business (Docker's CDI counts as a consumer there)
+        return ok(
+            "no nvidia runtime, but CDI is enabled: GPUs come with --device nvidia.com/gpu=...",
+            Evidence(facts.docker.config_path, "features.cdi = true"),
+        )
     return fail(
         "Docker has no usable nvidia runtime: `docker run --runtime=nvidia` fails with "
         "'unknown or invalid runtime name: nvidia'",
@@ -260,6 +267,12 @@ def drop_in_not_imported(facts: NodeFacts) -> Result:
     unused = containerd_unused(facts)
     if unused is not None:
         return unused
+    if containerd.error is not None:
+        # unparseable: its imports are unknown, and the parse error (reported by
+        # containerd.runtime-not-configured) is the root cause, with no fix to offer here
+        return skip(
+            f"{containerd.config_path} does not parse (see containerd.runtime-not-configured)"
+        )
     if not containerd.drop_ins:
         return skip("no containerd drop-in files")
     orphans = [

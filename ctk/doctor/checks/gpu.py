@@ -3,11 +3,71 @@
 from __future__ import annotations
 
 from ctk.doctor.facts import NodeFacts, NvmlFacts, NvmlGpu, Unavailable
-from ctk.doctor.model import HOST_ONLY, Evidence, Result, Severity, check, ok, unknown, warn
+from ctk.doctor.model import (
+    HOST_ONLY,
+    Evidence,
+    Result,
+    Severity,
+    Where,
+    check,
+    fail,
+    ok,
+    skip,
+    unknown,
+    warn,
+)
 
 STUCK_STATES = {"Z": "zombie", "D": "uninterruptible sleep"}
 ORPHAN_MIN_BYTES = 2 << 30
 ORPHAN_FRACTION = 0.05
+
+
+NVML_GPU_IS_LOST = 15
+NVML_UNKNOWN_ERROR = 999
+XID_DOCS = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
+
+
+@check(
+    "gpu.lost",
+    severity=Severity.ERROR,
+    title="NVML can talk to every GPU (none fell off the bus)",
+    remedy="Drain the node; reset the GPU or reboot; if it recurs check power, cooling, seating.",
+    sources=(
+        XID_DOCS,
+        "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/troubleshooting.html",
+    ),
+    depends_on=("driver.not-loaded", "driver.library-mismatch", "lib.nvml-not-found"),
+)
+def gpu_lost(facts: NodeFacts) -> Result:
+    """NVML `GPU is lost` (15) anywhere, or `Unknown Error` (999) on the host itself.
+
+    Inside a container 999 means the device cgroup lost the GPU (container.nvml-unknown-error);
+    on the host, with the driver loaded and its libraries matching, it means the driver cannot
+    reach a GPU: the same operator action as a lost GPU (Xid 79 in the kernel log, reset, reboot).
+    """
+    nvml = facts.nvml
+    if not isinstance(nvml, NvmlFacts):
+        return unknown(f"NVML facts unavailable: {nvml.reason}")
+    code = nvml.error_code
+    on_host = facts.where is Where.HOST
+    if code == NVML_UNKNOWN_ERROR and not on_host:
+        return skip("Unknown Error inside a container: see container.nvml-unknown-error")
+    if code not in (NVML_GPU_IS_LOST, NVML_UNKNOWN_ERROR):
+        if code is not None:
+            return skip(f"NVML did not initialise ({nvml.error}): see the driver and lib checks")
+        return ok(f"NVML reaches {len(nvml.gpus)} GPU(s)")
+    what = "GPU is lost" if code == NVML_GPU_IS_LOST else "Unknown Error"
+    return fail(
+        f"NVML fails with '{what}' ({code}) although the driver is loaded: a GPU "
+        "fell off the bus or the driver lost it; GPU containers cannot start",
+        Evidence("NVML", f"nvmlInit: {nvml.error or what}"),
+        Evidence("/proc/driver/nvidia/version", facts.kernel.driver_version or "missing"),
+        commands=(
+            "sudo dmesg | grep -i xid   # Xid 79: fell off the bus; 119/120: GSP",
+            "sudo nvidia-smi -r   # reset, once no process uses the GPU",
+            "sudo reboot   # if the reset fails; drain the node first",
+        ),
+    )
 
 
 @check(

@@ -51,7 +51,7 @@ def _mig_gpus(facts: NodeFacts) -> tuple[NvmlGpu, ...] | Result:
     title="no MIG mode change is pending",
     remedy="Stop the GPU's clients and reset it (or reboot) so the MIG mode change takes effect.",
     sources=(MIG_GUIDE, "https://github.com/NVIDIA/gpu-operator/issues/1845"),
-    depends_on=("driver.not-loaded", "driver.library-mismatch", "lib.nvml-not-found"),
+    depends_on=("driver.not-loaded", "driver.library-mismatch", "lib.nvml-not-found", "gpu.lost"),
     where=HOST_ONLY,
 )
 def mode_pending(facts: NodeFacts) -> Result:
@@ -84,7 +84,7 @@ def mode_pending(facts: NodeFacts) -> Result:
     title="MIG-enabled GPUs have MIG devices",
     remedy="Create GPU and compute instances (nvidia-smi mig or mig-parted).",
     sources=(MIG_GUIDE, "https://github.com/NVIDIA/k8s-device-plugin/issues/225"),
-    depends_on=("driver.not-loaded", "driver.library-mismatch", "lib.nvml-not-found"),
+    depends_on=("driver.not-loaded", "driver.library-mismatch", "lib.nvml-not-found", "gpu.lost"),
     where=HOST_ONLY,
 )
 def enabled_without_instances(facts: NodeFacts) -> Result:
@@ -157,7 +157,7 @@ def not_in_cdi_spec(facts: NodeFacts) -> Result:
     title="the container got a MIG device, not a MIG-enabled parent GPU",
     remedy="Request a MIG device (MIG-<uuid>, <gpu>:<mig>, or nvidia.com/mig-<profile>).",
     sources=(MIG_GUIDE,),
-    depends_on=("driver.not-loaded", "driver.library-mismatch", "lib.nvml-not-found"),
+    depends_on=("driver.not-loaded", "driver.library-mismatch", "lib.nvml-not-found", "gpu.lost"),
     where=INSIDE,
 )
 def whole_gpu_in_container(facts: NodeFacts) -> Result:
@@ -190,7 +190,7 @@ def _kube(facts: NodeFacts) -> Result | None:
     title="the MIG strategy fits the node's MIG layout",
     remedy="Switch the device plugin to the mixed strategy, or make the layout uniform.",
     sources=("https://github.com/NVIDIA/gpu-operator/issues/460",),
-    depends_on=("driver.not-loaded", "driver.library-mismatch", "lib.nvml-not-found"),
+    depends_on=("driver.not-loaded", "driver.library-mismatch", "lib.nvml-not-found", "gpu.lost"),
     where=HOST_ONLY,
 )
 def strategy_mismatch(facts: NodeFacts) -> Result:
@@ -223,7 +223,7 @@ def strategy_mismatch(facts: NodeFacts) -> Result:
     title="the node advertises the current MIG layout",
     remedy="Restart the device plugin after every MIG change.",
     sources=("https://github.com/NVIDIA/k8s-device-plugin/issues/992",),
-    depends_on=("driver.not-loaded", "driver.library-mismatch", "lib.nvml-not-found"),
+    depends_on=("driver.not-loaded", "driver.library-mismatch", "lib.nvml-not-found", "gpu.lost"),
     where=HOST_ONLY,
 )
 def device_plugin_stale(facts: NodeFacts) -> Result:

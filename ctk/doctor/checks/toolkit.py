@@ -48,6 +48,10 @@ DRIVER_RULES: tuple[tuple[int, tuple[int, int], str], ...] = (
 )
 
 
+LDCONFIG_CANDIDATES = ("/sbin/ldconfig.real", "/sbin/ldconfig", "/usr/sbin/ldconfig")
+"""Where distributions put ldconfig, preferred first (Ubuntu's /sbin/ldconfig is a wrapper)."""
+
+
 def package_version(text: str) -> tuple[int, ...] | None:
     """`1.17.8-1` or `1.7.0~rc.1-1` -> (1, 17, 8)."""
     match = re.match(r"(?:\d+:)?(\d+(?:\.\d+)*)", text)
@@ -242,14 +246,19 @@ def ldconfig_path(facts: NodeFacts) -> Result:
     path = value.lstrip("@")
     if path in facts.toolkit.existing_paths:
         return ok(f"ldconfig {value} exists")
+    found = next((p for p in LDCONFIG_CANDIDATES if p in facts.toolkit.existing_paths), None)
+    command = (
+        f"sudo nvidia-ctk config --in-place --set nvidia-container-cli.ldconfig=@{found}"
+        if found
+        else "# no ldconfig in /sbin or /usr/sbin: install the C library's ldconfig, then set "
+        "nvidia-container-cli.ldconfig to @<its path>"
+    )
     return fail(
         f"the toolkit runs ldconfig from {path}, which does not exist: containers fail with "
         f"'ldcache error: open failed: {path}: no such file or directory'",
         Evidence(facts.toolkit.config.path, f'ldconfig = "{value}"'),
         Evidence(path, "missing"),
-        commands=(
-            "sudo nvidia-ctk config --in-place --set nvidia-container-cli.ldconfig=@/sbin/ldconfig",
-        ),
+        commands=(command,),
     )
 
 

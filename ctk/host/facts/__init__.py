@@ -90,7 +90,11 @@ def gather(
     libs = g.step("libraries", lambda: gather_libs(g, env if where is not Where.HOST else {}))
     toolkit = g.step("toolkit", lambda: gather_toolkit(g, env))
     binaries = {} if isinstance(toolkit, TimedOut) else toolkit.binaries
-    docker_installed = bool({"docker", "dockerd"} & set(binaries)) or g.exists("/etc/docker")
+    # daemon.json, not /etc/docker: containerd and podman nodes keep registry certificates in
+    # /etc/docker/certs.d without any Docker
+    docker_installed = bool({"docker", "dockerd"} & set(binaries)) or g.exists(
+        "/etc/docker/daemon.json"
+    )
     docker = g.step(
         "docker",
         lambda: gather_docker(g, "/etc/docker/daemon.json", binaries, installed=docker_installed),

@@ -137,5 +137,9 @@ def gather_cdi(g: Gatherer, extra_dirs: Iterable[str]) -> CdiFacts:
         for unit in REFRESH_UNITS
     )
     return CdiFacts(
-        dirs=dirs, specs=tuple(specs), conflicts=_conflicts(registry.files), refresh_enabled=refresh
+        dirs=dirs,
+        specs=tuple(specs),
+        conflicts=_conflicts(registry.files),
+        conflict_files=tuple(spec.path for spec in registry.files if spec.conflicts),
+        refresh_enabled=refresh,
     )

@@ -49,6 +49,10 @@ def read_toml_file(g: Gatherer, path: str) -> ConfigFile:
     readable = g.readable(path)
     if readable is None:
         return ConfigFile(path=path)
+    host = g.host(path)
+    if host is not None and host.exists() and not host.is_file():
+        what = "a directory" if host.is_dir() else "not a regular file"
+        return ConfigFile(path=path, exists=True, error=f"{what}; remove it first")
     if not readable:
         return ConfigFile(path=path, exists=True, needs_root=True)
     try:
@@ -70,11 +74,12 @@ def gather_toolkit(g: Gatherer, env: Mapping[str, str]) -> ToolkitFacts:
         "NVIDIA_CTK_CONFIG_FILE_PATH", "/etc/nvidia-container-runtime/config.toml"
     )
     config = read_toml_file(g, config_path)
-    existing = set()
+    from ctk.doctor.checks.toolkit import LDCONFIG_CANDIDATES
+
     cli = (config.data or {}).get("nvidia-container-cli", {})
     ldconfig = cli.get("ldconfig") if isinstance(cli, dict) else None
-    if isinstance(ldconfig, str) and g.exists(ldconfig.lstrip("@")):
-        existing.add(ldconfig.lstrip("@"))
+    wanted = [*LDCONFIG_CANDIDATES, *([ldconfig.lstrip("@")] if isinstance(ldconfig, str) else [])]
+    existing = {path for path in wanted if g.exists(path)}
     return ToolkitFacts(
         binaries=binaries,
         packages=parse_dpkg_status(g.text("/var/lib/dpkg/status") or ""),
