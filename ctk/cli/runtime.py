@@ -113,7 +113,7 @@ def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs
     if record_text is None:  # written beside the config by earlier versions
         record_file = host_engines.legacy_record_path(config_path)
         record_text = files.read_text(record_file, missing_ok=True)
-    record = load_record(str(record_file), record_text)
+    record = load_record(str(record_file), record_text, nested_null=runtime is Runtime.DOCKER)
     inputs = Inputs(config=str(config_path), config_text=text, record=record)
     if not drop_in:
         return inputs
