@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ctk.errors import CtkError
-from ctk.runtime_config import containerd, crio, docker
+from ctk.runtime_config import containerd, crio, docker, imports
 from ctk.runtime_config.changes import (
     FINAL_NEWLINE,
     Change,
@@ -57,7 +57,7 @@ def check(runtime: Runtime, inputs: Inputs) -> None:
     elif runtime is Runtime.CONTAINERD:
         view = inspect_containerd([main, *inputs.before, *inputs.after])
         if view.version != 1:  # v1 configs have no `imports`; containerd ignores them there
-            containerd.imports_of(inputs.config, inputs.config_text or "")
+            imports.imports_in(inputs.config, inputs.config_text or "")
     else:
         inspect_crio([main, *inputs.before])
 

@@ -153,11 +153,6 @@ class DropInEdit:
     warnings: tuple[str, ...]
 
 
-def imported_by(main_name: str, entries: Sequence[str], path: str) -> bool:
-    """Whether one of ``entries`` (as containerd resolves them) names ``path``."""
-    return imports.imported(main_name, entries, path)
-
-
 def configure_drop_in(
     main: tuple[str, str],
     drop_in_name: str,
@@ -179,8 +174,8 @@ def configure_drop_in(
     changes: list[Change] = []
     if not main_text.strip():
         tomledit.set_key(doc, ("version",), 2, changes)
-    entries = imports_of(main_name, main_text)
-    if not imported_by(main_name, entries, drop_in_name):
+    entries = imports.imports_in(main_name, main_text)
+    if not imports.imported(main_name, entries, drop_in_name):
         _add_import(doc, entries, drop_in_name, changes)
     cri = cri_keys(version)
     merged: dict[str, JSONValue] = {}
@@ -202,11 +197,6 @@ def configure_drop_in(
     )
     main_out = tomledit.finish(main_name, doc, main_text, replaced=replaced_keys(changes))
     return DropInEdit(Edit(main_out, tuple(changes)), drop_in, warnings)
-
-
-def imports_of(name: str, text: str) -> list[str]:
-    """The `imports` of a config; `CtkError` unless it is an array of strings."""
-    return imports.imports_in(name, text)
 
 
 def _plugin_table(name: str, text: str, cri: tuple[str, str]) -> dict[str, JSONValue] | None:

@@ -13,7 +13,6 @@ import pytest
 
 from ctk.errors import CtkError
 from ctk.runtime_config import imports
-from ctk.runtime_config.containerd import imported_by
 
 TREE = {
     "/etc/containerd": ["config.toml", "conf.d", "other"],
@@ -89,7 +88,7 @@ def test_bad_glob_is_a_clear_error(entry: str) -> None:
     ],
 )
 def test_drop_in_imported(entries: list[str], wanted: bool) -> None:
-    assert imported_by(MAIN, entries, "/etc/containerd/conf.d/99-nvidia.toml") is wanted
+    assert imports.imported(MAIN, entries, "/etc/containerd/conf.d/99-nvidia.toml") is wanted
 
 
 def test_walk_follows_nested_imports_breadth_first() -> None:
