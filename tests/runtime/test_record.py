@@ -10,7 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctk.cli.app import main
+from ctk.errors import CtkError
 from ctk.host.engines import record_path
+from ctk.runtime_config.changes import load_record
 
 HINT = (
     "hint: remove that file; unconfigure then removes only the runtime itself "
@@ -25,12 +27,13 @@ CONFIGS = {
 
 def configured(tmp_path: Path, runtime: str) -> tuple[list[str], Path]:
     """A config ctk configured in place, and the arguments that name it."""
-    name, text = CONFIGS[runtime]
+    engine, _, mode = runtime.partition("+")
+    name, text = CONFIGS[engine]
     config = tmp_path / name
     config.write_text(text)
-    args = ["--runtime", runtime, "--config", str(config)]
-    if runtime != "docker":
-        args += ["--drop-in-config", ""]
+    args = ["--runtime", engine, "--config", str(config)]
+    if engine != "docker":
+        args += ["--drop-in-config", str(tmp_path / "conf.d/99-nvidia.toml") if mode else ""]
     assert main(["runtime", "configure", *args, "--set-as-default"]) == 0
     return args, config
 
@@ -150,7 +153,7 @@ ITEM = st.fixed_dictionaries(
 RECORD = st.fixed_dictionaries({"changes": st.lists(ITEM, max_size=4)}) | JSON
 
 
-@pytest.mark.parametrize("runtime", ["docker", "containerd", "crio"])
+@pytest.mark.parametrize("runtime", ["docker", "containerd", "crio", "containerd+drop-in"])
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -174,3 +177,14 @@ def test_any_json_record_is_undone_or_refused(
             f"error: {config}"
         ), err
         assert config.read_bytes() == written
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=40) | RECORD.map(json.dumps))
+def test_load_record_raises_only_ctk_errors(text: str) -> None:
+    """Any text as a record loads, or is a CtkError naming the record."""
+    for nested_null in (False, True):
+        try:
+            load_record("/state/r.json", text, nested_null=nested_null)
+        except CtkError as exc:
+            assert str(exc).startswith("/state/r.json: not a ctk record of changes (")
