@@ -74,7 +74,11 @@ def containerd_imports(main: Path, main_text: str, drop_in: str) -> ContainerdFi
     def imports_of(name: str) -> list[str] | None:
         if name == main_name:
             entries = imports.imports_in(name, main_text)
-            return entries if imports.imported(name, entries, drop_in) else [*entries, drop_in]
+            return (
+                entries
+                if imports.imported_by_all_versions(name, entries, drop_in)
+                else [*entries, drop_in]
+            )
         if name == drop_in:
             return []  # written afresh: what it imports now does not matter
         text = files.read_text(Path(name), missing_ok=True)

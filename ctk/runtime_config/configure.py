@@ -102,6 +102,10 @@ def configure(
     warnings: list[str] = []
     if runtime is Runtime.CONTAINERD:
         warnings.extend(_cri_disabled(inputs))
+        if containerd.version_of(inputs.config, text) != 1:  # v1 has no imports
+            for name, file_text in [(inputs.config, text), *inputs.before, *inputs.after]:
+                entries = imports.imports_in(name, file_text)
+                warnings.extend(imports.relative_glob_warnings(name, entries))
     if (
         runtime is Runtime.CONTAINERD
         and inputs.drop_in is not None

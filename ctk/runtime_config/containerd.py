@@ -175,7 +175,7 @@ def configure_drop_in(
     if not main_text.strip():
         tomledit.set_key(doc, ("version",), 2, changes)
     entries = imports.imports_in(main_name, main_text)
-    if not imports.imported(main_name, entries, drop_in_name):
+    if not imports.imported_by_all_versions(main_name, entries, drop_in_name):
         _add_import(doc, entries, drop_in_name, changes)
     cri = cri_keys(version)
     merged: dict[str, JSONValue] = {}

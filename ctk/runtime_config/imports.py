@@ -7,8 +7,8 @@ containerd (`resolveImports` in its config loader) cleans each entry, joins a re
 folder of the file that imports it, and globs it with Go's `filepath.Glob` only when it contains
 `*`; then `?`, `[...]` and `\\` escapes take their Go meaning too. Other entries are taken as
 written, `?` and `[` included. Files load breadth first from the main file, each once.
-containerd 1.6 globbed a relative pattern against its own working directory (`/` under systemd)
-instead; later versions join it first, which is what this module does.
+containerd 1.6 and 1.7 glob a relative pattern against their working directory (`/` under
+systemd) instead; 2.0 joins it first (containerd PR #9746), which is what this module does.
 """
 
 from __future__ import annotations
@@ -35,6 +35,17 @@ def imports_in(name: str, text: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise CtkError(f"{name}: `imports` must be an array of strings", hint=IMPORTS_HINT)
     return value
+
+
+def relative_glob_warnings(name: str, entries: Sequence[str]) -> list[str]:
+    """Warn about relative glob entries, which containerd versions read from different folders."""
+    return [
+        f"{name}: the import {entry!r} is a relative glob: containerd 2.x reads it from the "
+        "config's folder, containerd 1.6 and 1.7 from their working directory (/ under "
+        "systemd); write it as an absolute path"
+        for entry in entries
+        if _relative_glob(entry)
+    ]
 
 
 def clean(path: str) -> str:
@@ -107,6 +118,15 @@ def imported(including: str, entries: Sequence[str], path: str) -> bool:
     """Whether ``entries`` of ``including`` name ``path``, whether or not it exists yet."""
     path = clean(path)
     return path in resolve(including, entries, with_path(lambda _: None, path))
+
+
+def imported_by_all_versions(including: str, entries: Sequence[str], path: str) -> bool:
+    """Like `imported`, counting no relative glob (containerd 1.6/1.7 read those elsewhere)."""
+    return imported(including, [e for e in entries if not _relative_glob(e)], path)
+
+
+def _relative_glob(entry: str) -> bool:
+    return "*" in entry and not entry.startswith("/")
 
 
 def with_path(list_dir: ListDir, path: str) -> ListDir:

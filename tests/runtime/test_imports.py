@@ -196,3 +196,29 @@ def test_doctor_reads_the_same_files_under_its_root(tmp_path: Path) -> None:
         "/etc/containerd/conf.d/b.toml",
         "/etc/containerd/extra/nested.toml",
     ]
+
+
+def test_relative_glob_import_is_warned_about(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ctk.cli.app import main
+
+    config = tmp_path / "config.toml"
+    config.write_text('version = 2\nimports = ["conf.d/*.toml", "/abs/*.toml", "plain.toml"]\n')
+    (tmp_path / "plain.toml").write_text("version = 2\n")
+    drop_in = tmp_path / "conf.d/99-nvidia.toml"
+    args = ["--config", str(config), "--drop-in-config", str(drop_in)]
+    code = main(["runtime", "configure", "--runtime", "containerd", *args])
+    out, err = capsys.readouterr()
+    assert (code, out, err) == (
+        0,
+        f"updated {config}\ncreated {drop_in}\nRestart containerd to apply the change: "
+        "systemctl restart containerd\n",
+        f"warning: {config}: the import 'conf.d/*.toml' is a relative glob: containerd 2.x reads "
+        "it from the config's folder, containerd 1.6 and 1.7 from their working directory (/ "
+        "under systemd); write it as an absolute path\n",
+    )
+    # imported by absolute path as well, so that containerd 1.6 and 1.7 read it too
+    assert config.read_text() == (
+        f'version = 2\nimports = ["conf.d/*.toml", "/abs/*.toml", "plain.toml", "{drop_in}"]\n'
+    )
