@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
 import pytest
 
-from ctk.host.root import HostRoot, PathEscapeError, resolve_in_root
+from ctk.host.root import HostRoot, PathEscapeError, PathUnreadableError, resolve_in_root
 
 
 def test_plain_path(tmp_path: Path) -> None:
@@ -52,3 +53,15 @@ def test_hostroot_relative(tmp_path: Path) -> None:
     root = HostRoot(tmp_path)
     assert str(root.relative(root.path("/dev/nvidia0"))) == "/dev/nvidia0"
     assert root.exists("/dev") is False
+
+
+def test_unreadable_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # As root every directory is readable, so the kernel's EACCES is simulated.
+    def readlink(path: str) -> str:
+        raise PermissionError(errno.EACCES, "Permission denied", path)
+
+    monkeypatch.setattr(os, "readlink", readlink)
+    with pytest.raises(PathUnreadableError) as caught:
+        resolve_in_root(tmp_path, "/locked/y")
+    assert caught.value.message == f"{tmp_path}/locked: cannot read: Permission denied"
+    assert caught.value.hint == "run as root (sudo)"

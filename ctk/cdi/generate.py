@@ -123,7 +123,7 @@ def build_spec(
             options.hooks,
             version=version,
             graphics=graphics,
-            ldconfig=options.ldconfig_path,
+            ldconfig=options.ldconfig_path or driver.ldconfig,
         )
         + discover.driver_files(
             driver,

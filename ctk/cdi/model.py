@@ -124,6 +124,9 @@ class DriverFacts:
     mig_minors_malformed: tuple[str, ...] = ()  # "line 3: 'gpu0/gi1/access x'": not parsed
     drm: tuple[tuple[str, tuple[DeviceNodeFacts, ...]], ...] = ()  # sysfs bus id -> DRM nodes
     drm_links: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # bus id -> by-path links
+    # host path of the driver root's /sbin/ldconfig.real (Debian, Ubuntu: /sbin/ldconfig is a
+    # shell script around it), for the update-ldcache hook
+    ldconfig: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

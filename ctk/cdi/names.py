@@ -119,12 +119,3 @@ def parse_qualified_name(text: str) -> QualifiedName:
     if problem is not None:
         raise CtkError(f"{text!r} is not a qualified CDI device name: {problem}", hint=hint)
     return QualifiedName(vendor, class_, name)
-
-
-def is_qualified_name(text: str) -> bool:
-    """Whether ``text`` is a valid fully qualified CDI device name."""
-    try:
-        parse_qualified_name(text)
-    except CtkError:
-        return False
-    return True

@@ -47,12 +47,6 @@ def compare_versions(a: str, b: str) -> int:
     return (va > vb) - (va < vb)
 
 
-def normalize_version(text: str) -> str | None:
-    """The known version that ``text`` declares (one leading 'v' allowed), or ``None``."""
-    body = text[1:] if text.startswith("v") else text
-    return body if body in KNOWN_VERSIONS else None
-
-
 @dataclass(frozen=True, slots=True)
 class Requirement:
     """One feature of a spec and the CDI version it needs."""

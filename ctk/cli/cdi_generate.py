@@ -301,22 +301,6 @@ OUTPUT = typer.Option(None, "--output", "-o", help="Write here (.yaml or .json) 
 REFRESH_OUTPUT = typer.Option(DEFAULT_OUTPUT, "--output", "-o", help="The spec to refresh.")
 
 
-def _changes(before: str, spec: Spec) -> str:
-    """Which device names came and went, for the refresh message."""
-    import yaml
-
-    try:
-        old = yaml.safe_load(before)
-        names = {str(d["name"]) for d in old["devices"]}
-    except (yaml.YAMLError, TypeError, KeyError):
-        return "; the old file was not a readable spec"
-    new = {d.name for d in spec.devices}
-    added, removed = sorted(new - names), sorted(names - new)
-    parts = [f"added {', '.join(added)}"] if added else []
-    parts += [f"removed {', '.join(removed)}"] if removed else []
-    return "; " + ("; ".join(parts) if parts else "device edits changed")
-
-
 DRIVER_ROOT = typer.Option(Path("/"), "--driver-root", help="Where the driver files are.")
 DEV_ROOT = typer.Option(
     None, "--dev-root", help="Where /dev, /proc and /sys are [default: the driver root]."
@@ -456,7 +440,10 @@ def register(app: typer.Typer) -> None:
         library_search_paths: list[str] = LIBRARY_SEARCH_PATH,
         config_search_paths: list[str] = CONFIG_SEARCH_PATH,
     ) -> None:
-        """Regenerate the spec only if the node changed (driver, GPUs, MIG layout, devices)."""
+        """Rewrite the spec only if it would change, and say what changed.
+
+        A file that is not a readable spec is replaced (a refresh at boot repairs it).
+        """
         fmt = _spec_format(output, None)
         _check_output(output)
         options = _options(
@@ -480,14 +467,19 @@ def register(app: typer.Typer) -> None:
             library_search_paths=library_search_paths,
             config_search_paths=config_search_paths,
         )
+        from ctk.cdi.refresh import Outcome, plan_refresh
+        from ctk.cdi.serialize import spec_data
         from ctk.host import files
 
-        before = files.read_text(output, missing_ok=True)
-        if before == text:
+        plan = plan_refresh(files.read_bytes(output, missing_ok=True), text, spec_data(spec))
+        if plan.outcome is Outcome.KEEP:
             sys.stderr.write(f"{output} is up to date ({_summary(spec)}); nothing written\n")
             return
         _write(output, text)
-        if before is None:
-            sys.stderr.write(f"created {output} ({_summary(spec)})\n")
-            return
-        sys.stderr.write(f"updated {output} ({_summary(spec)}{_changes(before, spec)})\n")
+        if plan.outcome is Outcome.CREATE:
+            message = f"created {output} ({_summary(spec)})"
+        elif plan.outcome is Outcome.REPLACE:
+            message = f"replaced {output}, which was not a readable CDI spec ({_summary(spec)})"
+        else:
+            message = f"updated {output} ({'; '.join([_summary(spec), *plan.changes])})"
+        sys.stderr.write(message + "\n")

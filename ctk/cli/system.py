@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ctk.errors import CtkError
+
+if TYPE_CHECKING:
+    from ctk.system.devices import DeviceNode
 
 app = typer.Typer(no_args_is_help=True, help="Prepare the node: device nodes and /dev/char links.")
 
@@ -24,9 +27,10 @@ DryRun = Annotated[bool, typer.Option("--dry-run", help="Show what would change;
 
 def _create_nodes(
     driver_root: Path, dev_root: Path, *, control_devices: bool, dry_run: bool
-) -> None:
+) -> list[DeviceNode]:
+    """Create the missing nodes; return every wanted node (host path) there is or would be."""
     from ctk.host.root import HostRoot
-    from ctk.system.devices import Major, wanted_nodes
+    from ctk.system.devices import DeviceNode, Major, wanted_nodes
     from ctk.system.nodes import make_node, node_state, read_driver_facts
 
     facts = read_driver_facts(HostRoot(driver_root))
@@ -56,6 +60,9 @@ def _create_nodes(
         else:
             make_node(host_path, node)
             typer.echo(f"{'created':<13} {host_path} ({numbers})")
+    return [
+        DeviceNode(PurePosixPath(host_path), node.major, node.minor) for node, host_path in plan
+    ]
 
 
 @app.command("create-device-nodes")
@@ -81,6 +88,20 @@ def create_device_nodes(
     )
 
 
+def _check_dev_char_path(path: Path) -> None:
+    """Refuse a --dev-char-path that cannot hold links, before anything is changed."""
+    import os
+
+    hint = "pass the directory for the <major>:<minor> links, e.g. /dev/char"
+    if os.path.lexists(path) and not path.is_dir():
+        raise CtkError(f"--dev-char-path {path}: not a directory", hint=hint)
+    for parent in path.parents:  # the nearest one that exists must be a directory
+        if os.path.lexists(parent):
+            if not parent.is_dir():
+                raise CtkError(f"--dev-char-path {path}: {parent} is not a directory", hint=hint)
+            return
+
+
 @app.command("create-dev-char-symlinks")
 def create_dev_char_symlinks(
     dev_char_path: Annotated[
@@ -100,10 +121,13 @@ def create_dev_char_symlinks(
     from ctk.system.devices import char_links
     from ctk.system.nodes import find_nodes, link_state, make_link, read_driver_facts
 
+    _check_dev_char_path(dev_char_path)
+    planned: list[DeviceNode] = []
     if create_device_nodes:
-        _create_nodes(driver_root, driver_root, control_devices=True, dry_run=dry_run)
+        planned = _create_nodes(driver_root, driver_root, control_devices=True, dry_run=dry_run)
     root = HostRoot(driver_root)
-    nodes = find_nodes(root, read_driver_facts(root).majors)
+    # A dry run links the nodes it would have created, as the real run links those it created.
+    nodes = sorted(set(find_nodes(root, read_driver_facts(root).majors)) | set(planned))
     if not nodes:
         typer.echo(f"No NVIDIA device nodes found in {driver_root}")
         return

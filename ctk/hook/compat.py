@@ -3,6 +3,7 @@
 import os
 
 from ctk.hook.ldcache import add_conf_file
+from ctk.hook.rootfd import Root
 from ctk.hook.rootfs import HookError, resolve
 
 DEFAULT_COMPAT_ROOT = "/usr/local/cuda/compat"
@@ -47,4 +48,5 @@ def enable_cuda_compat(root: str, host_driver_version: str, compat_dir: str) -> 
     major = compat_major(root, compat_dir)
     if major is None or major <= host_major:
         return None
-    return add_conf_file(root, "00-compat-", [compat_dir])
+    with Root(root) as container:
+        return add_conf_file(container, "00-compat-", [compat_dir])

@@ -3,13 +3,15 @@
 Every link is checked before any is made, so a refused link leaves the root untouched. The
 link's directory is resolved inside the root (an image's absolute symlinks restart at the
 root, as they will in the container); a relative target that climbs above the root, a link
-path that does, and an existing entry that is not a symlink are refused.
+path that does, and an existing entry that is not a symlink are refused. The links are then made
+through `ctk.hook.rootfd`, so a folder swapped for a symlink after the check cannot lead out.
 """
 
 import os
 import posixpath
 
-from ctk.hook.rootfs import HookError, check_inside, container_path, resolve
+from ctk.hook.rootfd import Root
+from ctk.hook.rootfs import HookError, container_path, resolve
 
 
 def parse_link(spec: str) -> tuple[str, str]:
@@ -32,49 +34,36 @@ def _climbs_above_root(directory: str, target: str) -> bool:
     return False
 
 
-def _plan(root: str, target: str, link: str) -> tuple[str, bool] | None:
-    """Return (host path of the link, whether an old link is replaced), or None when done."""
+def _plan(root: str, target: str, link: str) -> str | None:
+    """Return the host path of the link, or None when it is already there."""
     name = posixpath.basename(link.rstrip("/"))
     if name in ("", ".", ".."):
         raise HookError(f"invalid link path {link!r}")
     parent = resolve(root, posixpath.dirname(link.rstrip("/")) or "/")
-    if os.path.exists(parent):
-        check_inside(root, parent)
     if not target.startswith("/") and _climbs_above_root(container_path(root, parent), target):
         raise HookError(f"{link} -> {target}: the target leads out of the container root")
     host_link = os.path.join(parent, name)
     try:
         current = os.readlink(host_link)
     except FileNotFoundError:
-        return host_link, False
+        return host_link
     except OSError as exc:
         if os.path.lexists(host_link):
             raise HookError(
                 f"{host_link}: already exists and is not a symlink; refusing to replace it"
             ) from exc
         raise HookError(f"{host_link}: cannot read: {exc.strerror}") from exc
-    return None if current == target else (host_link, True)
+    return None if current == target else host_link
 
 
 def create_symlinks(root: str, specs: list[str]) -> None:
     """Create every ``TARGET::LINK`` in ``specs`` inside ``root``, or none of them."""
-    plans: list[tuple[str, str, bool]] = []
-    seen: set[str] = set()
+    plans: dict[str, tuple[str, str]] = {}
     for spec in dict.fromkeys(specs):
         target, link = parse_link(spec)
-        planned = _plan(root, target, link)
-        if planned is None or planned[0] in seen:
-            continue
-        seen.add(planned[0])
-        plans.append((target, planned[0], planned[1]))
-    for target, host_link, replace in plans:
-        try:
-            os.makedirs(os.path.dirname(host_link), mode=0o755, exist_ok=True)
-            if replace:
-                tmp = f"{host_link}.ctk-hook-{os.getpid()}"
-                os.symlink(target, tmp)
-                os.rename(tmp, host_link)
-            else:
-                os.symlink(target, host_link)
-        except OSError as exc:
-            raise HookError(f"{host_link}: cannot create symlink: {exc.strerror}") from exc
+        host_link = _plan(root, target, link)
+        if host_link is not None:
+            plans.setdefault(host_link, (target, link))
+    with Root(root) as container:
+        for target, link in plans.values():
+            container.symlink(target, link)

@@ -1,9 +1,14 @@
-"""`chmod`: set the mode of paths inside the container root (e.g. /dev/dri)."""
+"""`chmod`: set the mode of paths inside the container root (e.g. /dev/dri).
+
+Each path is opened once (`ctk.hook.rootfd`) and changed through that descriptor, so a folder
+or file swapped for a symlink after the check is never followed.
+"""
 
 import os
 import stat
 
-from ctk.hook.rootfs import HookError, check_inside, resolve
+from ctk.hook.rootfd import Root, proc_path
+from ctk.hook.rootfs import HookError
 
 
 def parse_mode(text: str) -> int:
@@ -23,24 +28,29 @@ def change_modes(root: str, paths: list[str], mode_text: str) -> None:
     Missing paths are skipped (nvidia-cdi-hook does the same); all are checked before any changes.
     """
     mode = parse_mode(mode_text)
-    targets: list[str] = []
-    for path in paths:
-        if not path.strip():
-            raise HookError("--path must not be empty")
-        host = resolve(root, path)
+    opened: list[int] = []
+    targets: list[tuple[int, str]] = []
+    with Root(root) as container:
         try:
-            info = os.lstat(host)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            raise HookError(f"{host}: cannot stat: {exc.strerror}") from exc
-        check_inside(root, host)
-        if stat.S_IMODE(info.st_mode) != mode:
-            targets.append(host)
-    for host in targets:
-        try:
-            os.chmod(host, mode)
-        except PermissionError:
-            continue  # a read-only /dev bind mount: nvidia-cdi-hook ignores this too
-        except OSError as exc:
-            raise HookError(f"{host}: cannot chmod: {exc.strerror}") from exc
+            for path in paths:
+                if not path.strip():
+                    raise HookError("--path must not be empty")
+                fd = container.open_path(path)
+                if fd is None:
+                    continue
+                opened.append(fd)
+                info = os.fstat(fd)
+                if stat.S_ISLNK(info.st_mode):  # swapped in after the walk read the name
+                    raise HookError(f"{root}{path}: became a symlink; refusing to change its mode")
+                if stat.S_IMODE(info.st_mode) != mode:
+                    targets.append((fd, path))
+            for fd, path in targets:
+                try:
+                    os.chmod(proc_path(fd), mode)  # what fd holds, whatever its name is now
+                except PermissionError:
+                    continue  # a read-only /dev bind mount: nvidia-cdi-hook ignores this too
+                except OSError as exc:
+                    raise HookError(f"{root}{path}: cannot chmod: {exc.strerror}") from exc
+        finally:
+            for fd in opened:
+                os.close(fd)

@@ -8,7 +8,8 @@ container keeps EGL and Vulkan from enumerating GPUs the container was not given
 import os
 import stat
 
-from ctk.hook.rootfs import HookError, check_inside, make_dirs, resolve, write_new_file
+from ctk.hook.rootfd import Root, write_new_file
+from ctk.hook.rootfs import HookError, resolve
 
 PROFILE_DIR = "/etc/nvidia/nvidia-application-profiles-rc.d"
 PROFILE_NAME = "10-container.conf"
@@ -45,16 +46,29 @@ def profile_text(minors: list[int]) -> str | None:
 
 
 def update_application_profile(root: str) -> str | None:
-    """Write the profile for the container's GPUs; returns its host path, or None if no GPU."""
-    dev = resolve(root, "/dev")
-    check_inside(root, dev)
-    text = profile_text(gpu_minors(dev))
+    """Write the profile for the container's GPUs; returns its container path, or None if no GPU.
+
+    The profile is written to a new file and renamed over the old one, both relative to the
+    folder's descriptor: an old symlink is replaced, never followed.
+    """
+    text = profile_text(gpu_minors(resolve(root, "/dev")))
     if text is None:
         return None
-    directory = make_dirs(root, PROFILE_DIR)
-    target = os.path.join(directory, PROFILE_NAME)
-    if os.path.isdir(target) and not os.path.islink(target):
-        raise HookError(f"{target}: is a directory; refusing to replace it")
-    temp = write_new_file(directory, ".10-container-", ".tmp", text, 0o444)
-    os.rename(temp, target)  # replaces a file or a symlink itself, never what a link points to
-    return target
+    with Root(root) as container:
+        folder = container.make_dirs(PROFILE_DIR)
+        try:
+            try:
+                info = os.stat(PROFILE_NAME, dir_fd=folder, follow_symlinks=False)
+            except FileNotFoundError:
+                pass
+            else:
+                if stat.S_ISDIR(info.st_mode):
+                    where = f"{root}{PROFILE_DIR}/{PROFILE_NAME}"
+                    raise HookError(f"{where}: is a directory; refusing to replace it")
+            temp = write_new_file(
+                folder, PROFILE_DIR, ".10-container-", ".tmp", text=text, mode=0o444
+            )
+            os.rename(temp, PROFILE_NAME, src_dir_fd=folder, dst_dir_fd=folder)
+        finally:
+            os.close(folder)
+    return f"{PROFILE_DIR}/{PROFILE_NAME}"

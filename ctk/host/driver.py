@@ -12,7 +12,7 @@ import os
 import re
 import stat
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from ctk.cdi.model import DeviceNodeFacts, DriverFacts, HostFile, NodeFacts
 from ctk.cdi.options import Mode
 from ctk.errors import CtkError
 from ctk.host.root import HostRoot, PathEscapeError
+from ctk.nvproc import MigMinors, parse_mig_minors
 
 # Where drivers put their libraries (as nvidia-ctk searches them), before the ld.so.cache.
 LIBRARY_DIRS = (
@@ -46,10 +47,11 @@ BINARIES = (
     "nvidia-xconfig",
 )
 FIRMWARE_CLASS_PATH = "/sys/module/firmware_class/parameters/path"
-IPC_PATHS = (
-    ("/run/nvidia-persistenced/socket", "/var/run/nvidia-persistenced/socket"),
-    ("/run/nvidia-fabricmanager/socket", "/var/run/nvidia-fabricmanager/socket"),
-    ("/tmp/nvidia-mps",),
+# (alternatives, the kind of file each must be)
+IPC_PATHS: tuple[tuple[tuple[str, ...], Callable[[int], bool]], ...] = (
+    (("/run/nvidia-persistenced/socket", "/var/run/nvidia-persistenced/socket"), stat.S_ISSOCK),
+    (("/run/nvidia-fabricmanager/socket", "/var/run/nvidia-fabricmanager/socket"), stat.S_ISSOCK),
+    (("/tmp/nvidia-mps",), stat.S_ISDIR),
 )
 CONTROL_NODES = (
     "/dev/nvidia-modeset",
@@ -107,6 +109,8 @@ EXPLICIT_LIBRARIES = (
 LEGACY_NVVM = re.compile(r"^libnvidia-nvvm70\.so\.\d+$")
 # EGL platform libraries, with their own X.Y.Z: graphics files (nvml mode only), no SONAME links
 EGL_PLATFORM_LIBRARY = re.compile(r"^libnvidia-egl-(gbm|wayland|wayland2|xcb|xlib)\.so\.\d+\.\d+")
+# Debian and Ubuntu's real ldconfig (/sbin/ldconfig is a shell script that runs it)
+LDCONFIG_REAL = "/sbin/ldconfig.real"
 DRIVER_VERSION_FILE = re.compile(r"^lib(cuda|nvidia-ml)\.so\.(\d+\.\d+(?:\.\d+)?)$")
 LD_CACHE_MAGIC = b"glibc-ld.so.cache1.1"
 
@@ -128,23 +132,42 @@ def read_ld_cache(root: HostRoot) -> tuple[tuple[str, str], ...]:
         data = root.path("/etc/ld.so.cache").read_bytes()
     except (OSError, PathEscapeError):
         return ()
+    return parse_ld_cache(data)
+
+
+def parse_ld_cache(data: bytes) -> tuple[tuple[str, str], ...]:
+    """The (library name, absolute path) entries of an ld.so.cache's new-format part.
+
+    A damaged cache (bad offsets, cut short, garbage) gives no entries, never an exception:
+    the standard library directories still apply, and a library found nowhere is reported
+    as not found.
+    """
     base = data.find(LD_CACHE_MAGIC)
-    if base < 0:
+    if base < 0 or len(data) < base + 48:
         return ()
-    try:
-        (count,) = struct.unpack_from("<I", data, base + 20)
-        entries = []
-        for i in range(count):
-            _flags, key, value = struct.unpack_from("<iII", data, base + 48 + 24 * i)
-            entries.append((_cstring(data, base + key), _cstring(data, base + value)))
-    except (struct.error, UnicodeDecodeError):
-        return ()  # a damaged cache: the standard directories still apply
+    (count,) = struct.unpack_from("<I", data, base + 20)
+    if count > (len(data) - base - 48) // 24:
+        return ()  # more entries than the file holds
+    entries = []
+    for i in range(count):
+        _flags, key, value = struct.unpack_from("<iII", data, base + 48 + 24 * i)
+        name, path = _cstring(data, base + key), _cstring(data, base + value)
+        if name is None or path is None:
+            return ()
+        if name and path.startswith("/"):
+            entries.append((name, path))
     return tuple(entries)
 
 
-def _cstring(data: bytes, offset: int) -> str:
-    end = data.index(b"\0", offset)
-    return data[offset:end].decode()
+def _cstring(data: bytes, offset: int) -> str | None:
+    """The NUL-terminated UTF-8 string at ``offset``, or None when there is none."""
+    end = data.find(b"\0", offset)
+    if offset >= len(data) or end < 0:
+        return None
+    try:
+        return data[offset:end].decode()
+    except UnicodeDecodeError:
+        return None
 
 
 def find_library(driver_root: Path, name: str, search: Iterable[str] = ()) -> Path | None:
@@ -224,14 +247,14 @@ class _Scan:
     def versioned(self, entries: list[os.DirEntry[str]], suffix: str) -> dict[str, HostFile]:
         """The driver's libraries among ``entries``: lib*``suffix`` and the legacy NVVM."""
         found = {
-            e.name: self.library_file(e)
+            e.name: self.listed_file(e)
             for e in entries
             if e.name.startswith("lib") and (e.name.endswith(suffix) or LEGACY_NVVM.match(e.name))
         }
         return {name: file for name, file in found.items() if file is not None}
 
-    def library_file(self, entry: os.DirEntry[str]) -> HostFile | None:
-        """The mount for a library: the file itself, or what its link leads to inside the root.
+    def listed_file(self, entry: os.DirEntry[str]) -> HostFile | None:
+        """The mount for a listed library or firmware file: the file, or its link's target.
 
         A link (say libcuda.so.<version> -> /opt/nvidia/lib/libcuda.so.<version>) is resolved
         as if the driver root were `/` and mounted at the link's own path, next to its SONAME
@@ -246,17 +269,23 @@ class _Scan:
             target = self.driver.path(inside)
         except PathEscapeError:
             return None
-        if not target.is_file():
+        if not _is(target, stat.S_ISREG):
             return None
         return self.file(target, str(inside))
 
-    def find(self, *paths: str) -> Path | None:
+    def find(self, *paths: str, kind: Callable[[int], bool] = stat.S_ISREG) -> Path | None:
+        """The first of ``paths`` that resolves inside the driver root to a ``kind`` of file.
+
+        ``kind`` tests the mode (stat.S_ISREG, S_ISDIR, S_ISSOCK); a path that leads out of the
+        root, dangles or is another kind of file is skipped. The result is the resolved path.
+        """
         for path in paths:
             try:
                 found = self.driver.path(path)
-            except PathEscapeError:
+                mode = os.lstat(found).st_mode
+            except (OSError, PathEscapeError):
                 continue
-            if found.exists():
+            if kind(mode):
                 return found
         return None
 
@@ -274,12 +303,14 @@ class _Scan:
             own = self.versioned(listing, suffix)
             if not any(name.endswith(suffix) for name in own):
                 continue  # no library of this driver (dangling links do not count)
-            dirs.append(str(self.driver.relative(directory)))
-            vdpau = _listing(directory / "vdpau")
-            for sub, entries, mounted in (
-                (directory, listing, own),
-                (directory / "vdpau", vdpau, self.versioned(vdpau, suffix)),
-            ):
+            inside = str(self.driver.relative(directory))
+            dirs.append(inside)
+            found = [(directory, listing, own)]
+            vdpau = self.find(f"{inside}/vdpau", kind=stat.S_ISDIR)
+            if vdpau is not None:
+                entries = _listing(vdpau)
+                found.append((vdpau, entries, self.versioned(entries, suffix)))
+            for sub, entries, mounted in found:
                 files += [mounted[name] for name in sorted(mounted)]
                 links += _soname_links(sub, entries, set(mounted), self.driver)
             egl += [
@@ -303,7 +334,7 @@ class _Scan:
         found: dict[Path, HostFile] = {}
         for name in EXPLICIT_LIBRARIES:
             path = self.find(f"{library_dirs[0]}/{name}")
-            if path is not None and path.is_file() and str(path) not in mounted:
+            if path is not None and str(path) not in mounted:
                 found.setdefault(path, self.file(path))
         links: list[tuple[str, str]] = []
         by_dir: dict[Path, set[str]] = {}
@@ -317,7 +348,7 @@ class _Scan:
         found = []
         for name in BINARIES:
             path = self.find(*(f"{d}/{name}" for d in BINARY_DIRS))
-            if path is not None and path.is_file():
+            if path is not None:
                 found.append(self.file(path))
         return found
 
@@ -325,12 +356,14 @@ class _Scan:
         """`gsp*.bin` of this driver version in every firmware dir the kernel searches."""
         found: dict[Path, HostFile] = {}
         for base in self._firmware_dirs():
-            directory = self.find(f"{base}/nvidia/{self.version}")
+            directory = self.find(f"{base}/nvidia/{self.version}", kind=stat.S_ISDIR)
             if directory is None:
                 continue
             for entry in _listing(directory):
                 if entry.name.startswith("gsp") and entry.name.endswith(".bin"):
-                    found.setdefault(Path(entry.path), self.file(Path(entry.path)))
+                    file = self.listed_file(entry)  # a link: resolved inside the root
+                    if file is not None:
+                        found.setdefault(Path(file.host_path), file)
         return list(found.values())
 
     def _firmware_dirs(self) -> list[str]:
@@ -345,8 +378,8 @@ class _Scan:
 
     def ipc(self) -> list[HostFile]:
         found = []
-        for alternatives in IPC_PATHS:
-            path = self.find(*alternatives)
+        for alternatives, kind in IPC_PATHS:
+            path = self.find(*alternatives, kind=kind)
             if path is not None:
                 found.append(self.file(path))
         return found
@@ -378,7 +411,7 @@ class _Scan:
         glx = f"libglxserver_nvidia.so.{self.version}"
         for name in ("nvidia_drv.so", glx):
             path = self.find(*(f"{d}/{name}" for d in xorg_dirs))
-            if path is None or not path.is_file():
+            if path is None:
                 continue
             files.append(self.file(path))
             if name == glx:
@@ -413,23 +446,13 @@ class _Scan:
             return []
         return [f"{directory}/{e.name}" for e in _listing(host)]
 
-    def mig_minors(self) -> tuple[list[tuple[str, int]], list[str]]:
+    def mig_minors(self) -> MigMinors:
         """The `<capability> <minor>` lines of mig-minors, and the lines that are not that."""
         try:
             data = self.dev.path("/proc/driver/nvidia-caps/mig-minors").read_bytes()
         except (OSError, PathEscapeError):
-            return [], []
-        minors = []
-        malformed = []
-        for number, line in enumerate(data.decode("utf-8", "backslashreplace").splitlines(), 1):
-            parts = line.split()
-            if len(parts) == 2 and parts[1].isascii() and parts[1].isdigit():
-                minors.append((parts[0], int(parts[1])))
-            elif parts:
-                shown = line.strip()
-                shown = shown if len(shown) <= 40 else shown[:40] + "..."
-                malformed.append(f"line {number}: '{shown}'")
-        return minors, malformed
+            return MigMinors()
+        return parse_mig_minors(data.decode("utf-8", "backslashreplace"))
 
     def drm(self, bus_id: str) -> tuple[list[DeviceNodeFacts], list[tuple[str, str]]]:
         names = [
@@ -445,6 +468,14 @@ class _Scan:
                 continue
             links.append((target, link))
         return nodes, links
+
+
+def _is(path: Path, kind: Callable[[int], bool]) -> bool:
+    """Whether ``path`` itself (not what a link at it leads to) is a ``kind`` of file."""
+    try:
+        return kind(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _soname_links(
@@ -485,7 +516,7 @@ def read_driver(
     graphics, graphics_links = scan.graphics(library_dirs)
     graphics = egl + graphics
     explicit, explicit_links = scan.explicit_libraries(library_dirs, libraries)
-    minors, malformed = scan.mig_minors()
+    mig = scan.mig_minors()
     dev_entries = scan.dev_listing("/dev")
     gpu_nodes = [p for p in dev_entries if re.fullmatch(r"/dev/nvidia\d+", p)]
     gpu_nodes.sort(key=lambda p: int(p.removeprefix("/dev/nvidia")))
@@ -496,6 +527,7 @@ def read_driver(
     caps.sort(key=lambda p: (len(p), p))
     drm = []
     drm_links = []
+    ldconfig = scan.find(LDCONFIG_REAL)
     for bus_id in bus_ids:
         nodes, by_path = scan.drm(bus_id)
         drm.append((bus_id, tuple(nodes)))
@@ -517,10 +549,11 @@ def read_driver(
         gpu_nodes=tuple(scan.nodes(gpu_nodes)),
         cap_nodes=tuple(scan.nodes(caps)),
         other_nodes=tuple(scan.nodes(sorted(other))),
-        mig_minors=tuple(minors),
-        mig_minors_malformed=tuple(malformed),
+        mig_minors=mig.minors,
+        mig_minors_malformed=mig.malformed,
         drm=tuple(drm),
         drm_links=tuple(drm_links),
+        ldconfig=None if ldconfig is None else str(ldconfig),
     )
 
 

@@ -20,19 +20,25 @@ class PathEscapeError(CtkError):
     """A path (or a symlink on it) would lead out of its root."""
 
 
+class PathUnreadableError(CtkError):
+    """A directory on the path cannot be read (permission), so the path cannot be resolved."""
+
+
 def resolve_in_root(root: str | os.PathLike[str], path: str | PurePosixPath) -> Path:
     """Return the host path of ``path`` inside ``root``, with symlinks resolved inside the root.
 
     Components that do not exist are appended as they are, so the result can name a file to
     create. Raises `PathEscapeError` when a `..` (in the path or in a link) climbs above the
-    root, or when links loop.
+    root, or when links loop; `PathUnreadableError` when a directory cannot be read.
     """
     base = os.path.abspath(root)
     try:
         return Path(rootpath.resolve(base, str(path)))
     except rootpath.RootPathError as exc:
         if exc.reason == "unreadable":
-            raise CtkError(f"{exc.path}: cannot read: {exc.detail}") from exc
+            raise PathUnreadableError(
+                f"{exc.path}: cannot read: {exc.detail}", hint="run as root (sudo)"
+            ) from exc
         if exc.reason == "loop":
             raise PathEscapeError(
                 f"{path}: too many levels of symbolic links under {base}"

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import PurePosixPath
 
+from ctk import nvproc
+
 FRONTEND_MAJOR = 195
 CTL_MINOR, MODESET_MINOR = 255, 254
 
@@ -47,17 +49,7 @@ class CharLink:
 
 def parse_proc_devices(text: str) -> dict[str, int]:
     """Return name -> major of the character devices in /proc/devices."""
-    majors: dict[str, int] = {}
-    in_char = False
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.endswith(":"):
-            in_char = stripped == "Character devices:"
-            continue
-        fields = stripped.split()
-        if in_char and len(fields) == 2 and fields[0].isdigit():
-            majors.setdefault(fields[1], int(fields[0]))
-    return majors
+    return nvproc.parse_proc_devices(text)
 
 
 def nvidia_majors(majors: dict[str, int]) -> dict[Major, int]:
@@ -67,11 +59,7 @@ def nvidia_majors(majors: dict[str, int]) -> dict[Major, int]:
 
 def parse_device_minor(information: str) -> int | None:
     """Return the `Device Minor:` of a /proc/driver/nvidia/gpus/*/information file."""
-    for line in information.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() == "Device Minor" and value.strip().isdigit():
-            return int(value.strip())
-    return None
+    return nvproc.parse_gpu_information(information).device_minor
 
 
 def wanted_nodes(

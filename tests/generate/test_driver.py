@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctk.host.driver import (
     SearchPaths,
     driver_version_from_files,
     find_library,
+    parse_ld_cache,
     read_driver,
     read_ld_cache,
 )
@@ -276,3 +280,77 @@ def test_a_directory_with_only_dangling_library_links_is_no_library_dir(tmp_path
         (f"/{UBUNTU}",),
         [f"/{UBUNTU}/libcuda.so.{V}"],
     )
+
+
+def _ld_cache(entries: list[tuple[str, str]], prefix: bytes = b"") -> bytes:
+    """A new-format ld.so.cache (glibc's layout) holding ``entries``; ``prefix``: an old part."""
+    header = 48
+    table = 24 * len(entries)
+    strings = b""
+    rows = b""
+    for name, path in entries:
+        key = header + table + len(strings)
+        strings += name.encode() + b"\0"
+        value = header + table + len(strings)
+        strings += path.encode() + b"\0"
+        rows += struct.pack("<iIIIQ", 0x303, key, value, 0, 0)
+    head = b"glibc-ld.so.cache1.1" + struct.pack("<II", len(entries), len(strings)) + bytes(20)
+    return prefix + head + rows + strings
+
+
+GOOD = [("libnvidia-ml.so.1", "/opt/nvidia/lib/libnvidia-ml.so.1"), ("libc.so.6", "/lib/libc.so.6")]
+
+
+def _bad_offset(data: bytes) -> bytes:
+    """The first entry's path offset points past the end of the file."""
+    row = 48
+    return data[: row + 8] + struct.pack("<I", len(data) + 100) + data[row + 12 :]
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        pytest.param(_ld_cache(GOOD), tuple(GOOD), id="good"),
+        pytest.param(_ld_cache(GOOD, b"ld.so-1.7.0" + bytes(5)), tuple(GOOD), id="after-old-part"),
+        pytest.param(_bad_offset(_ld_cache(GOOD)), (), id="offset-past-the-end"),
+        pytest.param(_ld_cache(GOOD)[:-1], (), id="last-string-not-terminated"),
+        pytest.param(_ld_cache(GOOD)[:60], (), id="table-cut-short"),
+        pytest.param(_ld_cache(GOOD)[:30], (), id="header-cut-short"),
+        pytest.param(
+            _ld_cache([("libx.so.1", "/x")]).replace(b"/x\0", b"/\xff\0"), (), id="not-utf8"
+        ),
+        pytest.param(_ld_cache([("libx.so.1", "relative/libx.so.1")]), (), id="relative-path"),
+        pytest.param(b"glibc-ld.so.cache1.1" + b"\xff" * 60, (), id="garbage-count"),
+        pytest.param(b"", (), id="empty"),
+    ],
+)
+def test_damaged_ld_so_cache_gives_no_entries(data: bytes, expected: tuple[object, ...]) -> None:
+    """Review 6: a damaged cache raised ValueError (an internal error in generate and doctor)."""
+    assert parse_ld_cache(data) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.binary(max_size=400),
+        st.binary(max_size=300).map(lambda b: b"glibc-ld.so.cache1.1" + b),
+        st.tuples(st.integers(0, 400), st.binary(max_size=8), st.integers(0, 400)).map(
+            lambda t: _ld_cache(GOOD)[: t[0]] + t[1] + _ld_cache(GOOD)[t[0] + t[2] :]
+        ),
+    )
+)
+def test_any_bytes_as_ld_so_cache_never_raise(data: bytes) -> None:
+    entries = parse_ld_cache(data)
+    assert all(isinstance(n, str) and p.startswith("/") for n, p in entries)
+
+
+def test_damaged_ld_so_cache_in_the_root_means_not_found(tmp_path: Path) -> None:
+    """The library is only reachable through the cache; a damaged cache: not found, no crash."""
+    _tree(tmp_path, ["opt/nvidia/lib/libnvidia-ml.so.1"])
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/ld.so.cache").write_bytes(_ld_cache(GOOD))
+    assert find_library(tmp_path, "libnvidia-ml.so.1") == (
+        tmp_path / "opt/nvidia/lib/libnvidia-ml.so.1"
+    )
+    (tmp_path / "etc/ld.so.cache").write_bytes(_bad_offset(_ld_cache(GOOD)))
+    assert find_library(tmp_path, "libnvidia-ml.so.1") is None

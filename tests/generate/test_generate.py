@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import struct
 from collections.abc import Callable
 from pathlib import Path
 
@@ -397,4 +399,125 @@ def test_missing_nvml_library_file_is_a_warning(
     )
     assert _library_mounts(out, node.root) == [
         (f"/HOST/{LIBDIR}/libcuda.so.550.54.15", f"/{LIBDIR}/libcuda.so.550.54.15")
+    ]
+
+
+def _link(path: Path, target: str | Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(target)
+
+
+@pytest.mark.integration
+def test_hostile_links_in_the_driver_root_are_dropped(
+    fake_node: MakeNode, hook_program: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review 2: every discovered file is resolved inside --driver-root; one that leads out of
+    it, dangles or is the wrong kind of file is left out, and hostPath is the resolved path."""
+    node = fake_node("driver-container")
+    driver = node.driver_root
+    outside = node.root.parent / "outside"  # the machine running ctk, outside the driver root
+    (outside / "vdpau").mkdir(parents=True)
+    (outside / "mps").mkdir()
+    for name in ("secret.bin", "vdpau/libvdpau_nvidia.so.550.54.15"):
+        (outside / name).write_bytes(b"")
+    climb = "../" * 32 + str(outside).lstrip("/")  # `..` past the driver root
+    firmware = driver / "lib/firmware/nvidia/550.54.15"
+    _link(firmware / "gsp_absolute.bin", outside / "secret.bin")  # resolves to nothing inside
+    _link(firmware / "gsp_climbs.bin", f"{climb}/secret.bin")
+    _link(firmware / "gsp_directory.bin", "/usr")
+    _link(firmware / "gsp_dangling.bin", "/nowhere")
+    # a link inside the root: mounted at its own path, hostPath is the file it leads to
+    (driver / "opt/fw").mkdir(parents=True)
+    (firmware / "gsp_ga10x.bin").rename(driver / "opt/fw/gsp_ga10x.bin")
+    _link(firmware / "gsp_ga10x.bin", "/opt/fw/gsp_ga10x.bin")
+    shutil.rmtree(driver / "usr/lib64/vdpau")
+    _link(driver / "usr/lib64/vdpau", outside / "vdpau")
+    _link(driver / "usr/bin/nvidia-imex", f"{climb}/secret.bin")
+    _link(driver / "etc/vulkan/icd.d/nvidia_icd.json", outside / "secret.bin")
+    (driver / "usr/share/glvnd/egl_vendor.d/10_nvidia.json").mkdir(parents=True)
+    (driver / "run/nvidia-fabricmanager").mkdir(parents=True)
+    (driver / "run/nvidia-fabricmanager/socket").write_bytes(b"")  # not a socket
+    _link(driver / "tmp/nvidia-mps", outside / "mps")
+    _link(driver / "usr/lib64/xorg/modules/drivers/nvidia_drv.so", f"{climb}/secret.bin")
+
+    code = main(["cdi", "generate", "--hook-path", str(hook_program), *_roots(node)])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    text = out.replace(str(hook_program), HOOK).replace(str(node.root), "/HOST")
+    assert text == _golden("driver-container-hostile-links.yaml", text)
+
+
+def _ldcache_hook(out: str) -> list[str]:
+    hooks = json.loads(out)["containerEdits"]["hooks"]
+    (args,) = [h["args"] for h in hooks if h["args"][1] == "update-ldcache"]
+    return list(args)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("ldconfig_real", "flags", "expected"),
+    [
+        pytest.param("file", [], ["--ldconfig-path", "{driver}/usr/sbin/ldconfig.real"], id="real"),
+        pytest.param(
+            "file",
+            ["--ldconfig-path", "/opt/ldconfig"],
+            ["--ldconfig-path", "/opt/ldconfig"],
+            id="flag-wins",
+        ),
+        pytest.param(None, [], [], id="none"),
+        pytest.param("escapes", [], [], id="link-out-of-the-root"),
+        pytest.param("directory", [], [], id="not-a-file"),
+    ],
+)
+def test_update_ldcache_uses_ldconfig_real_of_the_driver_root(
+    ldconfig_real: str | None,
+    flags: list[str],
+    expected: list[str],
+    fake_node: MakeNode,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Review 4: on Debian/Ubuntu /sbin/ldconfig is a shell script; the hook must run
+    ldconfig.real. Found in the driver root, resolved inside it (merged /usr here)."""
+    node = fake_node("driver-container")
+    driver = node.driver_root
+    (driver / "usr/sbin").mkdir(parents=True)
+    (driver / "sbin").symlink_to("usr/sbin")
+    real = driver / "usr/sbin/ldconfig.real"
+    if ldconfig_real == "file":
+        real.write_bytes(b"")
+    elif ldconfig_real == "escapes":
+        real.symlink_to("../" * 32 + "bin/true")
+    elif ldconfig_real == "directory":
+        real.mkdir()
+    code = main(["cdi", "generate", *_roots(node), "--format=json", *flags])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    assert _ldcache_hook(out) == [
+        "nvidia-cdi-hook",
+        "update-ldcache",
+        *(arg.format(driver=driver) for arg in expected),
+        "--folder",
+        "/usr/lib64",
+        "--folder",
+        "/usr/lib64/vdpau",
+    ]
+
+
+@pytest.mark.integration
+def test_damaged_ld_so_cache_is_no_internal_error(
+    fake_node: MakeNode, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review 6: an ld.so.cache whose string offset points past its end crashed generate."""
+    node = fake_node("no-nvml-library")
+    cache = b"glibc-ld.so.cache1.1" + struct.pack("<II", 1, 0) + bytes(20)
+    cache += struct.pack("<iIIIQ", 0x303, 10_000, 10_000, 0, 0)
+    (node.driver_root / "etc").mkdir(exist_ok=True)
+    (node.driver_root / "etc/ld.so.cache").write_bytes(cache)
+    code = main(["cdi", "generate", *_roots(node)])
+    out, err = capsys.readouterr()
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [
+        f"error: NVML library libnvidia-ml.so.1 not found under driver root {node.driver_root}",
+        "hint: is the NVIDIA driver installed? For a driver container pass --driver-root "
+        "(e.g. /run/nvidia/driver), or use --mode management, which needs no NVML",
     ]

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ctk.cli.app import main
 from tests.fake_nvml import FakeNode
@@ -120,10 +121,20 @@ def _hook_wrapper(tmp_path: Path) -> Path:
 
 
 @pytest.mark.skipif(not os.path.exists("/sbin/ldconfig"), reason="needs a static /sbin/ldconfig")
+@pytest.mark.parametrize("ubuntu", [False, True], ids=["plain", "ubuntu-ldconfig-real"])
 def test_podman_runs_the_generated_hooks_through_ctk_hook(
-    tmp_path: Path, fake_node: Callable[[str], FakeNode], capsys: pytest.CaptureFixture[str]
+    ubuntu: bool,
+    tmp_path: Path,
+    fake_node: Callable[[str], FakeNode],
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """ubuntu: the driver root's /sbin/ldconfig is a shell script around ldconfig.real (review
+    4); the spec names ldconfig.real and ctk-hook runs it."""
     node = fake_node("dgx-a100")
+    if ubuntu:
+        (node.root / "sbin").mkdir()
+        (node.root / "sbin/ldconfig").write_text('#!/bin/sh\nexec /sbin/ldconfig.real "$@"\n')
+        shutil.copy("/sbin/ldconfig", node.root / "sbin/ldconfig.real")
     specs = tmp_path / "specs"
     hook = _hook_wrapper(tmp_path)
     code = main(
@@ -133,6 +144,10 @@ def test_podman_runs_the_generated_hooks_through_ctk_hook(
         ]
     )
     assert code == 0, capsys.readouterr().err
+    hooks = yaml.safe_load((specs / "nvidia.yaml").read_text())["containerEdits"]["hooks"]
+    (ldcache,) = [h["args"][2:4] for h in hooks if h["args"][1] == "update-ldcache"]
+    real = ["--ldconfig-path", f"{node.root}/sbin/ldconfig.real"]
+    assert ldcache == (real if ubuntu else ["--folder", LIBDIR])
     (tmp_path / "containers.conf").write_text(CONTAINERS_CONF)
     rootfs = _rootfs(tmp_path)
     (rootfs / "sbin").mkdir()

@@ -44,7 +44,7 @@ def test_refresh_writes_only_when_the_node_changed(
     assert _refresh(node, output) == 0
     assert capsys.readouterr().err == (
         f"updated {output} ({summary.format(21)}; removed 2:2, "
-        "MIG-2a1c0003-5b6e-5f1a-8c33-000000000003)\n"
+        "MIG-2a1c0003-5b6e-5f1a-8c33-000000000003; device edits changed: all (device nodes))\n"
     )
     assert output.stat().st_ino != first.st_ino
 
@@ -65,7 +65,7 @@ def test_refresh_notices_new_device_numbers(
     assert _refresh(node, output) == 0
     assert capsys.readouterr().err == (
         f"updated {output} (cdiVersion 0.7.0, kind nvidia.com/gpu, 3 devices; "
-        "device edits changed)\n"
+        "common device nodes changed /dev/nvidia-uvm)\n"
     )
     assert output.read_text() == before.replace("major: 510", "major: 511", 1)  # uvm, not uvm-tools
 
@@ -86,3 +86,156 @@ def test_refresh_failure_keeps_the_spec(
         "hint: load the kernel module (modprobe nvidia) and check dmesg\n"
     )
     assert output.read_bytes() == before
+
+
+NOT_A_SPEC = [
+    pytest.param(bytes(range(128, 256)), id="not-utf8"),
+    pytest.param(b"x: [\n", id="yaml-syntax"),
+    pytest.param(b"\0\0\0\0", id="nul-bytes"),
+    pytest.param(b"", id="empty"),
+    pytest.param(b"kind: nvidia.com/gpu\ndevices: 3\n", id="wrong-shape"),
+    pytest.param(b"- a\n", id="a-list"),
+]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("garbage", NOT_A_SPEC)
+def test_refresh_replaces_what_is_not_a_spec(
+    fake_node: MakeNode, tmp_path: Path, capsys: pytest.CaptureFixture[str], garbage: bytes
+) -> None:
+    """A refresh job at boot repairs: whatever is wrong with the old file, it is replaced."""
+    node = fake_node("workstation")
+    fresh = tmp_path / "fresh.yaml"
+    assert _refresh(node, fresh) == 0
+    output = tmp_path / "nvidia.yaml"
+    output.write_bytes(garbage)
+    capsys.readouterr()
+    assert _refresh(node, output) == 0
+    assert capsys.readouterr() == (
+        "",
+        f"replaced {output}, which was not a readable CDI spec "
+        "(cdiVersion 0.7.0, kind nvidia.com/gpu, 3 devices)\n",
+    )
+    assert output.read_bytes() == fresh.read_bytes()
+
+
+WORKSTATION_DEVICES = "0, GPU-6a6b0c1d-2e3f-4a5b-8c6d-7e8f9a0b1c2d, all"
+LIBS = "/usr/lib/x86_64-linux-gnu"
+
+
+def _edit_old(old: str, new: str) -> Callable[[FakeNode, Path], None]:
+    def edit(node: FakeNode, output: Path) -> None:
+        assert old in output.read_text()
+        output.write_text(output.read_text().replace(old, new))
+
+    return edit
+
+
+def _remove_library(node: FakeNode, output: Path) -> None:
+    (node.root / LIBS.lstrip("/") / "libnvidia-opencl.so.550.54.15").unlink()
+
+
+def _as_json(node: FakeNode, output: Path) -> None:
+    import json
+
+    import yaml
+
+    output.write_text(json.dumps(yaml.safe_load(output.read_text()), indent=2))
+
+
+def _nothing(node: FakeNode, output: Path) -> None:
+    pass
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("change", "args", "said"),
+    [
+        pytest.param(
+            _nothing,
+            ["--vendor", "example.com"],
+            "kind nvidia.com/gpu -> example.com/gpu",
+            id="vendor",
+        ),
+        pytest.param(
+            _nothing,
+            ["--class", "compute"],
+            "kind nvidia.com/gpu -> nvidia.com/compute",
+            id="class",
+        ),
+        pytest.param(
+            _nothing,
+            ["--hook-path", "{other_hook}"],
+            "hook program {hook} -> {other_hook}",
+            id="hook-path",
+        ),
+        pytest.param(
+            _nothing,
+            ["--disable-hook", "create-symlinks"],
+            "common hooks removed create-symlinks; "
+            f"device edits changed: {WORKSTATION_DEVICES} (hooks)",
+            id="hook-disabled",
+        ),
+        pytest.param(
+            _remove_library,
+            [],
+            "common hooks changed create-symlinks; "
+            f"common mounts removed {LIBS}/libnvidia-opencl.so.550.54.15",
+            id="driver-library",
+        ),
+        pytest.param(
+            _edit_old("libnvidia-opencl.so.550.54.15", "libnvidia-opencl.so.535.104.05"),
+            [],
+            "common hooks changed create-symlinks; "
+            f"common mounts added {LIBS}/libnvidia-opencl.so.550.54.15; "
+            f"common mounts removed {LIBS}/libnvidia-opencl.so.535.104.05",
+            id="driver-upgrade",
+        ),
+        pytest.param(
+            _edit_old("NVIDIA_VISIBLE_DEVICES=void", "NVIDIA_VISIBLE_DEVICES=all"),
+            [],
+            "common env changed NVIDIA_VISIBLE_DEVICES",
+            id="env-edited",
+        ),
+        pytest.param(
+            _edit_old("cdiVersion: 0.7.0", "cdiVersion: 0.6.0"),
+            [],
+            "cdiVersion 0.6.0 -> 0.7.0",
+            id="cdi-version",
+        ),
+        pytest.param(_as_json, [], "same content, new layout", id="layout"),
+    ],
+)
+def test_refresh_says_what_changed(  # noqa: PLR0917  (pytest passes fixtures by position)
+    fake_node: MakeNode,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    hook_program: Path,
+    change: Callable[[FakeNode, Path], None],
+    args: list[str],
+    said: str,
+) -> None:
+    """Changes other than devices (kind, hooks, driver libraries, edits) are named."""
+    node = fake_node("workstation")
+    output = tmp_path / "nvidia.yaml"
+    assert _refresh(node, output) == 0
+    change(node, output)
+    other_hook = tmp_path / "bin/ctk-hook"
+    other_hook.parent.mkdir()
+    other_hook.write_text("#!/bin/sh\nexit 0\n")
+    other_hook.chmod(0o755)
+    fresh = tmp_path / "fresh.yaml"
+    refresh = ["cdi", "refresh", "--driver-root", str(node.root)]
+    refresh += [arg.format(other_hook=other_hook) for arg in args]
+    assert main([*refresh, "-o", str(fresh)]) == 0
+    capsys.readouterr()
+    assert main([*refresh, "-o", str(output)]) == 0
+    kind = "example.com/gpu" if "--vendor" in args else "nvidia.com/gpu"
+    kind = "nvidia.com/compute" if "--class" in args else kind
+    assert capsys.readouterr() == (
+        "",
+        f"updated {output} (cdiVersion 0.7.0, kind {kind}, 3 devices; "
+        + said.format(hook=hook_program, other_hook=other_hook)
+        + ")\n",
+    )
+    assert output.read_bytes() == fresh.read_bytes()

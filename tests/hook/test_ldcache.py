@@ -72,6 +72,24 @@ def test_folder_lands_in_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 @needs_ldconfig
+@pytest.mark.parametrize("prefix", ["", "@"], ids=["plain", "host-path-marker"])
+def test_script_wrapper_falls_back_to_ldconfig_real(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, prefix: str
+) -> None:
+    """Ubuntu's /sbin/ldconfig is a shell script around /sbin/ldconfig.real (a static ELF)."""
+    tools = tmp_path / "sbin"
+    tools.mkdir()
+    (tools / "ldconfig").write_text('#!/bin/sh\nexec /sbin/ldconfig.real "$@"\n')
+    (tools / "ldconfig").chmod(0o755)
+    shutil.copy2(LDCONFIG, tools / "ldconfig.real")
+    bundle = make_bundle(tmp_path)
+    build_library(bundle.rootfs / LIBDIR, "libctkfake.so.1")
+    args = ("--ldconfig-path", f"{prefix}{tools}/ldconfig", "--folder", f"/{LIBDIR}")
+    assert run_hook(monkeypatch, bundle, "update-ldcache", *args) == 0
+    assert cache_entries(bundle) == [f"libctkfake.so.1 (libc6,x86-64) => /{LIBDIR}/libctkfake.so.1"]
+
+
+@needs_ldconfig
 def test_image_link_to_absolute_etc_stays_in_root(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -136,6 +154,13 @@ def test_image_link_to_absolute_etc_stays_in_root(
             id="script",
         ),
         pytest.param(
+            "script-and-dynamic-real",
+            ["--ldconfig-path", "{tmp}/ldconfig"],
+            "{tmp}/ldconfig.real: ldconfig is dynamically linked;"
+            " only a static ldconfig runs safely in the container",
+            id="script-beside-a-dynamic-ldconfig-real",
+        ),
+        pytest.param(
             None,
             ["--ldconfig-path", "/bin/ls"],
             "/bin/ls: ldconfig is dynamically linked;"
@@ -160,9 +185,11 @@ def test_refused(
     elif setup == "etc-escape":
         shutil.rmtree(bundle.rootfs / "etc")
         os.symlink("../../host/etc", bundle.rootfs / "etc")
-    elif setup in ("not-executable", "script"):
+    elif setup in ("not-executable", "script", "script-and-dynamic-real"):
         (tmp_path / "ldconfig").write_text("#!/bin/sh\n")
-        (tmp_path / "ldconfig").chmod(0o755 if setup == "script" else 0o644)
+        (tmp_path / "ldconfig").chmod(0o644 if setup == "not-executable" else 0o755)
+        if setup == "script-and-dynamic-real":
+            shutil.copy2("/bin/ls", tmp_path / "ldconfig.real")
     before_root, before_host = snapshot(bundle.rootfs), snapshot(bundle.outside)
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     assert run_hook(monkeypatch, bundle, "update-ldcache", *args) == 1

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctk.hook.main import HelpWanted, UsageProblem, parse
+from ctk.hook.rootfd import Root, proc_path
 from ctk.hook.rootfs import HookError, resolve
 from ctk.hook.state import loads
 from ctk.system.devices import parse_proc_devices
@@ -42,6 +43,44 @@ def test_resolve_never_leaves_the_root(links: dict[str, str], path: str) -> None
         assert os.path.commonpath([got, root]) == root
         real = os.path.realpath(got)
         assert os.path.commonpath([real, os.path.realpath(root)]) == os.path.realpath(root)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    links=st.dictionaries(
+        st.sampled_from(["a", "b", "etc", "lib"]), TARGETS.filter(bool), max_size=4
+    ),
+    path=TARGETS,
+    follow=st.booleans(),
+)
+def test_fd_walk_agrees_with_resolve(links: dict[str, str], path: str, *, follow: bool) -> None:
+    """The descriptor walk that writes go through reaches what `resolve` names, or refuses alike."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = os.path.join(os.path.realpath(tmp), "root")
+        os.makedirs(os.path.join(root, "sub"))
+        for name, target in links.items():
+            os.symlink(target, os.path.join(root, name))
+            os.symlink(target, os.path.join(root, "sub", name))
+        names = [part for part in path.split("/") if part not in ("", ".")]
+        try:
+            if follow or names[-1:] in ([], [".."]):
+                expected = resolve(root, path)
+            else:  # the last name itself, in its folder
+                expected = os.path.join(resolve(root, "/".join(names[:-1])), names[-1])
+        except HookError as exc:  # the same refusal (its message may name the folder, not the path)
+            expected = str(exc).partition(": ")[2]
+        with Root(root) as container:
+            try:
+                folder, name = container.walk(path, follow=follow, make=True)
+            except HookError as exc:
+                assert str(exc).partition(": ")[2] == expected
+                return
+        try:
+            got = os.path.normpath(os.path.join(os.readlink(proc_path(folder)), name))
+        finally:
+            os.close(folder)
+        assert got == expected
+        assert os.path.commonpath([got, root]) == root
 
 
 ARGS = st.lists(

@@ -255,3 +255,88 @@ def test_create_device_nodes_without_driver(
         "hint: load the driver (modprobe nvidia), or pass --driver-root of a driver container\n"
     )
     assert tree(root) == before
+
+
+@needs_root
+def test_dry_run_plans_links_for_nodes_it_would_create(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The dry run's plan is exactly what the real run then does, links for new nodes included."""
+    root = fake_root(tmp_path, with_nodes=False)
+    node(root / "dev/nvidia-caps/nvidia-cap1", 509, 1)  # exists already: linked in both runs
+    dev = root / "dev"
+    args = [
+        "system",
+        "create-dev-char-symlinks",
+        "--driver-root",
+        str(root),
+        "--dev-char-path",
+        str(dev / "char"),
+        "--create-device-nodes",
+    ]
+    nodes = [
+        ("nvidia-modeset", "195:254"),
+        ("nvidia-uvm", "510:0"),
+        ("nvidia-uvm-tools", "510:1"),
+        ("nvidia0", "195:0"),
+        ("nvidia1", "195:1"),
+        ("nvidiactl", "195:255"),
+    ]
+    links = [
+        ("195:0", "nvidia0"),
+        ("195:1", "nvidia1"),
+        ("195:254", "nvidia-modeset"),
+        ("195:255", "nvidiactl"),
+        ("509:1", "nvidia-caps/nvidia-cap1"),
+        ("510:0", "nvidia-uvm"),
+        ("510:1", "nvidia-uvm-tools"),
+    ]
+
+    def plan(verb: str) -> str:
+        return "".join(
+            f"{verb:<13} {dev}/{name} (c {numbers})\n" for name, numbers in nodes
+        ) + "".join(f"{verb:<13} {dev}/char/{link} -> {dev}/{name}\n" for link, name in links)
+
+    before = tree(root)
+    assert main([*args, "--dry-run"]) == 0
+    dry = capsys.readouterr().out
+    assert dry == plan("would create")
+    assert tree(root) == before
+    assert main(args) == 0
+    assert capsys.readouterr().out == plan("created")
+    assert dry.replace("would create", "created     ") == plan("created")
+
+
+@pytest.mark.parametrize(
+    ("dev_char", "shown"),
+    [
+        pytest.param("file", "--dev-char-path {path}: not a directory", id="regular-file"),
+        pytest.param(
+            "file/char", "--dev-char-path {path}: {root}/file is not a directory", id="under-a-file"
+        ),
+    ],
+)
+@pytest.mark.parametrize(
+    "dry_run", [pytest.param([], id="real"), pytest.param(["--dry-run"], id="dry")]
+)
+@needs_root
+def test_dev_char_path_not_a_directory(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    dev_char: str,
+    shown: str,
+    dry_run: list[str],
+) -> None:
+    root = fake_root(tmp_path, with_nodes=False)
+    (root / "file").write_text("root:x:0:0::/root:/bin/sh\n")
+    path = root / dev_char
+    before = tree(root)
+    args = ["system", "create-dev-char-symlinks", "--driver-root", str(root)]
+    args += ["--dev-char-path", str(path), "--create-device-nodes", *dry_run]
+    assert main(args) == 1
+    assert capsys.readouterr() == (
+        "",
+        "error: " + shown.format(path=path, root=root) + "\n"
+        "hint: pass the directory for the <major>:<minor> links, e.g. /dev/char\n",
+    )
+    assert tree(root) == before

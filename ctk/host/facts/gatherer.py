@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import TypeVar, cast
 
 from ctk.doctor.facts import TimedOut
-from ctk.host.root import HostRoot, PathEscapeError
+from ctk.host.root import HostRoot, PathEscapeError, PathUnreadableError
 
 T = TypeVar("T")
 
@@ -100,10 +100,10 @@ class Gatherer:
     # --- primitives -------------------------------------------------------------------------
 
     def host(self, path: str) -> Path | None:
-        """The path on this machine, or None when it would escape the root."""
+        """The path on this machine, or None when it escapes the root or cannot be resolved."""
         try:
             return self.root.path(path)
-        except PathEscapeError:
+        except (PathEscapeError, PathUnreadableError):
             return None
 
     def text(self, path: str) -> str | None:
@@ -118,8 +118,13 @@ class Gatherer:
 
     def readable(self, path: str) -> bool | None:
         """True: readable; False: exists but permission denied; None: missing."""
-        host = self.host(path)
-        if host is None or not host.exists():
+        try:
+            host = self.root.path(path)
+        except PathUnreadableError:
+            return False
+        except PathEscapeError:
+            return None
+        if not host.exists():
             return None
         return os.access(host, os.R_OK)
 

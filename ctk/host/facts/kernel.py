@@ -35,36 +35,18 @@ from ctk.host.facts.gatherer import (
     posix_join,
 )
 from ctk.host.root import PathEscapeError
+from ctk.nvproc import (
+    parse_gpu_information,
+    parse_key_values,
+    parse_mig_minors,
+    parse_proc_devices,
+)
 
 if TYPE_CHECKING:
     from ctk.cdi.model import Gpu
     from ctk.host.nvml import GpuHealth
 
 # --- kernel ---------------------------------------------------------------------------------
-
-
-def parse_key_values(text: str) -> dict[str, str]:
-    """`Key: value` lines (split on the first colon), values stripped of quotes."""
-    found = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition(":")
-        if sep:
-            found[key.strip()] = value.strip().strip('"')
-    return found
-
-
-def parse_char_majors(text: str) -> dict[str, int]:
-    """The `Character devices:` section of /proc/devices: name -> major."""
-    majors: dict[str, int] = {}
-    in_chars = False
-    for line in text.splitlines():
-        if line.strip().endswith("devices:"):
-            in_chars = line.strip() == "Character devices:"
-            continue
-        parts = line.split()
-        if in_chars and len(parts) == 2 and parts[0].isdigit():
-            majors.setdefault(parts[1], int(parts[0]))
-    return majors
 
 
 def _pci_gpus(g: Gatherer) -> tuple[PciGpu, ...]:
@@ -83,17 +65,16 @@ def _pci_gpus(g: Gatherer) -> tuple[PciGpu, ...]:
 def _proc_gpus(g: Gatherer) -> tuple[ProcGpu, ...]:
     gpus = []
     for info_path in g.glob("/proc/driver/nvidia/gpus/*/information"):
-        info = parse_key_values(g.text(info_path) or "")
-        minor = info.get("Device Minor", "")
-        if not minor.isdigit():
+        info = parse_gpu_information(g.text(info_path) or "")
+        if info.device_minor is None:
             continue
         gpus.append(
             ProcGpu(
-                bdf=info.get("Bus Location", info_path.split("/")[-2]),
-                minor=int(minor),
-                uuid=info.get("GPU UUID", ""),
-                model=info.get("Model", ""),
-                excluded=info.get("GPU Excluded", "No") == "Yes",
+                bdf=info.bus_location or info_path.split("/")[-2],
+                minor=info.device_minor,
+                uuid=info.uuid,
+                model=info.model,
+                excluded=info.excluded,
             )
         )
     return tuple(sorted(gpus, key=lambda gpu: gpu.minor))
@@ -150,7 +131,7 @@ def gather_kernel(g: Gatherer) -> KernelFacts:
             lambda: parse_key_values(g.text("/proc/driver/nvidia/params") or ""),
             READ_TIMEOUT_S,
         ),
-        char_majors=parse_char_majors(g.text("/proc/devices") or ""),
+        char_majors=parse_proc_devices(g.text("/proc/devices") or ""),
         cgroup_version=2 if g.exists("/sys/fs/cgroup/cgroup.controllers") else 1,
         systemd_init=g.exists("/run/systemd/system"),
         selinux_enforcing=(g.text("/sys/fs/selinux/enforce") or "").strip() == "1",
@@ -197,11 +178,7 @@ def gather_dev(g: Gatherer) -> DevFacts:
     """NVIDIA device nodes, their /dev/char links, MIG capability minors and files."""
     paths = g.glob("/dev/nvidia*") + g.glob("/dev/nvidia-caps/nvidia-cap*")
     nodes = {path: _node(g, path) for path in paths if not path.endswith("/nvidia-caps")}
-    minors = {}
-    for line in (g.text("/proc/driver/nvidia-caps/mig-minors") or "").splitlines():
-        name, _, minor = line.rpartition(" ")
-        if minor.isdigit():
-            minors[name] = int(minor)
+    minors = parse_mig_minors(g.text("/proc/driver/nvidia-caps/mig-minors") or "").as_dict()
     caps_base = "/proc/driver/nvidia/capabilities/"
     caps = g.glob(caps_base + "gpu*/mig/gi*/access") + g.glob(caps_base + "gpu*/mig/gi*/ci*/access")
     names = frozenset(path[len(caps_base) :].replace("/mig/", "/") for path in caps)

@@ -1,0 +1,113 @@
+"""`ctk.cdi.refresh`: the refresh decision and its change phrases, on plain spec data."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ctk.cdi.refresh import Outcome, RefreshPlan, plan_refresh
+
+HOOK = "/usr/bin/nvidia-cdi-hook"
+
+
+def _mount(name: str) -> dict[str, object]:
+    path = f"/usr/lib/{name}"
+    return {"hostPath": path, "containerPath": path, "options": ["ro", "nosuid", "nodev", "bind"]}
+
+
+def _hook(program: str, *args: str) -> dict[str, object]:
+    name = program.rsplit("/", 1)[-1]
+    return {"hookName": "createContainer", "path": program, "args": [name, *args]}
+
+
+def _spec(
+    *,
+    kind: str = "nvidia.com/gpu",
+    devices: tuple[str, ...] = ("0", "all"),
+    mounts: tuple[str, ...] = ("libcuda.so.550.54.15",),
+    hook: str = HOOK,
+    device_gids: list[int] | None = None,
+) -> dict[str, object]:
+    edits: dict[str, object] = {"deviceNodes": [{"path": "/dev/nvidia0"}]}
+    if device_gids is not None:
+        edits["additionalGids"] = device_gids
+    return {
+        "cdiVersion": "0.5.0",
+        "kind": kind,
+        "devices": [{"name": name, "containerEdits": edits} for name in devices],
+        "containerEdits": {
+            "env": ["NVIDIA_VISIBLE_DEVICES=void"],
+            "hooks": [_hook(hook, "update-ldcache", "--folder", "/usr/lib")],
+            "mounts": [_mount(name) for name in mounts],
+        },
+    }
+
+
+def _text(data: dict[str, object]) -> str:
+    return json.dumps(data) + "\n"
+
+
+NEW = _spec()
+
+
+@pytest.mark.parametrize(
+    ("before", "expected"),
+    [
+        pytest.param(None, RefreshPlan(Outcome.CREATE), id="none"),
+        pytest.param(_text(NEW).encode(), RefreshPlan(Outcome.KEEP), id="same-bytes"),
+        pytest.param(b"\xff\xfe", RefreshPlan(Outcome.REPLACE), id="not-utf8"),
+        pytest.param(b"", RefreshPlan(Outcome.REPLACE), id="empty"),
+        pytest.param(b"{", RefreshPlan(Outcome.REPLACE), id="syntax"),
+        pytest.param(b"[" * 5000, RefreshPlan(Outcome.REPLACE), id="deep-nesting"),
+        pytest.param(b'{"kind": 1, "devices": []}', RefreshPlan(Outcome.REPLACE), id="kind-int"),
+        pytest.param(
+            b'{"kind": "a/b", "devices": [{"nom": "0"}]}',
+            RefreshPlan(Outcome.REPLACE),
+            id="device-without-name",
+        ),
+        pytest.param(
+            json.dumps(NEW, indent=1).encode(),
+            RefreshPlan(Outcome.UPDATE, ("same content, new layout",)),
+            id="layout",
+        ),
+        pytest.param(
+            _text(_spec(kind="example.com/gpu", hook="/opt/ctk-hook")).encode(),
+            RefreshPlan(
+                Outcome.UPDATE,
+                ("kind example.com/gpu -> nvidia.com/gpu", f"hook program /opt/ctk-hook -> {HOOK}"),
+            ),
+            id="kind-and-hook",
+        ),
+        pytest.param(
+            _text(
+                _spec(devices=("0", "1", "all"), mounts=tuple(f"l{i}" for i in range(6)))
+            ).encode(),
+            RefreshPlan(
+                Outcome.UPDATE,
+                (
+                    "removed 1",
+                    "common mounts added /usr/lib/libcuda.so.550.54.15",
+                    "6 common mounts removed",
+                ),
+            ),
+            id="many-mounts",
+        ),
+        pytest.param(
+            _text(_spec(device_gids=[44])).encode(),
+            RefreshPlan(Outcome.UPDATE, ("device edits changed: 0, all (additional GIDs)",)),
+            id="device-gids",
+        ),
+    ],
+)
+def test_plan_refresh(before: bytes | None, expected: RefreshPlan) -> None:
+    assert plan_refresh(before, _text(NEW), NEW) == expected
+
+
+def test_many_devices_are_counted() -> None:
+    names = tuple(str(i) for i in range(6))
+    new = _spec(devices=names)
+    old = _spec(devices=names, device_gids=[44])
+    assert plan_refresh(_text(old).encode(), _text(new), new) == RefreshPlan(
+        Outcome.UPDATE, ("device edits changed: 6 devices (additional GIDs)",)
+    )
