@@ -50,6 +50,11 @@ NAME = typer.Option(
     help=f"Name of the runtime (default: {DEFAULT_RUNTIME_NAME}).",
 )
 
+FORCE = typer.Option(
+    False,
+    "--force",
+    help="Replace or remove an existing drop-in that ctk did not write (refused without it).",
+)
 BACKUP_HELP = (
     "Keep the old file as <file>.bak (in /var/lib/ctk/runtime/backup/ for a file in a *.d "
     "drop-in directory, which the engine would read; ctk's own drop-in is not backed up)."
@@ -105,6 +110,11 @@ def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs
         raise UsageError(f"{runtime} has no drop-in configs", hint="drop --drop-in-config")
     if drop_in and not drop_in.startswith("/"):
         raise UsageError(f"--drop-in-config must be an absolute path, not {drop_in!r}")
+    if drop_in and _same_file(Path(drop_in), config_path):
+        raise UsageError(
+            f"--drop-in-config {drop_in} is the config file itself",
+            hint='pass --drop-in-config "" to edit the config in place',
+        )
     text = files.read_text(config_path, missing_ok=True)
     if runtime is Runtime.CONTAINERD:
         host_engines.refuse_managed_config(config_path, text)
@@ -113,7 +123,7 @@ def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs
     if record_text is None:  # written beside the config by earlier versions
         record_file = host_engines.legacy_record_path(config_path)
         record_text = files.read_text(record_file, missing_ok=True)
-    record = load_record(str(record_file), record_text)
+    record = load_record(str(record_file), record_text, nested_null=runtime is Runtime.DOCKER)
     inputs = Inputs(config=str(config_path), config_text=text, record=record)
     if not drop_in:
         return inputs
@@ -146,6 +156,13 @@ def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs
         before=before,
         after=after,
     )
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:  # one is missing (or unreadable): compare the names
+        return a.absolute() == b.absolute()
 
 
 def _apply(runtime: Runtime, plan: Plan, *, dry_run: bool, backup: bool, verb: str) -> None:
@@ -248,6 +265,7 @@ def configure(
         False, "--dry-run", help="Print a unified diff of what would change; write nothing."
     ),
     backup: bool = typer.Option(False, "--backup", help=BACKUP_HELP),
+    force: bool = FORCE,
     config_source: str | None = typer.Option(
         None,
         "--config-source",
@@ -297,7 +315,7 @@ def configure(
         inputs = _gather(runtime, config, drop_in_config)
         from ctk.runtime_config.configure import configure as plan_configure
 
-        plan = plan_configure(runtime, inputs, request)
+        plan = plan_configure(runtime, inputs, request, force=force)
         _apply(runtime, plan, dry_run=dry_run, backup=backup, verb="configure")
 
 
@@ -312,6 +330,7 @@ def unconfigure(
         False, "--dry-run", help="Print a unified diff of what would change; write nothing."
     ),
     backup: bool = typer.Option(False, "--backup", help=BACKUP_HELP),
+    force: bool = FORCE,
 ) -> None:
     """Remove what `ctk runtime configure` added."""
     _check_name(runtime, nvidia_runtime_name)
@@ -319,5 +338,5 @@ def unconfigure(
         inputs = _gather(runtime, config, drop_in_config)
         from ctk.runtime_config.configure import unconfigure as plan_unconfigure
 
-        plan = plan_unconfigure(runtime, inputs, nvidia_runtime_name)
+        plan = plan_unconfigure(runtime, inputs, nvidia_runtime_name, force=force)
         _apply(runtime, plan, dry_run=dry_run, backup=backup, verb="unconfigure")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import os
 from dataclasses import dataclass
@@ -11,7 +10,7 @@ from urllib.parse import quote
 
 from ctk.errors import CtkError
 from ctk.host import files
-from ctk.runtime_config.parse import IMPORTS_HINT, load_toml
+from ctk.runtime_config import imports
 
 # k3s and RKE2 write containerd's config.toml from a Go template at every start.
 TEMPLATE_NAMES = ("config-v3.toml.tmpl", "config.toml.tmpl")
@@ -54,98 +53,44 @@ def refuse_managed_config(path: Path, text: str | None) -> None:
         )
 
 
-def containerd_imports(main: Path, main_text: str, drop_in: str) -> ContainerdFiles:
-    """Read the files containerd imports from ``main``, as containerd 1.6 loads them.
-
-    Breadth first from the main file; a glob expands to sorted matches (a relative glob against
-    the working directory, like containerd), a relative plain path against the including file.
-    ``drop_in`` counts as imported by the main file even before it is added.
-    """
-    order: list[tuple[str, str]] = []
-    missing: list[str] = []
-    from ctk.runtime_config.containerd import imported_by
-
-    main_name = str(main)
-    imports = _imports(main_name, main_text)
-    if not imported_by(main_name, imports, drop_in):
-        imports = [*imports, drop_in]
-    pending = _resolve(main, imports, drop_in)
-    loaded = {main_name}
-    while pending:
-        name = pending.pop(0)
-        if name in loaded:
-            continue
-        loaded.add(name)
-        if name == drop_in:
-            order.append((name, ""))
-            continue
-        text = files.read_text(Path(name), missing_ok=True)
-        if text is None:
-            missing.append(name)
-            continue
-        order.append((name, text))
-        pending.extend(_resolve(Path(name), _imports(name, text), drop_in))
-    index = next(i for i, (name, _) in enumerate(order) if name == drop_in)
-    return ContainerdFiles(tuple(order[:index]), tuple(order[index + 1 :]), tuple(missing))
-
-
-def containerd_config_files(main: Path) -> tuple[tuple[str, str], ...]:
-    """containerd's main file and every file it imports, read, in containerd's load order.
-
-    A missing main file reads as empty (containerd's defaults); missing imports are skipped.
-    This is the input `ctk.runtime_config.inspect.inspect_containerd` expects.
-    """
-    text = files.read_text(main, missing_ok=True) or ""
-    order: list[tuple[str, str]] = [(str(main), text)]
-    pending = _resolve(main, _imports(str(main), text), None)
-    loaded = {str(main)}
-    while pending:
-        name = pending.pop(0)
-        if name in loaded:
-            continue
-        loaded.add(name)
-        imported = files.read_text(Path(name), missing_ok=True)
-        if imported is not None:
-            order.append((name, imported))
-            pending.extend(_resolve(Path(name), _imports(name, imported), None))
-    return tuple(order)
-
-
-def crio_config_files(config: Path, drop_in_dir: Path) -> tuple[tuple[str, str], ...]:
-    """crio.conf (empty when missing) and the files of its drop-in directory, in CRI-O's order."""
-    text = files.read_text(config, missing_ok=True) or ""
+def list_dir(directory: str) -> list[str] | None:
+    """The names in ``directory``; None when it is not a directory that can be listed."""
     try:
-        names = sorted(p.name for p in drop_in_dir.iterdir() if p.is_file())
-    except FileNotFoundError:
-        names = []
-    except OSError as exc:
-        raise CtkError(f"{drop_in_dir}: cannot list: {exc.strerror}") from exc
-    return (
-        (str(config), text),
-        *((str(drop_in_dir / n), files.read_text(drop_in_dir / n) or "") for n in names),
-    )
+        return os.listdir(directory)
+    except OSError:
+        return None
 
 
-def _imports(name: str, text: str) -> list[str]:
-    value = load_toml(name, text).get("imports", [])
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise CtkError(f"{name}: `imports` must be an array of strings", hint=IMPORTS_HINT)
-    return value
+def containerd_imports(main: Path, main_text: str, drop_in: str) -> ContainerdFiles:
+    """Read the files containerd imports from ``main`` (nested imports too), in load order.
 
+    Resolved by `ctk.runtime_config.imports` as containerd does. ``drop_in`` counts as imported
+    by the main file (at the end of its `imports`) even before it is added, and as existing.
+    """
+    main_name = str(main)
+    drop_in = imports.clean(drop_in)
+    texts: dict[str, str] = {}
 
-def _resolve(including: Path, imports: list[str], drop_in: str | None) -> list[str]:
-    out: list[str] = []
-    for entry in imports:
-        if "*" in entry or "?" in entry or "[" in entry:
-            matches = set(glob.glob(entry))
-            if drop_in is not None and PurePosixPath(drop_in).match(os.path.abspath(entry)):
-                matches.add(drop_in)
-            out.extend(sorted(matches))
-        elif os.path.isabs(entry):
-            out.append(entry)
-        else:
-            out.append(os.path.normpath(including.parent / entry))
-    return out
+    def imports_of(name: str) -> list[str] | None:
+        if name == main_name:
+            entries = imports.imports_in(name, main_text)
+            return (
+                entries
+                if imports.imported_by_all_versions(name, entries, drop_in)
+                else [*entries, drop_in]
+            )
+        if name == drop_in:
+            return []  # written afresh: what it imports now does not matter
+        text = files.read_text(Path(name), missing_ok=True)
+        if text is not None:
+            texts[name] = text
+            return imports.imports_in(name, text)
+        return None
+
+    loaded = imports.walk(main_name, imports_of, imports.with_path(list_dir, drop_in))
+    order = [(name, texts.get(name, "")) for name in loaded.files]
+    index = loaded.files.index(drop_in)
+    return ContainerdFiles(tuple(order[:index]), tuple(order[index + 1 :]), loaded.missing)
 
 
 def crio_drop_ins(drop_in: Path) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:

@@ -8,8 +8,10 @@ still the one ctk wrote, so later edits by the user are never reverted.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from ctk.errors import CtkError
 from ctk.runtime_config.parse import JSONValue
@@ -65,21 +67,75 @@ def dump_record(changes: Sequence[Change]) -> str:
     return json.dumps(payload, indent=2) + "\n"
 
 
-def load_record(name: str, text: str | None) -> tuple[Change, ...]:
-    """Parse a record written by `dump_record` (missing: no changes)."""
+RECORD_HINT = (
+    "remove that file; unconfigure then removes only the runtime itself (and a default naming it)"
+)
+INT64 = range(-(2**63), 2**63)
+MAX_DEPTH = 100  # ctk records hold a runtime table: a few levels deep
+
+
+def load_record(name: str, text: str | None, *, nested_null: bool = False) -> tuple[Change, ...]:
+    """Parse a record written by `dump_record` (missing: no changes).
+
+    Anything else (truncated JSON, wrong types, a value the config's format cannot hold) is a
+    `CtkError` naming the record. ``nested_null``: null may appear inside values (JSON configs).
+    """
     if text is None:
         return ()
     try:
         payload = json.loads(text)
-        return tuple(
-            Change(tuple(item["keys"]), bool(item["existed"]), item["before"], item["after"])
-            for item in payload["changes"]
-        )
-    except (ValueError, KeyError, TypeError) as exc:
+    except ValueError as exc:  # JSONDecodeError, or an integer too long to read
+        raise CtkError(f"{name}: not a ctk record of changes ({exc})", hint=RECORD_HINT) from exc
+    except RecursionError as exc:
         raise CtkError(
-            f"{name}: not a ctk record of changes ({exc})",
-            hint="remove it; unconfigure then removes only the runtime itself",
+            f"{name}: not a ctk record of changes (nested too deeply)", hint=RECORD_HINT
         ) from exc
+    items = payload.get("changes") if isinstance(payload, dict) else None
+    if not isinstance(items, list):
+        _bad_record(name, "no list of `changes`")
+    out = []
+    for index, item in enumerate(items):
+        where = f"change {index + 1}"
+        if not isinstance(item, dict):
+            _bad_record(name, f"{where} is not an object")
+        keys = item.get("keys")
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            _bad_record(name, f"{where}: `keys` must be a list of strings")
+        existed = item.get("existed")
+        if not isinstance(existed, bool):
+            _bad_record(name, f"{where}: `existed` must be true or false")
+        for field_name in ("before", "after"):
+            value = item.get(field_name)
+            if not _storable(value, top=True, nested_null=nested_null, depth=0):
+                _bad_record(name, f"{where}: `{field_name}` holds a value no config file can hold")
+        out.append(Change(tuple(keys), existed, item.get("before"), item.get("after")))
+    return tuple(out)
+
+
+def _bad_record(name: str, what: str) -> NoReturn:
+    raise CtkError(f"{name}: not a ctk record of changes ({what})", hint=RECORD_HINT)
+
+
+def _storable(value: object, *, top: bool, nested_null: bool, depth: int) -> bool:
+    """Whether ``value`` can be written back into a TOML or JSON config (None: absent)."""
+    if depth > MAX_DEPTH:
+        return False
+    if value is None:
+        return top or nested_null
+    if isinstance(value, bool | str):
+        return True
+    if isinstance(value, int):
+        return value in INT64
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_storable(v, top=False, nested_null=nested_null, depth=depth + 1) for v in value)
+    if isinstance(value, dict):
+        return all(
+            _storable(v, top=False, nested_null=nested_null, depth=depth + 1)
+            for v in value.values()
+        )
+    return False
 
 
 def whole_file_change(text: str | None) -> tuple[Change, ...]:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ctk.runtime_config import containerd, crio, docker
+from ctk.errors import CtkError
+from ctk.runtime_config import containerd, crio, docker, imports
 from ctk.runtime_config.changes import (
     FINAL_NEWLINE,
     Change,
@@ -56,19 +57,55 @@ def check(runtime: Runtime, inputs: Inputs) -> None:
     elif runtime is Runtime.CONTAINERD:
         view = inspect_containerd([main, *inputs.before, *inputs.after])
         if view.version != 1:  # v1 configs have no `imports`; containerd ignores them there
-            containerd.imports_of(inputs.config, inputs.config_text or "")
+            imports.imports_in(inputs.config, inputs.config_text or "")
     else:
         inspect_crio([main, *inputs.before])
 
 
-def configure(runtime: Runtime, inputs: Inputs, request: RuntimeRequest) -> Plan:
-    """Plan adding the runtime ``request`` describes."""
+# The first line of every drop-in ctk writes: a file without it is the user's.
+OWN_MARK = "# Written by `ctk runtime configure`"
+
+
+def written_by_ctk(inputs: Inputs) -> bool:
+    """Whether the existing drop-in is ctk's: its header, or the record of the import ctk added."""
+    if inputs.drop_in_text is None or inputs.drop_in_text.startswith(OWN_MARK):
+        return True
+    for change in inputs.record:
+        if change.keys != ("imports",) or not isinstance(change.after, list):
+            continue
+        before = change.before if change.existed and isinstance(change.before, list) else []
+        if inputs.drop_in in change.after and inputs.drop_in not in before:
+            return True
+    return False
+
+
+def check_drop_in(inputs: Inputs, *, force: bool, verb: str) -> None:
+    """Refuse to replace or delete a drop-in that ctk did not write, unless ``force``."""
+    if force or written_by_ctk(inputs):
+        return
+    action = "replace" if verb == "configure" else "delete"
+    raise CtkError(
+        f"{inputs.drop_in}: exists and was not written by ctk (no {OWN_MARK!r} header); "
+        f"{verb} would {action} it, so nothing was changed",
+        hint="choose another file with --drop-in-config, or pass --force to let ctk "
+        f"{action} this one",
+    )
+
+
+def configure(
+    runtime: Runtime, inputs: Inputs, request: RuntimeRequest, *, force: bool = False
+) -> Plan:
+    """Plan adding the runtime ``request`` describes (``force``: take over a foreign drop-in)."""
     check(runtime, inputs)
     text = inputs.config_text or ""
     notes: list[str] = []
     warnings: list[str] = []
     if runtime is Runtime.CONTAINERD:
         warnings.extend(_cri_disabled(inputs))
+        if containerd.version_of(inputs.config, text) != 1:  # v1 has no imports
+            for name, file_text in [(inputs.config, text), *inputs.before, *inputs.after]:
+                entries = imports.imports_in(name, file_text)
+                warnings.extend(imports.relative_glob_warnings(name, entries))
     if (
         runtime is Runtime.CONTAINERD
         and inputs.drop_in is not None
@@ -80,6 +117,7 @@ def configure(runtime: Runtime, inputs: Inputs, request: RuntimeRequest) -> Plan
         )
     if uses_drop_in(runtime, inputs):
         assert inputs.drop_in is not None
+        check_drop_in(inputs, force=force, verb="configure")
         request = _keep_earlier_choices(runtime, inputs, request)
         if runtime is Runtime.CONTAINERD:
             result = containerd.configure_drop_in(
@@ -175,12 +213,15 @@ def _with_record(inputs: Inputs, edit: Edit) -> FileChange:
     return FileChange(inputs.config, inputs.config_text, after, merge_records(inputs.record, new))
 
 
-def unconfigure(runtime: Runtime, inputs: Inputs, runtime_name: str) -> Plan:
+def unconfigure(
+    runtime: Runtime, inputs: Inputs, runtime_name: str, *, force: bool = False
+) -> Plan:
     """Plan removing the runtime and whatever else the record says configure added."""
     files: list[FileChange] = []
     text = inputs.config_text
     if uses_drop_in(runtime, inputs):
         assert inputs.drop_in is not None
+        check_drop_in(inputs, force=force, verb="unconfigure")
         if runtime is Runtime.CONTAINERD and text is not None:
             new = containerd.unconfigure_main(inputs.config, text, inputs.drop_in, inputs.record)
             files.append(_undone(inputs, text, new))

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from tomlkit.items import InlineTable
 from tomlkit.toml_document import TOMLDocument
 
 from ctk.errors import CtkError
-from ctk.runtime_config import tomledit
+from ctk.runtime_config import imports, tomledit
 from ctk.runtime_config.changes import (
     NEW_TABLE,
     SUPER_TABLE,
@@ -26,7 +25,7 @@ from ctk.runtime_config.changes import (
 )
 from ctk.runtime_config.engines import CONTAINERD_CRI_PLUGIN, RuntimeRequest
 from ctk.runtime_config.inspect import containerd_version, deep_merge, dotted
-from ctk.runtime_config.parse import IMPORTS_HINT, TYPE_HINT, JSONValue, load_toml
+from ctk.runtime_config.parse import TYPE_HINT, JSONValue, load_toml
 
 RUNC_V2 = "io.containerd.runc.v2"
 # containerd's built-in `runc` runtime (`containerd config default`), which it uses only while no
@@ -154,20 +153,6 @@ class DropInEdit:
     warnings: tuple[str, ...]
 
 
-def imported_by(main_name: str, imports: Sequence[str], path: str) -> bool:
-    """Whether one of ``imports`` (as containerd resolves them) names ``path``."""
-    target = PurePosixPath(path)
-    for entry in imports:
-        pattern = PurePosixPath(entry)
-        if not pattern.is_absolute():
-            if any(c in entry for c in "*?["):
-                continue  # resolved against containerd's working directory: unknowable here
-            pattern = PurePosixPath(main_name).parent / pattern
-        if pattern == target or (any(c in entry for c in "*?[") and target.match(str(pattern))):
-            return True
-    return False
-
-
 def configure_drop_in(
     main: tuple[str, str],
     drop_in_name: str,
@@ -189,9 +174,9 @@ def configure_drop_in(
     changes: list[Change] = []
     if not main_text.strip():
         tomledit.set_key(doc, ("version",), 2, changes)
-    imports = imports_of(main_name, main_text)
-    if not imported_by(main_name, imports, drop_in_name):
-        _add_import(doc, imports, drop_in_name, changes)
+    entries = imports.imports_in(main_name, main_text)
+    if not imports.imported_by_all_versions(main_name, entries, drop_in_name):
+        _add_import(doc, entries, drop_in_name, changes)
     cri = cri_keys(version)
     merged: dict[str, JSONValue] = {}
     for name, text in [main, *before]:
@@ -212,14 +197,6 @@ def configure_drop_in(
     )
     main_out = tomledit.finish(main_name, doc, main_text, replaced=replaced_keys(changes))
     return DropInEdit(Edit(main_out, tuple(changes)), drop_in, warnings)
-
-
-def imports_of(name: str, text: str) -> list[str]:
-    """The `imports` of a config; `CtkError` unless it is an array of strings."""
-    imports = load_toml(name, text).get("imports", [])
-    if not isinstance(imports, list) or not all(isinstance(i, str) for i in imports):
-        raise CtkError(f"{name}: `imports` must be an array of strings", hint=IMPORTS_HINT)
-    return imports
 
 
 def _plugin_table(name: str, text: str, cri: tuple[str, str]) -> dict[str, JSONValue] | None:

@@ -269,10 +269,6 @@ def _has_plain_keys(table: Table) -> bool:
     return any(k is not None and not isinstance(v, Table | AoT) for k, v in table.value.body)
 
 
-def _has_content(table: Table) -> bool:
-    return any(k is not None for k, _ in table.value.body)
-
-
 def dumps(doc: TOMLDocument) -> str:
     """Return the document's text."""
     return tomlkit.dumps(doc)

@@ -476,7 +476,7 @@ def test_crio_later_drop_in_overriding_ours_is_warned(
     (directory / "99-zz-site.conf").write_text('[crio.runtime]\ndefault_runtime = "crun"\n')
     (directory / "99-zz-other.conf").write_text('[crio.image]\npause_image = "p"\n')
     drop_in = directory / "99-nvidia.toml"
-    drop_in.write_text("# old content\n")
+    drop_in.write_text("# Written by `ctk runtime configure`; an earlier run\n")
     code, _, err = run(
         capsys,
         "configure",

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from ctk.cli.app import main
-from ctk.host.engines import containerd_config_files, crio_config_files
-from ctk.runtime_config.inspect import PluginMerge, inspect_containerd
+from ctk.host.engines import ContainerdFiles, containerd_imports, crio_drop_ins
 
 CRI = '[plugins."io.containerd.grpc.v1.cri"]\n'
 
@@ -21,53 +20,49 @@ def _tree(root: Path, files: dict[str, str]) -> None:
 
 
 def test_containerd_files_in_load_order(tmp_path: Path) -> None:
+    """Breadth first, globs sorted, relative entries against the importing file's folder."""
     _tree(
         tmp_path,
         {
-            "config.toml": 'version = 2\nimports = ["@ROOT@/conf.d/*.toml", "extra/more.toml"]\n',
+            "config.toml": 'version = 2\nimports = ["conf.d/*.toml", "extra/more.toml"]\n',
             "conf.d/20-b.toml": 'version = 2\nimports = ["../nested/n.toml"]\n',
             "conf.d/10-a.toml": "version = 2\n",
             "nested/n.toml": "version = 2\n",
             "conf.d/ignored.conf": "not toml at all",
-            "extra/more.toml": "version = 2\n",
+            "extra/more.toml": 'version = 2\nimports = ["gone.toml"]\n',
         },
     )
-    names = [name for name, _ in containerd_config_files(tmp_path / "config.toml")]
-    assert names == [
-        str(tmp_path / "config.toml"),
-        str(tmp_path / "conf.d/10-a.toml"),
-        str(tmp_path / "conf.d/20-b.toml"),
-        str(tmp_path / "extra/more.toml"),
-        str(tmp_path / "nested/n.toml"),
-    ]
-
-
-def test_containerd_files_feed_inspect(tmp_path: Path) -> None:
-    _tree(
-        tmp_path,
-        {
-            "config.toml": 'version = 2\nimports = ["@ROOT@/conf.d/*.toml"]\n'
-            + CRI
-            + 'sandbox_image = "pause"\n',
-            "conf.d/99-nvidia.toml": "version = 2\n"
-            + CRI.replace("]", ".containerd.runtimes.nvidia]")
-            + 'runtime_type = "io.containerd.runc.v2"\n',
-        },
+    main = tmp_path / "config.toml"
+    found = containerd_imports(main, main.read_text(), str(tmp_path / "conf.d/50-nvidia.toml"))
+    assert found == ContainerdFiles(
+        before=(
+            (str(tmp_path / "conf.d/10-a.toml"), "version = 2\n"),
+            (str(tmp_path / "conf.d/20-b.toml"), 'version = 2\nimports = ["../nested/n.toml"]\n'),
+        ),
+        after=(
+            (str(tmp_path / "extra/more.toml"), 'version = 2\nimports = ["gone.toml"]\n'),
+            (str(tmp_path / "nested/n.toml"), "version = 2\n"),
+        ),
+        missing=(str(tmp_path / "extra/gone.toml"),),
     )
-    files = containerd_config_files(tmp_path / "config.toml")
-    assert inspect_containerd(files, merge=PluginMerge.DEEP).runtime_names == ("nvidia",)
 
 
-def test_crio_files(tmp_path: Path) -> None:
-    _tree(tmp_path, {"crio.conf": "[crio]\n", "crio.conf.d/20.conf": "", "crio.conf.d/10.toml": ""})
-    names = [
-        name for name, _ in crio_config_files(tmp_path / "crio.conf", tmp_path / "crio.conf.d")
-    ]
-    assert names == [
-        str(tmp_path / "crio.conf"),
-        str(tmp_path / "crio.conf.d/10.toml"),
-        str(tmp_path / "crio.conf.d/20.conf"),
-    ]
+def test_drop_in_not_yet_imported_comes_last(tmp_path: Path) -> None:
+    _tree(tmp_path, {"config.toml": 'version = 2\nimports = ["/nowhere/*.toml"]\n'})
+    main = tmp_path / "config.toml"
+    found = containerd_imports(main, main.read_text(), str(tmp_path / "d/99-nvidia.toml"))
+    assert found == ContainerdFiles(before=(), after=(), missing=())
+
+
+def test_crio_drop_ins(tmp_path: Path) -> None:
+    _tree(tmp_path, {"crio.conf.d/20.conf": "b", "crio.conf.d/10.toml": "a", "crio.conf.d/30": "c"})
+    assert crio_drop_ins(tmp_path / "crio.conf.d/25-nvidia.toml") == (
+        [
+            (str(tmp_path / "crio.conf.d/10.toml"), "a"),
+            (str(tmp_path / "crio.conf.d/20.conf"), "b"),
+        ],
+        [(str(tmp_path / "crio.conf.d/30"), "c")],
+    )
 
 
 def test_later_drop_in_with_cri_table_is_warned(

@@ -178,12 +178,32 @@ def gather_docker(
 
 
 def containerd_files(g: Gatherer, main: str, imports: Iterable[str]) -> list[str]:
-    """The files containerd loads after ``main``: each import glob, sorted, absolute only."""
-    files = []
-    for written in imports:
-        pattern = written if written.startswith("/") else posix_join(os.path.dirname(main), written)
-        files += [p for p in g.glob(pattern) if p != main and p not in files]
-    return files
+    """The files containerd loads after ``main`` (nested imports too), in containerd's order."""
+    from ctk.runtime_config import imports as resolver
+
+    def imports_of(path: str) -> list[str] | None:
+        text = list(imports) if path == main else g.text(path)
+        return text if isinstance(text, list) else None if text is None else _imports(path, text)
+
+    def list_dir(directory: str) -> list[str] | None:
+        host = g.host(directory)
+        try:
+            return os.listdir(host) if host is not None else None
+        except OSError:
+            return None
+
+    return list(resolver.walk(main, imports_of, list_dir).files)
+
+
+def _imports(path: str, text: str) -> list[str]:
+    """A file's `imports`, or none when it cannot be read as a config (reported elsewhere)."""
+    from ctk.errors import CtkError
+    from ctk.runtime_config.imports import imports_in
+
+    try:
+        return imports_in(path, text)
+    except CtkError:
+        return []
 
 
 def gather_containerd(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts:
