@@ -294,7 +294,8 @@ def _checked(text: str, spec_format: SpecFormat) -> str:
 
 
 def _summary(spec: Spec) -> str:
-    return f"cdiVersion {spec.cdi_version}, kind {spec.kind}, {len(spec.devices)} devices"
+    count = len(spec.devices)
+    return f"cdiVersion {spec.cdi_version}, kind {spec.kind}, {count} device{'s' * (count != 1)}"
 
 
 OUTPUT = typer.Option(None, "--output", "-o", help="Write here (.yaml or .json) [default: stdout].")

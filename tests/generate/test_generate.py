@@ -521,3 +521,16 @@ def test_damaged_ld_so_cache_is_no_internal_error(
         "hint: is the NVIDIA driver installed? For a driver container pass --driver-root "
         "(e.g. /run/nvidia/driver), or use --mode management, which needs no NVML",
     ]
+
+
+@pytest.mark.integration
+def test_summary_counts_one_device_in_the_singular(
+    fake_node: MakeNode, hook_on_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    node = fake_node("workstation")
+    output = tmp_path / "management.yaml"
+    code = main(["cdi", "generate", *_roots(node), "--mode", "management", "-o", str(output)])
+    assert (code, capsys.readouterr().err) == (
+        0,
+        f"wrote {output} (cdiVersion 0.5.0, kind management.nvidia.com/gpu, 1 device)\n",
+    )
