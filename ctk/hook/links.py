@@ -47,6 +47,10 @@ def _plan(root: str, target: str, link: str) -> str | None:
         current = os.readlink(host_link)
     except FileNotFoundError:
         return host_link
+    except NotADirectoryError as exc:
+        raise HookError(
+            f"{link}: cannot create the link: a parent in the container is not a directory"
+        ) from exc
     except OSError as exc:
         if os.path.lexists(host_link):
             raise HookError(

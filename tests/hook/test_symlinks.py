@@ -94,6 +94,13 @@ def test_absolute_image_link_stays_in_root(tmp_path: Path, monkeypatch: pytest.M
             id="pre-existing-file",
         ),
         pytest.param(
+            "regular-file",
+            f"libcuda.so.1::/{LIB}/libcuda.so/sub/link",
+            f"/{LIB}/libcuda.so/sub/link: cannot create the link: a parent in the container"
+            " is not a directory",
+            id="parent-is-a-file",
+        ),
+        pytest.param(
             None,
             "libcuda.so.1::/../../host/etc/passwd",
             "/../../host/etc: leads out of the container root {root}; refusing",
