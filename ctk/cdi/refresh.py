@@ -14,9 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-import yaml
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from ctk.cdi.load import Loaded, load_text
 
 LISTED = 4  # at most this many names are listed; more are counted
 
@@ -44,20 +42,36 @@ def plan_refresh(before: bytes | None, text: str, new: Mapping[str, object]) -> 
         return RefreshPlan(Outcome.CREATE)
     if before == text.encode():
         return RefreshPlan(Outcome.KEEP)
-    old = read_spec(before)
-    if old is None:
+    loaded = _load(before)
+    old = _readable(loaded.value if loaded else None)
+    if loaded is None or old is None:
         return RefreshPlan(Outcome.REPLACE)
-    return RefreshPlan(
-        Outcome.UPDATE, tuple(spec_changes(old, new)) or ("same content, new layout",)
-    )
+    changes = spec_changes(old, new)
+    if any(problem.rule == "schema.unknown-field" for problem in loaded.problems):
+        changes.append("fields CDI does not define removed")  # the strict loader leaves them out
+    return RefreshPlan(Outcome.UPDATE, tuple(changes) or ("same content, new layout",))
+
+
+def _load(data: bytes) -> Loaded | None:
+    """``data`` read as `ctk cdi validate` and CDI runtimes read it, or None when not UTF-8."""
+    try:
+        return load_text(data.decode("utf-8"))
+    except (UnicodeDecodeError, RecursionError):
+        return None
 
 
 def read_spec(data: bytes) -> Mapping[str, object] | None:
-    """``data`` as a spec's plain data, or None when it is not a readable spec."""
-    try:
-        value = yaml.load(data.decode("utf-8"), Loader=_Loader)  # a safe loader, C or Python
-    except (UnicodeDecodeError, yaml.YAMLError, RecursionError):
-        return None
+    """``data`` as a spec's plain data, or None when it is not a readable spec.
+
+    Scalars are read by the reference library's rules, not YAML 1.1's: an unquoted MIG device
+    name `2:2` is the string "2:2", not the base-60 number 122; values of the wrong type and
+    fields CDI does not define are left out (so an unquoted `no` as a name makes it unreadable).
+    """
+    loaded = _load(data)
+    return _readable(loaded.value if loaded else None)
+
+
+def _readable(value: object) -> Mapping[str, object] | None:
     if not isinstance(value, dict) or not isinstance(value.get("kind"), str):
         return None
     devices = value.get("devices")

@@ -111,3 +111,47 @@ def test_many_devices_are_counted() -> None:
     assert plan_refresh(_text(old).encode(), _text(new), new) == RefreshPlan(
         Outcome.UPDATE, ("device edits changed: 6 devices (additional GIDs)",)
     )
+
+
+MIG = _spec(devices=("0", "2:2", "all"))
+
+
+def _yaml(data: dict[str, object]) -> bytes:
+    """``data`` as block YAML, with MIG device names left unquoted as people write them."""
+    import yaml
+
+    text = yaml.safe_dump(data, sort_keys=False)
+    assert "name: '2:2'" in text
+    return text.replace("name: '2:2'", "name: 2:2").encode()
+
+
+@pytest.mark.parametrize(
+    ("before", "expected"),
+    [
+        pytest.param(
+            _yaml(MIG),
+            RefreshPlan(Outcome.UPDATE, ("same content, new layout",)),
+            id="unquoted-mig-name-is-a-string",
+        ),
+        pytest.param(
+            _yaml(_spec(devices=("0", "2:2", "1:30", "all"))),
+            RefreshPlan(Outcome.UPDATE, ("removed 1:30",)),
+            id="unquoted-base60-names",
+        ),
+        pytest.param(
+            _yaml(MIG).replace(b"name: 2:2", b"name: no"),
+            RefreshPlan(Outcome.REPLACE),
+            id="unquoted-boolean-name",
+        ),
+        pytest.param(
+            _text({**MIG, "vendorField": 1}).encode(),
+            RefreshPlan(Outcome.UPDATE, ("fields CDI does not define removed",)),
+            id="unknown-field",
+        ),
+    ],
+)
+def test_plan_refresh_reads_scalars_as_cdi_runtimes_do(
+    before: bytes, expected: RefreshPlan
+) -> None:
+    """An unquoted `2:2` is the string "2:2" for the CDI library and Podman, not YAML 1.1's 122."""
+    assert plan_refresh(before, _text(MIG), MIG) == expected
