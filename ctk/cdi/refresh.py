@@ -127,27 +127,27 @@ AREAS: tuple[tuple[str, str, Key], ...] = (
 )
 
 
-def _keyed(items: list[object], key: Key) -> dict[str, object]:
-    """Entries by name; a repeated name gets a NUL and its number (not shown)."""
-    keyed: dict[str, object] = {}
+def _grouped(items: list[object], key: Key) -> dict[str, list[object]]:
+    """Entries by name, in order; a name can repeat (`create-symlinks` hooks)."""
+    grouped: dict[str, list[object]] = {}
     for item in items:
         name, value = key(item)
-        unique, n = name, 1
-        while unique in keyed:
-            n += 1
-            unique = f"{name}\0{n}"
-        keyed[unique] = value
-    return keyed
+        grouped.setdefault(name, []).append(value)
+    return grouped
 
 
-def _listed(what: str, verb: str, keys: list[str]) -> list[str]:
+def _listed(what: str, verb: str, names: list[str]) -> list[str]:
     """`mounts added a, b`, or `12 mounts added` when there are many."""
-    names = list(dict.fromkeys(key.partition("\0")[0] for key in keys))
     if not names:
         return []
     if len(names) > LISTED:
         return [f"{len(names)} {what} {verb}"]
     return [f"{what} {verb} {_names(names)}"]
+
+
+def _changed(name: str, before: list[object], after: list[object]) -> str:
+    """A changed name, with its count when that changed: `create-symlinks (2 -> 1)`."""
+    return name if len(before) == len(after) else f"{name} ({len(before)} -> {len(after)})"
 
 
 def _edits_changes(
@@ -156,13 +156,13 @@ def _edits_changes(
     """(area, phrase) for what differs between two `containerEdits`, hook programs aside."""
     found: list[tuple[str, str]] = []
     for field, area, key in AREAS:
-        before, after = _keyed(_list(old.get(field)), key), _keyed(_list(new.get(field)), key)
+        before = _grouped(_list(old.get(field)), key)
+        after = _grouped(_list(new.get(field)), key)
         what = scope + area
         phrases = _listed(what, "added", [k for k in after if k not in before])
         phrases += _listed(what, "removed", [k for k in before if k not in after])
-        phrases += _listed(
-            what, "changed", [k for k in after if k in before and before[k] != after[k]]
-        )
+        changed = [k for k in after if k in before and before[k] != after[k]]
+        phrases += _listed(what, "changed", [_changed(k, before[k], after[k]) for k in changed])
         found += [(area, phrase) for phrase in phrases]
     old_gids, new_gids = _list(old.get("additionalGids")), _list(new.get("additionalGids"))
     if old_gids != new_gids:

@@ -155,3 +155,82 @@ def test_plan_refresh_reads_scalars_as_cdi_runtimes_do(
 ) -> None:
     """An unquoted `2:2` is the string "2:2" for the CDI library and Podman, not YAML 1.1's 122."""
     assert plan_refresh(before, _text(MIG), MIG) == expected
+
+
+def _hooked(*hooks: tuple[str, ...]) -> dict[str, object]:
+    """The spec with these common hooks (each: the `nvidia-cdi-hook` subcommand and args)."""
+    spec = _spec()
+    edits = spec["containerEdits"]
+    assert isinstance(edits, dict)
+    return {**spec, "containerEdits": {**edits, "hooks": [_hook(HOOK, *h) for h in hooks]}}
+
+
+LINK_A = ("create-symlinks", "--link", "a::/a")
+LINK_B = ("create-symlinks", "--link", "b::/b")
+LDCACHE = ("update-ldcache", "--folder", "/usr/lib")
+DEVNODES = ("disable-device-node-modification",)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        pytest.param(
+            (LINK_A, LINK_B, LDCACHE),
+            (LINK_A, LDCACHE),
+            ("common hooks changed create-symlinks (2 -> 1)",),
+            id="one-of-two-removed",
+        ),
+        pytest.param(
+            (LINK_A, LDCACHE),
+            (LINK_A, LINK_B, LDCACHE),
+            ("common hooks changed create-symlinks (1 -> 2)",),
+            id="second-added",
+        ),
+        pytest.param(
+            (LINK_A, LINK_B, DEVNODES, LDCACHE),
+            (LINK_B, LDCACHE),
+            (
+                "common hooks removed disable-device-node-modification",
+                "common hooks changed create-symlinks (2 -> 1)",
+            ),
+            id="to-management-mode",
+        ),
+        pytest.param(
+            (LINK_B, LDCACHE),
+            (LINK_A, LINK_B, DEVNODES, LDCACHE),
+            (
+                "common hooks added disable-device-node-modification",
+                "common hooks changed create-symlinks (1 -> 2)",
+            ),
+            id="from-management-mode",
+        ),
+        pytest.param(
+            (LINK_A, LDCACHE),
+            (LINK_B, LDCACHE),
+            ("common hooks changed create-symlinks",),
+            id="same-count-other-args",
+        ),
+        pytest.param(
+            (LINK_A, LINK_B, LDCACHE),
+            (LDCACHE,),
+            ("common hooks removed create-symlinks",),
+            id="all-removed",
+        ),
+        pytest.param(
+            (LDCACHE,),
+            (LINK_A, LINK_B, LDCACHE),
+            ("common hooks added create-symlinks",),
+            id="all-added",
+        ),
+    ],
+)
+def test_repeated_hooks_are_named_once(
+    old: tuple[tuple[str, ...], ...],
+    new: tuple[tuple[str, ...], ...],
+    expected: tuple[str, ...],
+) -> None:
+    """A hook name that stays is `changed`, with its count when that changed, never `removed`."""
+    before, after = _hooked(*old), _hooked(*new)
+    assert plan_refresh(_text(before).encode(), _text(after), after) == RefreshPlan(
+        Outcome.UPDATE, expected
+    )
