@@ -239,3 +239,25 @@ def test_refresh_says_what_changed(  # noqa: PLR0917  (pytest passes fixtures by
         + ")\n",
     )
     assert output.read_bytes() == fresh.read_bytes()
+
+
+@pytest.mark.integration
+def test_refresh_reads_unquoted_mig_names_as_strings(
+    fake_node: MakeNode, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`name: 2:2` is the string "2:2" for the CDI library and Podman: the file is a spec."""
+    node = fake_node("dgx-a100")
+    output = tmp_path / "nvidia.yaml"
+    assert _refresh(node, output) == 0
+    fresh = output.read_bytes()
+    unquoted = fresh.replace(b'name: "2:2"', b"name: 2:2").replace(b'name: "5:1"', b"name: 5:1")
+    assert unquoted.count(b"name: 2:2") == unquoted.count(b"name: 5:1") == 1
+    output.write_bytes(unquoted)
+    capsys.readouterr()
+    assert _refresh(node, output) == 0
+    assert capsys.readouterr() == (
+        "",
+        f"updated {output} (cdiVersion 0.5.0, kind nvidia.com/gpu, 23 devices; "
+        "same content, new layout)\n",
+    )
+    assert output.read_bytes() == fresh
