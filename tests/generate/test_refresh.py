@@ -261,3 +261,29 @@ def test_refresh_reads_unquoted_mig_names_as_strings(
         "same content, new layout)\n",
     )
     assert output.read_bytes() == fresh
+
+
+@pytest.mark.integration
+def test_refresh_to_management_mode_names_each_hook_once(
+    fake_node: MakeNode, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two create-symlinks hooks become one: that hook is `changed (2 -> 1)`, not also removed."""
+    node = fake_node("workstation")
+    output = tmp_path / "nvidia.yaml"
+    assert _refresh(node, output) == 0
+    refresh = ["cdi", "refresh", "--driver-root", str(node.root), "--mode", "management"]
+    fresh = tmp_path / "fresh.yaml"
+    assert main([*refresh, "-o", str(fresh)]) == 0
+    capsys.readouterr()
+    assert main([*refresh, "-o", str(output)]) == 0
+    assert capsys.readouterr() == (
+        "",
+        f"updated {output} (cdiVersion 0.5.0, kind management.nvidia.com/gpu, 1 device; "
+        "kind nvidia.com/gpu -> management.nvidia.com/gpu; cdiVersion 0.7.0 -> 0.5.0; "
+        "removed 0, GPU-6a6b0c1d-2e3f-4a5b-8c6d-7e8f9a0b1c2d; common device nodes removed "
+        "/dev/nvidia-modeset, /dev/nvidia-uvm, /dev/nvidia-uvm-tools, /dev/nvidiactl; "
+        "common hooks removed disable-device-node-modification, update-application-profile; "
+        "common hooks changed create-symlinks (2 -> 1); 13 common mounts removed; "
+        "device edits changed: all (device nodes, hooks, additional GIDs))\n",
+    )
+    assert output.read_bytes() == fresh.read_bytes()
