@@ -35,7 +35,7 @@ def _finding(check: Check, result: Result, blocked_by: tuple[str, ...] = ()) -> 
         remedy=check.remedy if result.status in (Status.FAIL, Status.WARN) else None,
         commands=result.commands,
         sources=check.sources,
-        blocked_by=blocked_by,
+        blocked_by=blocked_by or result.blocked_by,
         fixes=result.fixes,
         needs_root=result.needs_root,
     )
