@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import posixpath
 
 from ctk.doctor.checks.toolkit import runtime_mode
@@ -20,6 +19,8 @@ from ctk.doctor.model import (
     unknown,
     warn,
 )
+from ctk.errors import CtkError
+from ctk.runtime_config import imports as containerd_imports
 
 INSTALL_GUIDE = (
     "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
@@ -253,6 +254,14 @@ def docker_cgroup(facts: NodeFacts) -> Result:
     )
 
 
+def _imported(config: str, entries: tuple[str, ...], path: str) -> bool:
+    """Whether containerd loads ``path`` through ``entries`` (Go's glob: `*` stops at `/`)."""
+    try:
+        return containerd_imports.imported(config, entries, path)
+    except CtkError:  # a malformed pattern: containerd refuses to start, and loads nothing
+        return False
+
+
 @check(
     "containerd.drop-in-not-imported",
     severity=Severity.ERROR,
@@ -278,7 +287,7 @@ def drop_in_not_imported(facts: NodeFacts) -> Result:
     orphans = [
         path
         for path in containerd.drop_ins
-        if not any(fnmatch.fnmatchcase(path, pattern) for pattern in containerd.imports)
+        if not _imported(containerd.config_path, containerd.imports, path)
     ]
     if not orphans:
         return ok(f"{len(containerd.drop_ins)} drop-in(s) imported")

@@ -22,7 +22,6 @@ from ctk.host.facts.gatherer import (
     OCI_HOOKS,
     PACKAGE_PREFIXES,
     Gatherer,
-    posix_join,
 )
 
 # --- toolkit ------------------------------------------------------------------------------
@@ -233,10 +232,11 @@ def gather_containerd(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts:
     facts = _engine(
         g=g, engine="containerd", path=main, installed=installed, read=read, binaries=binaries
     )
+    from ctk.runtime_config.imports import entry_path
+
     drop_ins = tuple(g.glob("/etc/containerd/conf.d/*.toml"))
-    imports = tuple(
-        i if i.startswith("/") else posix_join(os.path.dirname(main), i) for i in facts.imports
-    )
+    # each entry as containerd resolves it: cleaned, a relative one joined to config.toml's folder
+    imports = tuple(entry_path(main, i) for i in facts.imports)
     return replace(
         facts, drop_ins=drop_ins, managed_by=managed, imports=imports, cri_disabled=cri_off
     )
