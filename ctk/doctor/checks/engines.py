@@ -40,7 +40,8 @@ def _not_installed(engine: EngineFacts) -> Result | None:
     if not engine.installed:
         return skip(f"{engine.engine} is not installed")
     if engine.needs_root:
-        return unknown(f"{engine.config_path} is not readable without root", needs_root=True)
+        path = engine.root_only or engine.config_path
+        return unknown(f"{path} is not readable without root", needs_root=True)
     if engine.error is not None:
         return skip(f"{engine.config_path} does not parse (see its config check)")
     return None
@@ -276,6 +277,12 @@ def drop_in_not_imported(facts: NodeFacts) -> Result:
     unused = containerd_unused(facts)
     if unused is not None:
         return unused
+    if containerd.needs_root:
+        path = containerd.root_only or containerd.config_path
+        return unknown(
+            f"{path} is not readable without root: containerd's imports are unknown",
+            needs_root=True,
+        )
     if containerd.error is not None:
         # unparseable: its imports are unknown, and the parse error (reported by
         # containerd.runtime-not-configured) is the root cause, with no fix to offer here

@@ -6,7 +6,10 @@ import os
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ctk.runtime_config.imports import Loaded
 
 from ctk.doctor.facts import (
     ConfigFile,
@@ -178,6 +181,11 @@ def gather_docker(
 
 def containerd_files(g: Gatherer, main: str, imports: Iterable[str]) -> list[str]:
     """The files containerd loads after ``main`` (nested imports too), in containerd's order."""
+    return list(containerd_loaded(g, main, imports).files)
+
+
+def containerd_loaded(g: Gatherer, main: str, imports: Iterable[str]) -> Loaded:
+    """`containerd_files`, with the imported files that are missing or unreadable."""
     from ctk.runtime_config import imports as resolver
 
     def imports_of(path: str) -> list[str] | None:
@@ -191,7 +199,7 @@ def containerd_files(g: Gatherer, main: str, imports: Iterable[str]) -> list[str
         except OSError:
             return None
 
-    return list(resolver.walk(main, imports_of, list_dir).files)
+    return resolver.walk(main, imports_of, list_dir)
 
 
 def _imports(path: str, text: str) -> list[str]:
@@ -214,14 +222,16 @@ def gather_containerd(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts:
         if g.exists(path):
             main, managed = path, distribution
     installed = "containerd" in binaries or g.exists(main) or managed is not None
+    root_only: list[str] = []  # imported files only root can read (a drop-in made 0600)
 
     def read() -> Any:
         text = g.text(main)
         if text is None:
             return None
         first = inspect_containerd([(main, text)])
-        extra = containerd_files(g, main, first.imports)
-        return inspect_containerd([(main, text), *((p, g.text(p) or "") for p in extra)])
+        loaded = containerd_loaded(g, main, first.imports)
+        root_only.extend(p for p in loaded.missing if g.readable(p) is False)
+        return inspect_containerd([(main, text), *((p, g.text(p) or "") for p in loaded.files)])
 
     try:
         disabled = tomllib.loads(g.text(main) or "").get("disabled_plugins", [])
@@ -232,6 +242,15 @@ def gather_containerd(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts:
     facts = _engine(
         g=g, engine="containerd", path=main, installed=installed, read=read, binaries=binaries
     )
+    if root_only:  # containerd's merged view is unknown without them
+        facts = EngineFacts(
+            engine="containerd",
+            installed=installed,
+            config_path=main,
+            config_exists=True,
+            needs_root=True,
+            root_only=root_only[0],
+        )
     from ctk.runtime_config.imports import entry_path
 
     drop_ins = tuple(g.glob("/etc/containerd/conf.d/*.toml"))
