@@ -256,6 +256,8 @@ class EngineFacts:
     version: str | None = None
     cdi_spec_dirs: tuple[str, ...] = ()
     cri_disabled: bool = False
+    root_only: str | None = None
+    """The imported file (other than config_path) that only root can read, if that is why."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -94,6 +94,8 @@ class Result:
     severity: Severity | None = None
     fixes: tuple[Fix, ...] = ()
     needs_root: bool = False
+    blocked_by: tuple[str, ...] = ()
+    """The checks whose failure is the root cause of this skip."""
 
 
 def ok(summary: str, *evidence: Evidence) -> Result:
@@ -101,9 +103,9 @@ def ok(summary: str, *evidence: Evidence) -> Result:
     return Result(status=Status.OK, summary=summary, evidence=evidence)
 
 
-def skip(summary: str) -> Result:
-    """The check does not apply here."""
-    return Result(status=Status.SKIP, summary=summary)
+def skip(summary: str, *, blocked_by: tuple[str, ...] = ()) -> Result:
+    """The check does not apply here, or (``blocked_by``) only repeats those checks' failure."""
+    return Result(status=Status.SKIP, summary=summary, blocked_by=blocked_by)
 
 
 def unknown(summary: str, *, needs_root: bool = False) -> Result:

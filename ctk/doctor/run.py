@@ -35,7 +35,7 @@ def _finding(check: Check, result: Result, blocked_by: tuple[str, ...] = ()) -> 
         remedy=check.remedy if result.status in (Status.FAIL, Status.WARN) else None,
         commands=result.commands,
         sources=check.sources,
-        blocked_by=blocked_by,
+        blocked_by=blocked_by or result.blocked_by,
         fixes=result.fixes,
         needs_root=result.needs_root,
     )
@@ -55,6 +55,12 @@ def _evaluate(check: Check, facts: NodeFacts, done: dict[str, Finding]) -> Findi
         roots = tuple(dict.fromkeys(blocked))
         summary = f"skipped: needs {', '.join(roots)} fixed first"
         return _finding(check, Result(status=Status.SKIP, summary=summary), roots)
+    unread = [
+        d for d in check.depends_on if done[d].needs_root and done[d].status is Status.UNKNOWN
+    ]
+    if unread:  # what the dependency could not read, this check cannot judge either
+        summary = f"skipped: {unread[0]} needs root"
+        return _finding(check, Result(status=Status.SKIP, summary=summary))
     try:
         result = check.run(facts)
     except FactTimedOut as exc:  # the fact's gather step hung: this check cannot tell

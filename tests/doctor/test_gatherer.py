@@ -84,3 +84,54 @@ def test_cdi_conflicts_are_the_registry_s(
     facts = gather_cdi(Gatherer(HostRoot(tmp_path)), ())
     clashing = tuple(f"/{name}" for name in files) if conflicts else ()
     assert (facts.conflicts, facts.conflict_files) == (conflicts, clashing)
+
+
+@pytest.mark.parametrize(
+    ("entries", "imports", "orphans"),
+    [
+        pytest.param(
+            '["./conf.d/*.toml"]', ("/etc/containerd/conf.d/*.toml",), [], id="dot-relative"
+        ),
+        pytest.param(
+            '["conf.d//*.toml"]', ("/etc/containerd/conf.d/*.toml",), [], id="doubled-slash"
+        ),
+        pytest.param(
+            '["/etc/containerd/../containerd/conf.d/*.toml"]',
+            ("/etc/containerd/conf.d/*.toml",),
+            [],
+            id="dot-dot",
+        ),
+        pytest.param(
+            '["/etc/containerd/*"]',
+            ("/etc/containerd/*",),
+            ["/etc/containerd/conf.d/99-nvidia.toml"],
+            id="star-does-not-cross-a-slash",
+        ),
+    ],
+)
+def test_containerd_imports_as_containerd_resolves_them(
+    tmp_path: Path, entries: str, imports: tuple[str, ...], orphans: list[str]
+) -> None:
+    """The evidence shows each import as containerd reads it; drop-ins match by Go's glob."""
+    from ctk.doctor.checks.engines import drop_in_not_imported
+    from ctk.doctor.facts import NodeFacts
+    from ctk.doctor.model import Evidence, Status
+
+    (tmp_path / "etc/containerd/conf.d").mkdir(parents=True)
+    (tmp_path / "etc/containerd/config.toml").write_text(f"version = 2\nimports = {entries}\n")
+    (tmp_path / "etc/containerd/conf.d/99-nvidia.toml").write_text("version = 2\n")
+    facts = gather_containerd(Gatherer(HostRoot(tmp_path)), {"containerd": "/usr/bin/containerd"})
+    assert (facts.imports, facts.drop_ins) == (imports, ("/etc/containerd/conf.d/99-nvidia.toml",))
+    result = drop_in_not_imported(NodeFacts(containerd=facts))
+    expected = (
+        (
+            Status.FAIL,
+            (
+                Evidence("/etc/containerd/config.toml", f"imports: {', '.join(imports)}"),
+                *(Evidence(path, "exists, not imported") for path in orphans),
+            ),
+        )
+        if orphans
+        else (Status.OK, ())
+    )
+    assert (result.status, result.evidence) == expected

@@ -30,6 +30,15 @@ SCENARIOS = [
     ),
     pytest.param("cdi-stale", {"cdi.spec-stale"}, set(), id="cdi-stale"),
     pytest.param("cdi-conflict", {"cdi.spec-conflict"}, set(), id="cdi-same-directory-conflict"),
+    pytest.param(
+        "cdi-conflict-stale", {"cdi.spec-conflict"}, set(), id="cdi-conflict-with-a-stale-copy"
+    ),
+    pytest.param(
+        "cdi-conflict-incomplete",
+        {"cdi.spec-conflict", "cdi.spec-incomplete"},
+        set(),
+        id="cdi-conflict-and-incomplete-for-another-reason",
+    ),
     pytest.param("cdi-override", set(), set(), id="cdi-override-across-directories"),
     pytest.param("cdi-incomplete", {"cdi.spec-incomplete"}, set(), id="cdi-incomplete"),
     pytest.param("cdi-gpu-replaced", {"cdi.spec-incomplete"}, set(), id="cdi-gpu-replaced"),
@@ -256,6 +265,44 @@ def test_scenario(  # noqa: PLR0917  (pytest passes parameters and fixtures by p
             ),
             None,
         )
+    )
+
+
+@pytest.mark.parametrize(
+    ("node", "summary"),
+    [
+        pytest.param(
+            "cdi-conflict",
+            "skipped: the spec is complete once cdi.spec-conflict is fixed",
+            id="identical-copy",
+        ),
+        pytest.param(
+            "cdi-conflict-stale",
+            "skipped: the spec is complete once cdi.spec-conflict is fixed",
+            id="stale-copy",
+        ),
+    ],
+)
+def test_a_clash_blocks_spec_incomplete(  # noqa: PLR0917
+    node: str,
+    summary: str,
+    fake_nvml_library: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """What a same-directory clash drops is cdi.spec-conflict's finding, not a second one."""
+    try:
+        with materialise(node, tmp_path, fake_nvml_library) as built:
+            monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
+            _, document = run_doctor(built.root, capsys, "--check", "cdi.spec-incomplete")
+    except SkipNode as exc:
+        pytest.skip(str(exc))
+    [finding] = document["checks"]
+    assert (finding["status"], finding["summary"], finding["blocked_by"]) == (
+        "skip",
+        summary,
+        ["cdi.spec-conflict"],
     )
 
 

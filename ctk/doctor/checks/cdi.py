@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctk.doctor.checks.mig import GENERATE, GENERATE_FIX, GPU_KIND, spec_device_names
+from ctk.doctor.checks.mig import GENERATE, GENERATE_FIX, GPU_KIND
 from ctk.doctor.checks.toolkit import runtime_mode, toolkit_version
 from ctk.doctor.facts import NodeFacts, NvmlFacts, SpecFile
 from ctk.doctor.model import (
@@ -214,11 +214,38 @@ def _wrong_nodes(facts: NodeFacts, specs: tuple[SpecFile, ...]) -> list[Evidence
     where=HOST_ONLY,
 )
 def spec_incomplete(facts: NodeFacts) -> Result:
-    """A GPU added or replaced since generation, or no `all` device."""
+    """A GPU added or replaced since generation, or no `all` device.
+
+    While `cdi.spec-conflict` fails, the specs are judged as its fix leaves them (the clashing
+    copies removed): what the clash drops is that check's finding, not a second one here.
+    """
     specs = gpu_specs(facts)
     if not specs:
         return skip("no nvidia.com/gpu CDI spec")
-    names = spec_device_names(facts)
+    clash = bool(facts.cdi.conflicts)
+    if clash:
+        removed = set(conflict_losers(facts.cdi.conflict_files))
+        specs = tuple(spec for spec in specs if spec.path not in removed)
+    problems = _incomplete(facts, specs)
+    names = {name for spec in specs for name in spec.devices}
+    if not problems:
+        if clash:
+            return skip(
+                "skipped: the spec is complete once cdi.spec-conflict is fixed",
+                blocked_by=("cdi.spec-conflict",),
+            )
+        return ok(f"every GPU has a CDI entry ({len(names)} names)")
+    return fail(
+        "the CDI spec does not match the node's GPUs: " + "; ".join(e.value for e in problems),
+        *problems,
+        commands=(GENERATE,),
+        fixes=(GENERATE_FIX,),
+    )
+
+
+def _incomplete(facts: NodeFacts, specs: tuple[SpecFile, ...]) -> list[Evidence]:
+    """What ``specs`` lack or name wrongly for this node's GPUs."""
+    names = {name for spec in specs for name in spec.devices}
     nodes = {path for spec in specs for paths in spec.device_node_paths.values() for path in paths}
     gpus = _gpu_names(facts)
     # a spec that names GPUs by UUID must name each current GPU's: a replaced GPU keeps its index
@@ -231,44 +258,40 @@ def spec_incomplete(facts: NodeFacts) -> Result:
         and (by_uuid or (not any(alias in names for alias in aliases) and node not in nodes))
     ]
     problems = [Evidence("GPU", f"{label} has no CDI device") for label in missing]
+    where = ", ".join(s.path for s in specs)
     current = {aliases[-1] for _, aliases, _ in gpus}
     problems += [
-        Evidence(
-            ", ".join(s.path for s in specs),
-            f"device {name} names no GPU of this node (replaced or removed)",
-        )
+        Evidence(where, f"device {name} names no GPU of this node (replaced or removed)")
         for name in sorted(names)
         if name.startswith("GPU-") and current and name not in current
     ]
     problems += _wrong_nodes(facts, specs)
     if "all" not in names:
-        problems.append(Evidence(", ".join(s.path for s in specs), "no device named all"))
-    if not problems:
-        return ok(f"every GPU has a CDI entry ({len(names)} names)")
-    return fail(
-        "the CDI spec does not match the node's GPUs: " + "; ".join(e.value for e in problems),
-        *problems,
-        commands=(GENERATE,),
-        fixes=(GENERATE_FIX,),
-    )
+        problems.append(Evidence(where, "no device named all"))
+    return problems
 
 
 GENERATED_NAME = "nvidia.yaml"
 """The file name `ctk cdi generate/refresh` and nvidia-cdi-refresh write in a spec directory."""
 
 
-def conflict_removals(files: tuple[str, ...]) -> list[str]:
-    """`rm` commands leaving one file per directory: the generated `nvidia.yaml` if it clashes."""
+def conflict_losers(files: tuple[str, ...]) -> dict[str, str]:
+    """The clashing files to remove, each with the one its directory keeps (`nvidia.yaml` first)."""
     by_dir: dict[str, list[str]] = {}
     for path in sorted(files):
         by_dir.setdefault(path.rsplit("/", 1)[0], []).append(path)
-    commands = []
+    losers: dict[str, str] = {}
     for directory, paths in by_dir.items():
         keep = f"{directory}/{GENERATED_NAME}"
         if keep not in paths:
             keep = paths[0]
-        commands += [f"sudo rm {path}   # keeps {keep}" for path in paths if path != keep]
-    return commands
+        losers.update((path, keep) for path in paths if path != keep)
+    return losers
+
+
+def conflict_removals(files: tuple[str, ...]) -> list[str]:
+    """`rm` commands leaving one file per directory: the generated `nvidia.yaml` if it clashes."""
+    return [f"sudo rm {path}   # keeps {keep}" for path, keep in conflict_losers(files).items()]
 
 
 @check(

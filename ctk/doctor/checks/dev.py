@@ -113,7 +113,8 @@ def _systemd_cgroups(facts: NodeFacts) -> list[Evidence]:
     from ctk.doctor.checks.engines import docker_cgroup_driver
 
     found = []
-    if facts.docker.installed and docker_cgroup_driver(facts) == "systemd":
+    docker = facts.docker
+    if docker.installed and not docker.needs_root and docker_cgroup_driver(facts) == "systemd":
         found.append(Evidence(facts.docker.config_path or "docker", "cgroup driver systemd"))
     for name, runtime in sorted(facts.containerd.runtimes.items()):
         if runtime.systemd_cgroup:
@@ -153,7 +154,10 @@ def _legacy_injection(facts: NodeFacts) -> Evidence | None:
 def char_symlinks_missing(facts: NodeFacts) -> Result:
     """systemd cgroups + legacy injection + no `/dev/char` links = NVML Unknown Error later."""
     systemd = _systemd_cgroups(facts)
-    if not systemd:
+    # an engine config only root can read may ask for the systemd driver: look on, unsure
+    engines = (facts.docker, facts.containerd)
+    unread = [e.root_only or e.config_path for e in engines if e.installed and e.needs_root]
+    if not systemd and not unread:
         return ok("no engine uses the systemd cgroup driver")
     legacy = _legacy_injection(facts)
     if legacy is None:
@@ -164,6 +168,12 @@ def char_symlinks_missing(facts: NodeFacts) -> Result:
             missing.append(f"/dev/char/{major}:{minor}")
     if not missing:
         return ok("the /dev/char links for the NVIDIA devices exist")
+    if not systemd:
+        return unknown(
+            f"{len(missing)} /dev/char link(s) are missing, and whether the systemd cgroup driver "
+            f"needs them is unknown: {unread[0]} is not readable without root",
+            needs_root=True,
+        )
     return warn(
         "containers will lose GPU access after `systemctl daemon-reload` "
         "(NVML: Unknown Error): the systemd cgroup driver rebuilds device rules from "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import posixpath
 
 from ctk.doctor.checks.toolkit import runtime_mode
@@ -20,6 +19,8 @@ from ctk.doctor.model import (
     unknown,
     warn,
 )
+from ctk.errors import CtkError
+from ctk.runtime_config import imports as containerd_imports
 
 INSTALL_GUIDE = (
     "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
@@ -39,7 +40,8 @@ def _not_installed(engine: EngineFacts) -> Result | None:
     if not engine.installed:
         return skip(f"{engine.engine} is not installed")
     if engine.needs_root:
-        return unknown(f"{engine.config_path} is not readable without root", needs_root=True)
+        path = engine.root_only or engine.config_path
+        return unknown(f"{path} is not readable without root", needs_root=True)
     if engine.error is not None:
         return skip(f"{engine.config_path} does not parse (see its config check)")
     return None
@@ -253,6 +255,14 @@ def docker_cgroup(facts: NodeFacts) -> Result:
     )
 
 
+def _imported(config: str, entries: tuple[str, ...], path: str) -> bool:
+    """Whether containerd loads ``path`` through ``entries`` (Go's glob: `*` stops at `/`)."""
+    try:
+        return containerd_imports.imported(config, entries, path)
+    except CtkError:  # a malformed pattern: containerd refuses to start, and loads nothing
+        return False
+
+
 @check(
     "containerd.drop-in-not-imported",
     severity=Severity.ERROR,
@@ -267,6 +277,12 @@ def drop_in_not_imported(facts: NodeFacts) -> Result:
     unused = containerd_unused(facts)
     if unused is not None:
         return unused
+    if containerd.needs_root:
+        path = containerd.root_only or containerd.config_path
+        return unknown(
+            f"{path} is not readable without root: containerd's imports are unknown",
+            needs_root=True,
+        )
     if containerd.error is not None:
         # unparseable: its imports are unknown, and the parse error (reported by
         # containerd.runtime-not-configured) is the root cause, with no fix to offer here
@@ -278,7 +294,7 @@ def drop_in_not_imported(facts: NodeFacts) -> Result:
     orphans = [
         path
         for path in containerd.drop_ins
-        if not any(fnmatch.fnmatchcase(path, pattern) for pattern in containerd.imports)
+        if not _imported(containerd.config_path, containerd.imports, path)
     ]
     if not orphans:
         return ok(f"{len(containerd.drop_ins)} drop-in(s) imported")

@@ -6,7 +6,10 @@ import os
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ctk.runtime_config.imports import Loaded
 
 from ctk.doctor.facts import (
     ConfigFile,
@@ -22,7 +25,6 @@ from ctk.host.facts.gatherer import (
     OCI_HOOKS,
     PACKAGE_PREFIXES,
     Gatherer,
-    posix_join,
 )
 
 # --- toolkit ------------------------------------------------------------------------------
@@ -179,6 +181,11 @@ def gather_docker(
 
 def containerd_files(g: Gatherer, main: str, imports: Iterable[str]) -> list[str]:
     """The files containerd loads after ``main`` (nested imports too), in containerd's order."""
+    return list(containerd_loaded(g, main, imports).files)
+
+
+def containerd_loaded(g: Gatherer, main: str, imports: Iterable[str]) -> Loaded:
+    """`containerd_files`, with the imported files that are missing or unreadable."""
     from ctk.runtime_config import imports as resolver
 
     def imports_of(path: str) -> list[str] | None:
@@ -192,7 +199,7 @@ def containerd_files(g: Gatherer, main: str, imports: Iterable[str]) -> list[str
         except OSError:
             return None
 
-    return list(resolver.walk(main, imports_of, list_dir).files)
+    return resolver.walk(main, imports_of, list_dir)
 
 
 def _imports(path: str, text: str) -> list[str]:
@@ -215,14 +222,16 @@ def gather_containerd(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts:
         if g.exists(path):
             main, managed = path, distribution
     installed = "containerd" in binaries or g.exists(main) or managed is not None
+    root_only: list[str] = []  # imported files only root can read (a drop-in made 0600)
 
     def read() -> Any:
         text = g.text(main)
         if text is None:
             return None
         first = inspect_containerd([(main, text)])
-        extra = containerd_files(g, main, first.imports)
-        return inspect_containerd([(main, text), *((p, g.text(p) or "") for p in extra)])
+        loaded = containerd_loaded(g, main, first.imports)
+        root_only.extend(p for p in loaded.missing if g.readable(p) is False)
+        return inspect_containerd([(main, text), *((p, g.text(p) or "") for p in loaded.files)])
 
     try:
         disabled = tomllib.loads(g.text(main) or "").get("disabled_plugins", [])
@@ -233,10 +242,20 @@ def gather_containerd(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts:
     facts = _engine(
         g=g, engine="containerd", path=main, installed=installed, read=read, binaries=binaries
     )
+    if root_only:  # containerd's merged view is unknown without them
+        facts = EngineFacts(
+            engine="containerd",
+            installed=installed,
+            config_path=main,
+            config_exists=True,
+            needs_root=True,
+            root_only=root_only[0],
+        )
+    from ctk.runtime_config.imports import entry_path
+
     drop_ins = tuple(g.glob("/etc/containerd/conf.d/*.toml"))
-    imports = tuple(
-        i if i.startswith("/") else posix_join(os.path.dirname(main), i) for i in facts.imports
-    )
+    # each entry as containerd resolves it: cleaned, a relative one joined to config.toml's folder
+    imports = tuple(entry_path(main, i) for i in facts.imports)
     return replace(
         facts, drop_ins=drop_ins, managed_by=managed, imports=imports, cri_disabled=cri_off
     )

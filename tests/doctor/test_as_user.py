@@ -1,0 +1,210 @@
+"""`ctk doctor` without root on a healthy node: what needs root is unknown, never a failure.
+
+The healthy fixture node is read by user nobody in a forked child (the parent stays root to
+build and unmount the node), as an admin who forgot sudo would run it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ctk.cli.app import main
+from tests.doctor.nodes import materialise
+from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
+from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
+
+NOBODY = 65534
+
+
+def _main_as_nobody(argv: list[str]) -> tuple[int, str, str]:
+    """Run ctk's main() in a forked child that dropped root for user nobody."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never return into pytest
+        code = 3
+        try:
+            os.setgroups([])
+            os.setresgid(NOBODY, NOBODY, NOBODY)
+            os.setresuid(NOBODY, NOBODY, NOBODY)
+            os.dup2(out_w, 1)
+            os.dup2(err_w, 2)
+            sys.stdout = os.fdopen(1, "w", closefd=False)
+            sys.stderr = os.fdopen(2, "w", closefd=False)
+            code = main(argv)
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+    os.close(out_w)
+    os.close(err_w)
+    with os.fdopen(out_r) as out, os.fdopen(err_r) as err:
+        stdout, stderr = out.read(), err.read()
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), stdout, stderr
+
+
+@contextlib.contextmanager
+def _traversable(path: Path) -> Iterator[None]:
+    """Let other users pass through ``path`` and its parents (pytest makes them 0700)."""
+    changed = []
+    for folder in (path, *path.parents):
+        mode = folder.stat().st_mode & 0o7777
+        if mode & 0o011 != 0o011:
+            changed.append((folder, mode))
+            folder.chmod(mode | 0o011)
+    try:
+        yield
+    finally:
+        for folder, mode in reversed(changed):
+            folder.chmod(mode)
+
+
+@pytest.fixture
+def healthy_as_nobody(
+    fake_nvml_library: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+) -> Iterator[Path]:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to build the node and switch to user nobody")
+    try:
+        with materialise(
+            getattr(request, "param", "healthy"), tmp_path, fake_nvml_library
+        ) as built:
+            monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
+            with _traversable(tmp_path), _traversable(fake_nvml_library.parent):
+                yield built.root
+    except SkipNode as exc:
+        pytest.skip(str(exc))
+
+
+ROOT_ONLY = "is not readable without root"
+CONTAINERD = "/etc/containerd/config.toml"
+DROP_IN = "/etc/containerd/conf.d/99-nvidia.toml"
+TOOLKIT = "/etc/nvidia-container-runtime/config.toml"
+IMPORTS = "containerd's imports are unknown"
+DAEMON_JSON = "/etc/docker/daemon.json"
+CHAR_LINKS = "dev.char-symlinks-missing"
+PROCESSES = "cannot list GPU processes: other users' /proc/<pid>/fd need root"
+
+
+def _skipped(after: str, *checks: str) -> dict[str, tuple[str, str]]:
+    return {check: ("skip", f"skipped: {after} needs root") for check in checks}
+
+
+def _containerd(path: str) -> dict[str, tuple[str, str]]:
+    return {
+        "containerd.drop-in-not-imported": ("unknown", f"{path} {ROOT_ONLY}: {IMPORTS}"),
+        "containerd.runtime-not-configured": ("unknown", f"{path} {ROOT_ONLY}"),
+        **_skipped(
+            "containerd.runtime-not-configured",
+            "containerd.systemd-cgroup-mismatch",
+            "containerd.not-default-no-runtimeclass",
+            "containerd.cdi-disabled",
+        ),
+    }
+
+
+CASES = [
+    pytest.param((), {}, id="nothing-root-only"),
+    pytest.param((CONTAINERD,), _containerd(CONTAINERD), id="containerd-config-0600"),
+    pytest.param((DROP_IN,), _containerd(DROP_IN), id="containerd-drop-in-0600"),
+    pytest.param(
+        (TOOLKIT,),
+        {
+            "toolkit.config-invalid": ("unknown", f"{TOOLKIT} {ROOT_ONLY}"),
+            **_skipped(
+                "toolkit.config-invalid",
+                "toolkit.ldconfig-path",
+                "toolkit.mode-mismatch",
+                "toolkit.rootless-no-cgroups",
+                "toolkit.unprivileged-envvar-accepted",
+            ),
+        },
+        id="toolkit-config-0600",
+    ),
+    pytest.param(
+        ("/proc/1/fd",),
+        {"gpu.leftover-processes": ("unknown", PROCESSES)},
+        id="other-users-processes",
+    ),
+]
+
+
+def _make_root_only(root: Path, paths: tuple[str, ...]) -> None:
+    """Make ``paths`` root-only, as they are on many nodes (/proc/1/fd always is)."""
+    for path in paths:
+        target = root / path.lstrip("/")
+        if path.startswith("/proc/"):
+            target.mkdir(parents=True)
+        target.chmod(0o700 if target.is_dir() else 0o600)
+
+
+@pytest.mark.parametrize(("private", "changes"), CASES)
+def test_json_as_nobody(
+    healthy_as_nobody: Path,
+    capsys: pytest.CaptureFixture[str],
+    private: tuple[str, ...],
+    changes: dict[str, tuple[str, str]],
+) -> None:
+    """Every check says what it says as root, or unknown for want of root: never a problem."""
+    _make_root_only(healthy_as_nobody, private)
+    argv = ["doctor", "--json", "--root", str(healthy_as_nobody)]
+    assert main(argv) == 0  # as root first: it also imports every module the doctor needs
+    as_root = json.loads(capsys.readouterr().out)
+    code, out, err = _main_as_nobody(argv)
+    assert (code, err) == (0, "")
+    document = json.loads(out)
+    changed = {
+        mine["id"]: (mine["status"], mine["summary"])
+        for mine, theirs in zip(document["checks"], as_root["checks"], strict=True)
+        if mine != theirs
+    }
+    assert changed == changes
+    unknowns = sum(status == "unknown" for status, _ in changes.values())
+    assert (document["summary"]["needs_root"], document["summary"]["fail"]) == (unknowns, 0)
+
+
+def test_text_as_nobody(healthy_as_nobody: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The text report ends with the one line that says how many checks need root."""
+    _make_root_only(healthy_as_nobody, (CONTAINERD, TOOLKIT, "/proc/1/fd"))
+    argv = ["doctor", "--root", str(healthy_as_nobody)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    code, out, err = _main_as_nobody(argv)
+    assert (code, err) == (0, "")
+    assert out.endswith(
+        "\n0 error(s), 0 warning(s), 30 ok, 32 skipped, 4 unknown.\n"
+        "4 check(s) need root; rerun with sudo for a full report.\n"
+    )
+    assert out.count("rerun with sudo") == 1
+
+
+@pytest.mark.parametrize("healthy_as_nobody", ["systemd-legacy"], indirect=True)
+def test_a_warning_that_needs_root_is_unknown(
+    healthy_as_nobody: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Missing /dev/char links matter only under the systemd cgroup driver, unknown to nobody."""
+    _make_root_only(healthy_as_nobody, (DAEMON_JSON, CONTAINERD))
+    argv = ["doctor", "--json", "--root", str(healthy_as_nobody), "--check", CHAR_LINKS]
+    assert main(argv) == 0
+    capsys.readouterr()
+    code, out, err = _main_as_nobody(argv)
+    assert (code, err) == (0, "")
+    [finding] = json.loads(out)["checks"]
+
+    assert (finding["id"], finding["status"], finding["summary"]) == (
+        CHAR_LINKS,
+        "unknown",
+        "5 /dev/char link(s) are missing, and whether the systemd cgroup driver needs them is "
+        f"unknown: {DAEMON_JSON} {ROOT_ONLY}",
+    )
