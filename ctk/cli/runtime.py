@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,7 @@ from ctk.runtime_config.engines import (
 )
 
 if TYPE_CHECKING:  # the editors (tomlkit) load only when a command runs, not for --help
+    from ctk.host.engines import ContainerdFiles
     from ctk.runtime_config.configure import Inputs
     from ctk.runtime_config.plan import FileChange, Plan
 
@@ -126,7 +128,7 @@ def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs
     record = load_record(str(record_file), record_text, nested_null=runtime is Runtime.DOCKER)
     inputs = Inputs(config=str(config_path), config_text=text, record=record)
     if not drop_in:
-        return inputs
+        return _with_imports(runtime, inputs, config_path)
     drop_in_text = files.read_text(Path(drop_in), missing_ok=True)
     with_drop_in = Inputs(
         config=str(config_path),
@@ -138,11 +140,7 @@ def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs
     if not uses_drop_in(runtime, with_drop_in):
         return Inputs(config=str(config_path), config_text=text, record=record, drop_in=drop_in)
     if runtime is Runtime.CONTAINERD:
-        found = host_engines.containerd_imports(config_path, text or "", drop_in)
-        for name in found.missing:
-            sys.stderr.write(
-                f"warning: containerd is told to import {name}, which does not exist\n"
-            )
+        found = _containerd_imports(config_path, text, drop_in)
         before, after = found.before, found.after
     else:
         crio_before, crio_after = host_engines.crio_drop_ins(Path(drop_in))
@@ -156,6 +154,30 @@ def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs
         before=before,
         after=after,
     )
+
+
+def _containerd_imports(config: Path, text: str | None, drop_in: str | None) -> ContainerdFiles:
+    from ctk.host import engines as host_engines
+
+    found = host_engines.containerd_imports(config, text or "", drop_in)
+    for name in found.missing:
+        sys.stderr.write(f"warning: containerd is told to import {name}, which does not exist\n")
+    return found
+
+
+def _with_imports(runtime: Runtime, inputs: Inputs, config: Path) -> Inputs:
+    """In-place containerd (v2+): the files the config imports, all read after it."""
+    from ctk.runtime_config import containerd
+
+    text = inputs.config_text
+    if (
+        runtime is not Runtime.CONTAINERD
+        or not text
+        or containerd.version_of(str(config), text) == 1
+    ):
+        return inputs
+    found = _containerd_imports(config, text, None)
+    return replace(inputs, after=found.after)
 
 
 def _same_file(a: Path, b: Path) -> bool:

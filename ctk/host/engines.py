@@ -61,13 +61,20 @@ def list_dir(directory: str) -> list[str] | None:
         return None
 
 
-def containerd_imports(main: Path, main_text: str, drop_in: str) -> ContainerdFiles:
+def containerd_imports(main: Path, main_text: str, drop_in: str | None) -> ContainerdFiles:
     """Read the files containerd imports from ``main`` (nested imports too), in load order.
 
     Resolved by `ctk.runtime_config.imports` as containerd does. ``drop_in`` counts as imported
     by the main file (at the end of its `imports`) even before it is added, and as existing.
+    Without a drop-in (in-place editing), every imported file is read after the main file.
     """
     main_name = str(main)
+    if drop_in is None:
+        loaded = imports.walk(
+            main_name, lambda name: _imports_of_file(name, main_name, main_text), list_dir
+        )
+        found = tuple((name, files.read_text(Path(name)) or "") for name in loaded.files)
+        return ContainerdFiles((), found, loaded.missing)
     drop_in = imports.clean(drop_in)
     texts: dict[str, str] = {}
 
@@ -91,6 +98,13 @@ def containerd_imports(main: Path, main_text: str, drop_in: str) -> ContainerdFi
     order = [(name, texts.get(name, "")) for name in loaded.files]
     index = loaded.files.index(drop_in)
     return ContainerdFiles(tuple(order[:index]), tuple(order[index + 1 :]), loaded.missing)
+
+
+def _imports_of_file(name: str, main_name: str, main_text: str) -> list[str] | None:
+    if name == main_name:
+        return imports.imports_in(name, main_text)
+    text = files.read_text(Path(name), missing_ok=True)
+    return None if text is None else imports.imports_in(name, text)
 
 
 def crio_drop_ins(drop_in: Path) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:

@@ -137,6 +137,7 @@ def configure(
         return Plan(tuple(files), tuple(notes), tuple(warnings))
     if runtime is Runtime.CONTAINERD:
         edit = containerd.configure_in_place(inputs.config, text, request)
+        warnings.extend(containerd.in_place_overridden(inputs.config, text, inputs.after))
     elif runtime is Runtime.DOCKER:
         edit = docker.configure(inputs.config, inputs.config_text, request)
     else:

@@ -199,6 +199,25 @@ def configure_drop_in(
     return DropInEdit(Edit(main_out, tuple(changes)), drop_in, warnings)
 
 
+def in_place_overridden(name: str, text: str, after: Sequence[tuple[str, str]]) -> list[str]:
+    """Warn about imported files whose CRI plugin table replaces the one edited in ``name``.
+
+    containerd < 2.1 replaces a whole plugin table per imported file, so an edit in place is
+    lost when any imported file defines the table; a drop-in carries the merged table instead.
+    """
+    version = version_of(name, text)
+    if version == 1:
+        return []
+    cri = cri_keys(version)
+    return [
+        f"{other} is imported by {name} and also defines [{dotted(cri)}]: containerd < 2.1 "
+        "will use that table instead, without the nvidia runtime; configure with a drop-in "
+        '(leave out --drop-in-config ""), which carries the merged table'
+        for other, other_text in after
+        if _plugin_table(other, other_text, cri) is not None
+    ]
+
+
 def _plugin_table(name: str, text: str, cri: tuple[str, str]) -> dict[str, JSONValue] | None:
     plugins = load_toml(name, text).get("plugins")
     if not isinstance(plugins, dict):

@@ -326,3 +326,37 @@ def test_containerd_cri_loads_after_configure_without_explicit_runc() -> None:
             if os.path.ismount(work / mount):
                 subprocess.run(["umount", "-l", str(work / mount)], check=False, timeout=10)
         shutil.rmtree(work, ignore_errors=True)
+
+
+@pytest.mark.skipif(CONTAINERD is None, reason="containerd is not installed")
+def test_in_place_edit_lost_to_an_imported_cri_table_is_warned_about(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """containerd 1.6 lets an imported CRI table replace the one edited in place: ctk says so."""
+    config = tmp_path / "config.toml"
+    registry = tmp_path / "conf.d" / "50-registry.toml"
+    registry.parent.mkdir()
+    config.write_text(f'version = 2\nimports = ["{tmp_path}/conf.d/*.toml"]\n')
+    registry.write_text(
+        'version = 2\n[plugins."io.containerd.grpc.v1.cri".registry]\nconfig_path = "/x"\n'
+    )
+    args = ["runtime", "configure", "--runtime", "containerd", "--config", str(config)]
+    assert main([*args, "--drop-in-config", "", "--set-as-default"]) == 0
+    assert capsys.readouterr().err == (
+        f"warning: {registry} is imported by {config} and also defines "
+        '[plugins."io.containerd.grpc.v1.cri"]: containerd < 2.1 will use that table instead, '
+        'without the nvidia runtime; configure with a drop-in (leave out --drop-in-config ""), '
+        "which carries the merged table\n"
+    )
+    cri = containerd_dump(config)["plugins"]["io.containerd.grpc.v1.cri"]
+    assert (
+        cri["containerd"]["default_runtime_name"],
+        "nvidia" in cri["containerd"]["runtimes"],
+    ) == (
+        "runc",
+        False,
+    )  # what the warning says: the edit is lost on 1.6
+    assert main([*args, "--drop-in-config", str(tmp_path / "conf.d" / "99-nvidia.toml")]) == 0
+    cri = containerd_dump(config)["plugins"]["io.containerd.grpc.v1.cri"]
+    assert cri["containerd"]["default_runtime_name"] == "nvidia"
+    assert cri["registry"]["config_path"] == "/x"
