@@ -130,6 +130,7 @@ def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs
     if not drop_in:
         return _with_imports(runtime, inputs, config_path)
     drop_in_text = files.read_text(Path(drop_in), missing_ok=True)
+    taken_over = files.read_text(host_engines.takeover_path(Path(drop_in)), missing_ok=True)
     with_drop_in = Inputs(
         config=str(config_path),
         config_text=text,
@@ -151,6 +152,7 @@ def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs
         record=record,
         drop_in=drop_in,
         drop_in_text=drop_in_text,
+        taken_over=taken_over,
         before=before,
         after=after,
     )
@@ -208,7 +210,9 @@ def _apply(runtime: Runtime, plan: Plan, *, dry_run: bool, backup: bool, verb: s
         return
     for change in changes:
         what = (
-            "removed"
+            "restored"
+            if change.restores
+            else "removed"
             if change.after is None
             else "created"
             if change.before is None
@@ -231,7 +235,13 @@ def _write(change: FileChange, *, backup: bool) -> None:
         files.write_atomic(host_engines.record_path(path), record, mode=0o600, make_parents=True)
     if change.changed:
         # ctk's own drop-in is written afresh from the other files: nothing of the user's to keep.
-        if backup and not change.own and change.before is not None:
+        if change.taken_over and change.before is not None:
+            kept = host_engines.takeover_path(path)
+            files.write_atomic(kept, change.before, mode=0o600, make_parents=True)
+            sys.stdout.write(
+                f"backed up {path} (not written by ctk) to {kept}; unconfigure puts it back\n"
+            )
+        elif (backup or change.keep_before) and not change.own and change.before is not None:
             kept = host_engines.backup_path(path)
             files.write_atomic(kept, change.before, mode=0o600, make_parents=True)
             sys.stdout.write(f"backed up {path} to {kept}\n")
@@ -239,6 +249,8 @@ def _write(change: FileChange, *, backup: bool) -> None:
             files.remove(path)
         else:
             files.write_atomic(path, change.after, make_parents=True)
+    if change.restores:
+        files.remove(host_engines.takeover_path(path))
     if change.record is not None:
         files.remove(host_engines.legacy_record_path(path))
         if not change.record:

@@ -170,3 +170,9 @@ def backup_path(path: Path) -> Path:
     if target.parent.name.endswith(".d"):
         return state_dir() / "runtime" / "backup" / f"{_state_name(target)}.bak"
     return target.with_name(target.name + ".bak")
+
+
+def takeover_path(path: Path) -> Path:
+    """Where ctk keeps a user's drop-in that a --force configure replaced, for unconfigure."""
+    target = files.write_target(path)
+    return state_dir() / "runtime" / "taken-over" / _state_name(target)

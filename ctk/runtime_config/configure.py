@@ -35,6 +35,7 @@ class Inputs:
     record: tuple[Change, ...] = ()  # what earlier runs changed in the config
     drop_in: str | None = None  # None: edit the config in place
     drop_in_text: str | None = None
+    taken_over: str | None = None  # the user's drop-in a --force configure replaced, kept by ctk
     before: Files = ()  # files the engine reads before the drop-in (not the main file)
     after: Files = ()  # files the engine reads after it
 
@@ -133,7 +134,12 @@ def configure(
             notes.extend(drop_edit.notes)
             warnings.extend(_crio_later(inputs, request))
         files = [_with_record(inputs, main_edit)] if main_edit is not None else []
-        files.append(FileChange(inputs.drop_in, inputs.drop_in_text, drop_in_text, own=True))
+        foreign = not written_by_ctk(inputs)
+        files.append(
+            FileChange(
+                inputs.drop_in, inputs.drop_in_text, drop_in_text, own=True, taken_over=foreign
+            )
+        )
         return Plan(tuple(files), tuple(notes), tuple(warnings))
     if runtime is Runtime.CONTAINERD:
         edit = containerd.configure_in_place(inputs.config, text, request)
@@ -226,7 +232,19 @@ def unconfigure(
         if runtime is Runtime.CONTAINERD and text is not None:
             new = containerd.unconfigure_main(inputs.config, text, inputs.drop_in, inputs.record)
             files.append(_undone(inputs, text, new))
-        files.append(FileChange(inputs.drop_in, inputs.drop_in_text, None, own=True))
+        if not written_by_ctk(inputs):  # --force: deleted, but kept in the backup folder
+            files.append(FileChange(inputs.drop_in, inputs.drop_in_text, None, keep_before=True))
+        else:  # ctk's drop-in goes; a user's file it took over comes back
+            restored = inputs.taken_over
+            files.append(
+                FileChange(
+                    inputs.drop_in,
+                    inputs.drop_in_text,
+                    restored,
+                    own=True,
+                    restores=restored is not None,
+                )
+            )
         return Plan(tuple(files))
     if text is None:
         return Plan((FileChange(inputs.config, None, None),))
