@@ -22,6 +22,7 @@ from ctk.runtime_config.engines import (
 
 if TYPE_CHECKING:  # the editors (tomlkit) load only when a command runs, not for --help
     from ctk.host.engines import ContainerdFiles
+    from ctk.runtime_config.changes import Change
     from ctk.runtime_config.configure import Inputs
     from ctk.runtime_config.plan import FileChange, Plan
 
@@ -120,12 +121,16 @@ def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs
     text = files.read_text(config_path, missing_ok=True)
     if runtime is Runtime.CONTAINERD:
         host_engines.refuse_managed_config(config_path, text)
-    record_file = host_engines.record_path(config_path)
-    record_text = files.read_text(record_file, missing_ok=True)
-    if record_text is None:  # written beside the config by earlier versions
-        record_file = host_engines.legacy_record_path(config_path)
+
+    def record_of(drop_in: str | None) -> tuple[Change, ...]:
+        record_file = host_engines.record_path(config_path, drop_in)
         record_text = files.read_text(record_file, missing_ok=True)
-    record = load_record(str(record_file), record_text, nested_null=runtime is Runtime.DOCKER)
+        if record_text is None:  # written beside the config by earlier versions
+            record_file = host_engines.legacy_record_path(config_path)
+            record_text = files.read_text(record_file, missing_ok=True)
+        return load_record(str(record_file), record_text, nested_null=runtime is Runtime.DOCKER)
+
+    record = record_of(None)
     inputs = Inputs(config=str(config_path), config_text=text, record=record)
     if not drop_in:
         return _with_imports(runtime, inputs, config_path)
@@ -143,6 +148,7 @@ def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs
     if runtime is Runtime.CONTAINERD:
         found = _containerd_imports(config_path, text, drop_in)
         before, after = found.before, found.after
+        record = record_of(drop_in)
     else:
         crio_before, crio_after = host_engines.crio_drop_ins(Path(drop_in))
         before, after = tuple(crio_before), tuple(crio_after)
@@ -230,9 +236,10 @@ def _write(change: FileChange, *, backup: bool) -> None:
     path = Path(change.path)
     # The record first: if the state directory cannot be written, the config stays untouched;
     # a record of changes that did not happen is harmless (undo acts only on values ctk wrote).
+    record_file = host_engines.record_path(path, change.record_for)
     if change.record:
         record = dump_record(change.record)
-        files.write_atomic(host_engines.record_path(path), record, mode=0o600, make_parents=True)
+        files.write_atomic(record_file, record, mode=0o600, make_parents=True)
     if change.changed:
         # ctk's own drop-in is written afresh from the other files: nothing of the user's to keep.
         if change.taken_over and change.before is not None:
@@ -254,7 +261,7 @@ def _write(change: FileChange, *, backup: bool) -> None:
     if change.record is not None:
         files.remove(host_engines.legacy_record_path(path))
         if not change.record:
-            files.remove(host_engines.record_path(path))
+            files.remove(record_file)
 
 
 def _nothing(runtime: Runtime, verb: str) -> str:

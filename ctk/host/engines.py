@@ -142,16 +142,22 @@ def state_dir() -> Path:
     return Path(value) if value else DEFAULT_STATE_DIR
 
 
-def _state_name(path: Path) -> str:
+def _state_name(path: Path, *more: Path) -> str:
     """A file name standing for the absolute ``path`` (readable; hashed when too long)."""
-    name = quote(str(path.absolute()), safe="")
-    return name if len(name) <= 200 else hashlib.sha256(str(path).encode()).hexdigest()
+    name = "+".join(quote(str(p.absolute()), safe="") for p in (path, *more))
+    return name if len(name) <= 200 else hashlib.sha256(name.encode()).hexdigest()
 
 
-def record_path(config: Path) -> Path:
-    """Where ctk keeps the list of changes it made to ``config`` (keyed by the real file)."""
+def record_path(config: Path, drop_in: str | None = None) -> Path:
+    """Where ctk keeps the list of changes it made to ``config`` (keyed by the real file).
+
+    In drop-in mode the record is per (config, drop-in): two drop-ins imported by one config
+    each keep their own.
+    """
     target = files.write_target(config)
-    return state_dir() / "runtime" / "undo" / f"{_state_name(target)}.json"
+    more = (files.write_target(Path(drop_in)),) if drop_in else ()
+    key = _state_name(target, *more)
+    return state_dir() / "runtime" / "undo" / f"{key}.json"
 
 
 def legacy_record_path(config: Path) -> Path:

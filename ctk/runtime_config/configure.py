@@ -133,7 +133,11 @@ def configure(
             main_edit, drop_in_text = None, drop_edit.text
             notes.extend(drop_edit.notes)
             warnings.extend(_crio_later(inputs, request))
-        files = [_with_record(inputs, main_edit)] if main_edit is not None else []
+        files = (
+            [replace(_with_record(inputs, main_edit), record_for=inputs.drop_in)]
+            if main_edit is not None
+            else []
+        )
         foreign = not written_by_ctk(inputs)
         files.append(
             FileChange(
@@ -231,7 +235,7 @@ def unconfigure(
         check_drop_in(inputs, force=force, verb="unconfigure")
         if runtime is Runtime.CONTAINERD and text is not None:
             new = containerd.unconfigure_main(inputs.config, text, inputs.drop_in, inputs.record)
-            files.append(_undone(inputs, text, new))
+            files.append(replace(_undone(inputs, text, new), record_for=inputs.drop_in))
         if not written_by_ctk(inputs):  # --force: deleted, but kept in the backup folder
             files.append(FileChange(inputs.drop_in, inputs.drop_in_text, None, keep_before=True))
         else:  # ctk's drop-in goes; a user's file it took over comes back

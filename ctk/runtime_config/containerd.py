@@ -242,13 +242,16 @@ def _add_import(doc: TOMLDocument, imports: list[str], path: str, changes: list[
 def unconfigure_main(name: str, text: str, drop_in_name: str, record: Sequence[Change]) -> str:
     """Remove the drop-in's import from the main file, and what else ``record`` says ctk added."""
     doc = tomledit.parse_document(name, tomledit.with_final_newline(text))
+    replaced = replaced_keys(record)
     if "imports" in doc:
         array = doc["imports"]
         entries = tomledit.plain(array)
         if isinstance(entries, list) and drop_in_name in entries:
             array.remove(drop_in_name)
-            created = any(c.keys == ("imports",) and not c.existed for c in record)
-            if created and not array:
+            replaced = (*replaced, "imports")  # its line changes, with or without a record
+            # An `imports` left empty goes, unless the record says it was there before ctk.
+            existed = any(c.keys == ("imports",) and c.existed for c in record)
+            if not existed and not array:
                 del doc["imports"]
     tomledit.undo_changes(doc, [c for c in record if c.keys != ("imports",)])
-    return tomledit.finish(name, doc, text, replaced=replaced_keys(record), undo=True)
+    return tomledit.finish(name, doc, text, replaced=replaced, undo=True)

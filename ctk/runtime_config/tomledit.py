@@ -298,7 +298,9 @@ def finish(
         raise CtkError(
             f"{name}: ctk cannot edit this file's layout without changing other lines; "
             "nothing was written",
-            hint="use a drop-in (the default), or add the runtime by hand",
+            hint="edit the file by hand (remove the runtime and ctk's import)"
+            if undo
+            else "use a drop-in (the default), or add the runtime by hand",
         )
     return keep_line_ends(original, out)
 

@@ -1,0 +1,71 @@
+"""unconfigure takes back what configure added, record or not (QA round 3, items 3-5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ctk.cli.app import main
+
+MARK = "# Written by `ctk runtime configure`"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["runtime", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_containerd_unconfigure_without_record_removes_import_and_drop_in(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.toml"
+    drop_in = tmp_path / "d" / "99-nvidia.toml"
+    drop_in.parent.mkdir()
+    other = tmp_path / "other.toml"
+    other.write_text("version = 2\n")
+    config.write_text(f'version = 2\nimports = ["{other}", "{drop_in}"]\n')
+    drop_in.write_text(f"{MARK}; x\nversion = 2\n")
+    args = ("--runtime", "containerd", "--config", str(config), "--drop-in-config", str(drop_in))
+    assert run(capsys, "unconfigure", *args) == (
+        0,
+        f"updated {config}\nremoved {drop_in}\n"
+        "Restart containerd to apply the change: systemctl restart containerd\n",
+        "",
+    )
+    assert config.read_text() == f'version = 2\nimports = ["{other}"]\n'
+    assert not drop_in.exists()
+
+
+def test_containerd_unconfigure_without_record_drops_an_emptied_imports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.toml"
+    drop_in = tmp_path / "d" / "99-nvidia.toml"
+    drop_in.parent.mkdir()
+    config.write_text(f'version = 2\nimports = ["{drop_in}"]\n')
+    drop_in.write_text(f"{MARK}; x\nversion = 2\n")
+    args = ("--runtime", "containerd", "--config", str(config), "--drop-in-config", str(drop_in))
+    assert run(capsys, "unconfigure", *args)[0] == 0
+    assert config.read_text() == "version = 2\n"
+
+
+def test_two_drop_ins_keep_their_own_records(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.toml"
+    original = '# main\nversion = 2\nimports = ["/etc/first.toml"]\n'
+    config.write_text(original)
+    (tmp_path / "d").mkdir()
+    first, second = tmp_path / "d" / "98-a.toml", tmp_path / "d" / "99-b.toml"
+    base = ("--runtime", "containerd", "--config", str(config))
+    for drop_in in (first, second):
+        assert run(capsys, "configure", *base, "--drop-in-config", str(drop_in))[0] == 0
+    assert run(capsys, "unconfigure", *base, "--drop-in-config", str(second))[0] == 0
+    assert config.read_text() == (
+        f'# main\nversion = 2\nimports = ["/etc/first.toml", "{first}"]\n'
+    )
+    assert run(capsys, "unconfigure", *base, "--drop-in-config", str(first))[0] == 0
+    assert config.read_text() == original
+    assert not first.exists() and not second.exists()
