@@ -122,16 +122,24 @@ def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs
     if runtime is Runtime.CONTAINERD:
         host_engines.refuse_managed_config(config_path, text)
 
-    def record_of(drop_in: str | None) -> tuple[Change, ...]:
+    def record_of(drop_in: str | None) -> tuple[tuple[Change, ...], bool]:
         record_file = host_engines.record_path(config_path, drop_in)
         record_text = files.read_text(record_file, missing_ok=True)
         if record_text is None:  # written beside the config by earlier versions
             record_file = host_engines.legacy_record_path(config_path)
             record_text = files.read_text(record_file, missing_ok=True)
-        return load_record(str(record_file), record_text, nested_null=runtime is Runtime.DOCKER)
+        nested_null = runtime is Runtime.DOCKER
+        return load_record(str(record_file), record_text, nested_null=nested_null), (
+            record_text is not None
+        )
 
-    record = record_of(None)
-    inputs = Inputs(config=str(config_path), config_text=text, record=record)
+    record, recorded = record_of(None)
+    inputs = Inputs(
+        config=str(config_path),
+        config_text=text,
+        record=record,
+        recorded=recorded,
+    )
     if not drop_in:
         return _with_imports(runtime, inputs, config_path)
     drop_in_text = files.read_text(Path(drop_in), missing_ok=True)
@@ -140,15 +148,22 @@ def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs
         config=str(config_path),
         config_text=text,
         record=record,
+        recorded=recorded,
         drop_in=drop_in,
         drop_in_text=drop_in_text,
     )
     if not uses_drop_in(runtime, with_drop_in):
-        return Inputs(config=str(config_path), config_text=text, record=record, drop_in=drop_in)
+        return Inputs(
+            config=str(config_path),
+            config_text=text,
+            record=record,
+            recorded=recorded,
+            drop_in=drop_in,
+        )
     if runtime is Runtime.CONTAINERD:
         found = _containerd_imports(config_path, text, drop_in)
         before, after = found.before, found.after
-        record = record_of(drop_in)
+        record, recorded = record_of(drop_in)
     else:
         crio_before, crio_after = host_engines.crio_drop_ins(Path(drop_in))
         before, after = tuple(crio_before), tuple(crio_after)
@@ -156,6 +171,7 @@ def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs
         config=str(config_path),
         config_text=text,
         record=record,
+        recorded=recorded,
         drop_in=drop_in,
         drop_in_text=drop_in_text,
         taken_over=taken_over,
@@ -237,7 +253,7 @@ def _write(change: FileChange, *, backup: bool) -> None:
     # The record first: if the state directory cannot be written, the config stays untouched;
     # a record of changes that did not happen is harmless (undo acts only on values ctk wrote).
     record_file = host_engines.record_path(path, change.record_for)
-    if change.record:
+    if change.record is not None:
         record = dump_record(change.record)
         files.write_atomic(record_file, record, mode=0o600, make_parents=True)
     if change.changed:
@@ -258,10 +274,10 @@ def _write(change: FileChange, *, backup: bool) -> None:
             files.write_atomic(path, change.after, make_parents=True)
     if change.restores:
         files.remove(host_engines.takeover_path(path))
-    if change.record is not None:
+    if change.record is not None or change.drop_record:
         files.remove(host_engines.legacy_record_path(path))
-        if not change.record:
-            files.remove(record_file)
+    if change.drop_record:
+        files.remove(record_file)
 
 
 def _nothing(runtime: Runtime, verb: str) -> str:

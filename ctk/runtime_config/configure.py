@@ -33,6 +33,7 @@ class Inputs:
     config: str
     config_text: str | None  # None: missing
     record: tuple[Change, ...] = ()  # what earlier runs changed in the config
+    recorded: bool = False  # whether a record exists (it may list no changes)
     drop_in: str | None = None  # None: edit the config in place
     drop_in_text: str | None = None
     taken_over: str | None = None  # the user's drop-in a --force configure replaced, kept by ctk
@@ -213,7 +214,9 @@ def _crio_later(inputs: Inputs, request: RuntimeRequest) -> list[str]:
 def _with_record(inputs: Inputs, edit: Edit) -> FileChange:
     after = edit.text
     if after == (inputs.config_text or "") and inputs.config_text is not None:
-        return FileChange(inputs.config, inputs.config_text, after)
+        # Already configured: an empty record says so, and unconfigure then keeps the runtime.
+        keep: tuple[Change, ...] | None = None if inputs.recorded else ()
+        return FileChange(inputs.config, inputs.config_text, after, keep)
     if after == "" and inputs.config_text is None:
         return FileChange(inputs.config, None, None)
     newline: tuple[Change, ...] = ()
@@ -253,11 +256,17 @@ def unconfigure(
     if text is None:
         return Plan((FileChange(inputs.config, None, None),))
     if runtime is Runtime.CONTAINERD:
-        new = containerd.unconfigure_in_place(inputs.config, text, runtime_name, inputs.record)
+        new = containerd.unconfigure_in_place(
+            inputs.config, text, runtime_name, inputs.record, recorded=inputs.recorded
+        )
     elif runtime is Runtime.DOCKER:
-        new = docker.unconfigure(inputs.config, text, runtime_name, inputs.record)
+        new = docker.unconfigure(
+            inputs.config, text, runtime_name, inputs.record, recorded=inputs.recorded
+        )
     else:
-        new = crio.unconfigure_in_place(inputs.config, text, runtime_name, inputs.record)
+        new = crio.unconfigure_in_place(
+            inputs.config, text, runtime_name, inputs.record, recorded=inputs.recorded
+        )
     blank = new.strip() in ("", "{}") if runtime is Runtime.DOCKER else not new.strip()
     return Plan((_undone(inputs, text, new, blank=blank),))
 
@@ -268,5 +277,5 @@ def _undone(inputs: Inputs, text: str, new: str, *, blank: bool | None = None) -
     blank = not new.strip() if blank is None else blank
     after = restore_whole_file(new, inputs.record, blank=blank)
     if after == text:
-        return FileChange(inputs.config, text, text, () if inputs.record else None)
-    return FileChange(inputs.config, text, after, ())
+        return FileChange(inputs.config, text, text, drop_record=inputs.recorded)
+    return FileChange(inputs.config, text, after, drop_record=True)

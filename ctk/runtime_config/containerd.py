@@ -121,8 +121,13 @@ def _source_runtime(
     return None
 
 
-def unconfigure_in_place(name: str, text: str, runtime_name: str, record: Sequence[Change]) -> str:
-    """Remove the runtime and what ``record`` says ctk added; keep everything else."""
+def unconfigure_in_place(
+    name: str, text: str, runtime_name: str, record: Sequence[Change], *, recorded: bool = False
+) -> str:
+    """Remove the runtime and what ``record`` says ctk added; keep everything else.
+
+    ``recorded``: a record exists, so a runtime it does not show ctk creating stays.
+    """
     doc = tomledit.parse_document(name, tomledit.with_final_newline(text))
     tomledit.undo_changes(doc, record)
     version = version_of(name, text)
@@ -130,7 +135,7 @@ def unconfigure_in_place(name: str, text: str, runtime_name: str, record: Sequen
     runtimes_keys = (*cri, "containerd", "runtimes")
     runtimes = tomledit.find_table(name, doc, runtimes_keys)
     # The user's own runtime stays, and so does a default naming it (undo took back ours).
-    keep = kept_existing(record, (*runtimes_keys, runtime_name))
+    keep = kept_existing(record, (*runtimes_keys, runtime_name), recorded=recorded)
     if runtimes is not None and not keep:
         tomledit.delete_key(runtimes, runtime_name)
     containerd = tomledit.find_table(name, doc, (*cri, "containerd"))

@@ -89,13 +89,18 @@ def configure_drop_in(
     return Edit(DROP_IN_HEADER + tomledit.document_from(configured), edit.changes, edit.notes)
 
 
-def unconfigure_in_place(name: str, text: str, runtime_name: str, record: Sequence[Change]) -> str:
-    """Remove the runtime, a default naming it, and what ``record`` says ctk added."""
+def unconfigure_in_place(
+    name: str, text: str, runtime_name: str, record: Sequence[Change], *, recorded: bool = False
+) -> str:
+    """Remove the runtime, a default naming it, and what ``record`` says ctk added.
+
+    ``recorded``: a record exists, so a runtime it does not show ctk creating stays.
+    """
     doc = tomledit.parse_document(name, tomledit.with_final_newline(text))
     tomledit.undo_changes(doc, record)
     runtimes = tomledit.find_table(name, doc, RUNTIMES_KEYS)
     # The user's own runtime stays, and so does a default naming it (undo took back ours).
-    keep = kept_existing(record, (*RUNTIMES_KEYS, runtime_name))
+    keep = kept_existing(record, (*RUNTIMES_KEYS, runtime_name), recorded=recorded)
     if runtimes is not None and not keep:
         tomledit.delete_key(runtimes, runtime_name)
     crio_runtime = tomledit.find_table(name, doc, RUNTIME_KEYS)

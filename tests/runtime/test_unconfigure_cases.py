@@ -69,3 +69,71 @@ def test_two_drop_ins_keep_their_own_records(
     assert run(capsys, "unconfigure", *base, "--drop-in-config", str(first))[0] == 0
     assert config.read_text() == original
     assert not first.exists() and not second.exists()
+
+
+@pytest.mark.parametrize(
+    ("runtime", "name", "text"),
+    [
+        pytest.param(
+            "docker",
+            "daemon.json",
+            '{"runtimes":{"nvidia":{"path":"/usr/bin/nvidia-container-runtime","args":[]}}}\n',
+            id="docker",
+        ),
+        pytest.param(
+            "containerd",
+            "config.toml",
+            "version = 2\n"
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n'
+            '  runtime_type = "io.containerd.runc.v2"\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
+            '  runtime_type = "io.containerd.runc.v2"\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]\n'
+            '  BinaryName = "/usr/bin/nvidia-container-runtime"\n',
+            id="containerd",
+        ),
+        pytest.param(
+            "crio",
+            "crio.conf",
+            "[crio.runtime.runtimes.nvidia]\n"
+            'runtime_path = "/usr/bin/nvidia-container-runtime"\n'
+            'runtime_type = "oci"\n',
+            id="crio",
+        ),
+    ],
+)
+def test_runtime_that_was_there_before_survives_unconfigure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], runtime: str, name: str, text: str
+) -> None:
+    config = tmp_path / name
+    config.write_text(text)
+    args = ("--runtime", runtime, "--config", str(config))
+    args += ("--drop-in-config", "") if runtime != "docker" else ()
+    assert run(capsys, "configure", *args) == (
+        0,
+        f"{runtime} is already configured; nothing changed\n",
+        "",
+    )
+    assert run(capsys, "unconfigure", *args) == (
+        0,
+        f"{runtime} has nothing of ctk's to remove; nothing changed\n",
+        "",
+    )
+    assert config.read_text() == text
+    # Once the record is gone, unconfigure does what nvidia-ctk users expect: remove the runtime.
+    assert run(capsys, "unconfigure", *args)[0] == 0
+    assert config.read_text() != text
+
+
+def test_a_created_runtime_goes_whole_but_a_default_changed_since_stays(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "daemon.json"
+    config.write_text('{"default-runtime": "runc"}\n')
+    args = ("--runtime", "docker", "--config", str(config))
+    assert run(capsys, "configure", *args, "--set-as-default")[0] == 0
+    config.write_text(
+        '{"default-runtime": "crun", "runtimes": {"nvidia": {"path": "/opt/nv", "args": []}}}\n'
+    )
+    assert run(capsys, "unconfigure", *args)[0] == 0
+    assert config.read_text() == '{"default-runtime": "crun"}\n'
