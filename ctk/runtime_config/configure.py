@@ -20,7 +20,7 @@ from ctk.runtime_config.changes import (
 )
 from ctk.runtime_config.engines import Runtime, RuntimeRequest
 from ctk.runtime_config.inspect import inspect_containerd, inspect_crio, inspect_docker
-from ctk.runtime_config.parse import load_toml
+from ctk.runtime_config.parse import JSONValue, load_toml
 from ctk.runtime_config.plan import FileChange, Plan
 
 Files = tuple[tuple[str, str], ...]
@@ -123,13 +123,21 @@ def configure(
         request = _keep_earlier_choices(runtime, inputs, request)
         if runtime is Runtime.CONTAINERD:
             result = containerd.configure_drop_in(
-                (inputs.config, text), inputs.drop_in, inputs.before, inputs.after, request
+                (inputs.config, text),
+                inputs.drop_in,
+                inputs.before,
+                inputs.after,
+                request,
+                carried=_carried_containerd(inputs, request.name),
             )
             main_edit, drop_in_text = result.main, result.drop_in
             warnings.extend(result.warnings)
         else:
             drop_edit = crio.configure_drop_in(
-                ((inputs.config, text), *inputs.before), inputs.drop_in, request
+                ((inputs.config, text), *inputs.before),
+                inputs.drop_in,
+                request,
+                _carried_crio(inputs, request.name),
             )
             main_edit, drop_in_text = None, drop_edit.text
             notes.extend(drop_edit.notes)
@@ -199,6 +207,32 @@ def _keep_earlier_choices(
     )
 
 
+def _own_drop_in(inputs: Inputs) -> tuple[str, str] | None:
+    """ctk's existing drop-in (None: missing, or a user's file being taken over)."""
+    if inputs.drop_in is None or inputs.drop_in_text is None:
+        return None
+    if not inputs.drop_in_text.startswith(OWN_MARK) and not written_by_ctk(inputs):
+        return None
+    return inputs.drop_in, inputs.drop_in_text
+
+
+def _carried_containerd(inputs: Inputs, skip: str) -> containerd.Carried | None:
+    """Runtimes (and their default) earlier runs added to the drop-in: kept next to ``skip``."""
+    own = _own_drop_in(inputs)
+    if own is None:
+        return None
+    return containerd.carried_runtimes(own, [(inputs.config, inputs.config_text or "")], skip)
+
+
+def _carried_crio(inputs: Inputs, skip: str) -> tuple[dict[str, JSONValue], str | None]:
+    own = _own_drop_in(inputs)
+    if own is None:
+        return {}, None
+    return crio.carried_runtimes(
+        own, [(inputs.config, inputs.config_text or ""), *inputs.before], skip
+    )
+
+
 def _crio_later(inputs: Inputs, request: RuntimeRequest) -> list[str]:
     out = []
     for name, text in inputs.after:
@@ -236,6 +270,20 @@ def unconfigure(
     if uses_drop_in(runtime, inputs):
         assert inputs.drop_in is not None
         check_drop_in(inputs, force=force, verb="unconfigure")
+        own = _own_drop_in(inputs)
+        if runtime is Runtime.CONTAINERD:
+            carried = _carried_containerd(inputs, runtime_name)
+            others = bool(carried and carried.added)
+        else:
+            others = bool(_carried_crio(inputs, runtime_name)[0])
+        if own is not None and others:  # other runtimes of ctk's stay: take out only this one
+            remove = (
+                containerd.unconfigure_in_place
+                if runtime is Runtime.CONTAINERD
+                else crio.unconfigure_in_place
+            )
+            kept = remove(own[0], own[1], runtime_name, ())
+            return Plan((FileChange(own[0], own[1], kept, own=True),))
         if runtime is Runtime.CONTAINERD and text is not None:
             new = containerd.unconfigure_main(inputs.config, text, inputs.drop_in, inputs.record)
             files.append(replace(_undone(inputs, text, new), record_for=inputs.drop_in))

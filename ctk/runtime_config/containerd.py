@@ -164,8 +164,12 @@ def configure_drop_in(
     before: Sequence[tuple[str, str]],
     after: Sequence[tuple[str, str]],
     request: RuntimeRequest,
+    *,
+    carried: Carried | None = None,
 ) -> DropInEdit:
     """Import a drop-in from the main file and write the runtime into the drop-in.
+
+    ``carried``: the runtimes earlier runs put into the drop-in (and their default), kept.
 
     ``before`` and ``after`` are the other imported files that containerd loads before and after
     the drop-in. The drop-in carries the CRI plugin table merged from the main file and
@@ -188,6 +192,11 @@ def configure_drop_in(
         table = _plugin_table(name, text, cri)
         if table is not None:
             merged = deep_merge(merged, table)
+    if carried is not None and carried.runtimes:
+        containerd: dict[str, JSONValue] = {"runtimes": dict(carried.runtimes)}
+        if carried.default is not None:
+            containerd["default_runtime_name"] = carried.default
+        merged = deep_merge(merged, {"containerd": containerd})
     base: dict[str, JSONValue] = {"version": version}
     if merged:
         base["plugins"] = {cri[1]: merged}
@@ -221,6 +230,42 @@ def in_place_overridden(name: str, text: str, after: Sequence[tuple[str, str]]) 
         for other, other_text in after
         if _plugin_table(other, other_text, cri) is not None
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class Carried:
+    """Runtimes ctk's drop-in holds that no other file defines (earlier runs added them)."""
+
+    runtimes: dict[str, JSONValue]  # containerd's built-in runc, when written out, included
+    default: str | None  # the drop-in's default runtime, when it names one of them
+    added: tuple[str, ...]  # the names of those that are not the built-in runtimes
+
+
+def carried_runtimes(
+    drop_in: tuple[str, str], others: Sequence[tuple[str, str]], skip: str
+) -> Carried:
+    """The runtimes of ``drop_in`` (but ``skip``) that are not in ``others``."""
+    name, text = drop_in
+    version = version_of(name, text)
+    if version == 1:
+        return Carried({}, None, ())
+    cri = cri_keys(version)
+    defined: set[str] = set()
+    for other, other_text in others:
+        table = _plugin_table(other, other_text, cri) or {}
+        containerd = table.get("containerd")
+        runtimes = containerd.get("runtimes") if isinstance(containerd, dict) else None
+        defined.update(runtimes if isinstance(runtimes, dict) else ())
+    table = _plugin_table(name, text, cri) or {}
+    containerd = table.get("containerd")
+    containerd = containerd if isinstance(containerd, dict) else {}
+    runtimes = containerd.get("runtimes")
+    runtimes = runtimes if isinstance(runtimes, dict) else {}
+    builtin = BUILTIN_RUNTIMES[version]
+    kept = {k: v for k, v in runtimes.items() if k != skip and k not in defined}
+    added = tuple(k for k, v in kept.items() if builtin.get(k) != v)
+    default = containerd.get("default_runtime_name")
+    return Carried(kept, default if isinstance(default, str) and default in added else None, added)
 
 
 def _plugin_table(name: str, text: str, cri: tuple[str, str]) -> dict[str, JSONValue] | None:

@@ -360,3 +360,31 @@ def test_in_place_edit_lost_to_an_imported_cri_table_is_warned_about(
     cri = containerd_dump(config)["plugins"]["io.containerd.grpc.v1.cri"]
     assert cri["containerd"]["default_runtime_name"] == "nvidia"
     assert cri["registry"]["config_path"] == "/x"
+
+
+@pytest.mark.skipif(CONTAINERD is None, reason="containerd is not installed")
+def test_runtime_names_accumulate_in_the_drop_in_and_go_one_by_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As the GPU operator does: nvidia (default), nvidia-cdi, nvidia-legacy side by side."""
+    config = tmp_path / "config.toml"
+    config.write_text(f'version = 2\nimports = ["{tmp_path}/conf.d/*.toml"]\n')
+    drop_in = tmp_path / "conf.d" / "99-nvidia.toml"
+    args = ["--runtime", "containerd", "--config", str(config), "--drop-in-config", str(drop_in)]
+    assert main(["runtime", "configure", *args, "--set-as-default"]) == 0
+    for name in ("nvidia-cdi", "nvidia-legacy"):
+        assert main(["runtime", "configure", *args, "--nvidia-runtime-name", name]) == 0
+
+    def effective() -> tuple[str, list[str]]:
+        cri = containerd_dump(config)["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]
+        return cri["default_runtime_name"], sorted(cri["runtimes"])
+
+    assert effective() == ("nvidia", ["nvidia", "nvidia-cdi", "nvidia-legacy", "runc"])
+    assert main(["runtime", "unconfigure", *args, "--nvidia-runtime-name", "nvidia-cdi"]) == 0
+    assert effective() == ("nvidia", ["nvidia", "nvidia-legacy", "runc"])
+    assert main(["runtime", "unconfigure", *args]) == 0
+    assert effective() == ("runc", ["nvidia-legacy", "runc"])
+    assert main(["runtime", "unconfigure", *args, "--nvidia-runtime-name", "nvidia-legacy"]) == 0
+    assert not drop_in.exists()
+    assert effective() == ("runc", ["runc"])
+    capsys.readouterr()

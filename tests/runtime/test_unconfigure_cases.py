@@ -137,3 +137,27 @@ def test_a_created_runtime_goes_whole_but_a_default_changed_since_stays(
     )
     assert run(capsys, "unconfigure", *args)[0] == 0
     assert config.read_text() == '{"default-runtime": "crun"}\n'
+
+
+def test_crio_drop_in_runtime_names_accumulate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "crio.conf"
+    config.write_text("[crio]\n")
+    drop_in = tmp_path / "crio.conf.d" / "99-nvidia.toml"
+    args = ("--runtime", "crio", "--config", str(config), "--drop-in-config", str(drop_in))
+    assert run(capsys, "configure", *args, "--set-as-default")[0] == 0
+    assert run(capsys, "configure", *args, "--nvidia-runtime-name", "nvidia-cdi")[0] == 0
+    header = f"{MARK}; `ctk runtime unconfigure` removes it.\n"
+    table = 'runtime_path = "/usr/bin/nvidia-container-runtime"\nruntime_type = "oci"\n'
+    assert drop_in.read_text() == (
+        f'{header}[crio.runtime]\ndefault_runtime = "nvidia"\n\n'
+        f"[crio.runtime.runtimes.nvidia]\n{table}\n"
+        f"[crio.runtime.runtimes.nvidia-cdi]\n{table}"
+    )
+    assert run(capsys, "unconfigure", *args)[0] == 0
+    assert drop_in.read_text() == (
+        f"{header}[crio.runtime]\n\n[crio.runtime.runtimes.nvidia-cdi]\n{table}"
+    )
+    assert run(capsys, "unconfigure", *args, "--nvidia-runtime-name", "nvidia-cdi")[0] == 0
+    assert not drop_in.exists()
