@@ -139,6 +139,12 @@ def state_dir() -> Path:
     too) and containerd imports by glob, so a record or backup there would be read as config.
     """
     value = os.environ.get(STATE_DIR_ENV, "")
+    if value and not value.startswith("/"):
+        # Relative, it would follow the working directory: records lost or found by chance.
+        raise CtkError(
+            f"{STATE_DIR_ENV} must be an absolute path, not {value!r}",
+            hint=f"set it to an absolute directory, or unset it to use {DEFAULT_STATE_DIR}",
+        )
     return Path(value) if value else DEFAULT_STATE_DIR
 
 

@@ -161,3 +161,20 @@ def test_crio_drop_in_runtime_names_accumulate(
     )
     assert run(capsys, "unconfigure", *args, "--nvidia-runtime-name", "nvidia-cdi")[0] == 0
     assert not drop_in.exists()
+
+
+def test_relative_state_dir_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CTK_STATE_DIR", "state")
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "daemon.json"
+    config.write_text("{}\n")
+    assert run(capsys, "configure", "--runtime", "docker", "--config", str(config)) == (
+        1,
+        "",
+        "error: CTK_STATE_DIR must be an absolute path, not 'state'\n"
+        "hint: set it to an absolute directory, or unset it to use /var/lib/ctk\n",
+    )
+    assert config.read_text() == "{}\n"
+    assert list(tmp_path.iterdir()) == [config]
