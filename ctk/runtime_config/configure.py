@@ -303,6 +303,9 @@ def unconfigure(
         return Plan(tuple(files))
     if text is None:
         return Plan((FileChange(inputs.config, None, None),))
+    split = _split_record(runtime, inputs, text, runtime_name)
+    if split is not None:  # other runtimes ctk added stay, and so does their part of the record
+        inputs = replace(inputs, record=split[0])
     if runtime is Runtime.CONTAINERD:
         new = containerd.unconfigure_in_place(
             inputs.config, text, runtime_name, inputs.record, recorded=inputs.recorded
@@ -316,7 +319,50 @@ def unconfigure(
             inputs.config, text, runtime_name, inputs.record, recorded=inputs.recorded
         )
     blank = new.strip() in ("", "{}") if runtime is Runtime.DOCKER else not new.strip()
-    return Plan((_undone(inputs, text, new, blank=blank),))
+    undone = _undone(inputs, text, new, blank=blank)
+    if split is not None:
+        undone = replace(undone, record=split[1], drop_record=False)
+    return Plan((undone,))
+
+
+def _split_record(
+    runtime: Runtime, inputs: Inputs, text: str, name: str
+) -> tuple[tuple[Change, ...], tuple[Change, ...]] | None:
+    """Split the record into the changes for runtime ``name`` and the rest.
+
+    None when the record shows no other runtime ctk added: then everything is undone. Otherwise
+    only the runtime ``name`` and a default naming it are taken back; shared changes (the
+    `runtimes` table, CDI, the built-in runc written out) stay with the other runtimes.
+    """
+    if runtime is Runtime.DOCKER:
+        prefix: tuple[str, ...] = ("runtimes",)
+        default: tuple[str, ...] = ("default-runtime",)
+        builtin: frozenset[str] = frozenset()
+    elif runtime is Runtime.CONTAINERD:
+        version = containerd.version_of(inputs.config, text)
+        prefix = (*containerd.cri_keys(version), "containerd", "runtimes")
+        default = (*prefix[:-1], "default_runtime_name")
+        builtin = frozenset(containerd.BUILTIN_RUNTIMES[version])
+    else:
+        prefix, default, builtin = (
+            crio.RUNTIMES_KEYS,
+            (*crio.RUNTIME_KEYS, "default_runtime"),
+            frozenset(),
+        )
+    depth = len(prefix)
+
+    def runtime_of(change: Change) -> str | None:
+        if len(change.keys) > depth and change.keys[:depth] == prefix:
+            return change.keys[depth]
+        return None
+
+    others = {runtime_of(c) for c in inputs.record} - {None, name, *builtin}
+    if not others:
+        return None
+    mine = tuple(
+        c for c in inputs.record if runtime_of(c) == name or (c.keys == default and c.after == name)
+    )
+    return mine, tuple(c for c in inputs.record if c not in mine)
 
 
 def _undone(inputs: Inputs, text: str, new: str, *, blank: bool | None = None) -> FileChange:

@@ -178,3 +178,47 @@ def test_relative_state_dir_is_refused(
     )
     assert config.read_text() == "{}\n"
     assert list(tmp_path.iterdir()) == [config]
+
+
+NV = '{"path": "/usr/bin/nvidia-container-runtime", "args": []}'
+
+
+def test_docker_unconfigure_removes_only_the_named_runtime(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "daemon.json"
+    config.write_text('{"debug": true}\n')
+    args = ("--runtime", "docker", "--config", str(config))
+    for name in ("n1", "n2", "n3"):
+        assert run(capsys, "configure", *args, "--nvidia-runtime-name", name)[0] == 0
+    assert (
+        run(capsys, "configure", *args, "--nvidia-runtime-name", "n1", "--set-as-default")[0] == 0
+    )
+    assert run(capsys, "unconfigure", *args, "--nvidia-runtime-name", "n3")[0] == 0
+    assert config.read_text() == (
+        f'{{"debug": true, "runtimes": {{"n1": {NV}, "n2": {NV}}}, "default-runtime": "n1"}}\n'
+    )
+    assert run(capsys, "unconfigure", *args, "--nvidia-runtime-name", "n1")[0] == 0
+    assert config.read_text() == f'{{"debug": true, "runtimes": {{"n2": {NV}}}}}\n'
+    assert run(capsys, "unconfigure", *args, "--nvidia-runtime-name", "n2")[0] == 0
+    assert config.read_text() == '{"debug": true}\n'
+
+
+def test_containerd_in_place_unconfigure_removes_only_the_named_runtime(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.toml"
+    original = "# mine\nversion = 2\n"
+    config.write_text(original)
+    args = ("--runtime", "containerd", "--config", str(config), "--drop-in-config", "")
+    assert run(capsys, "configure", *args, "--set-as-default")[0] == 0
+    assert run(capsys, "configure", *args, "--nvidia-runtime-name", "nvidia-cdi")[0] == 0
+    both = config.read_text()
+    assert run(capsys, "unconfigure", *args, "--nvidia-runtime-name", "nvidia-cdi")[0] == 0
+    assert run(capsys, "configure", *args, "--nvidia-runtime-name", "nvidia-cdi")[0] == 0
+    assert config.read_text() == both
+    assert run(capsys, "unconfigure", *args)[0] == 0
+    assert "runtimes.nvidia-cdi]" in config.read_text()
+    assert 'default_runtime_name = "nvidia"' not in config.read_text()
+    assert run(capsys, "unconfigure", *args, "--nvidia-runtime-name", "nvidia-cdi")[0] == 0
+    assert config.read_text() == original
