@@ -337,7 +337,7 @@ def _split_record(
     if runtime is Runtime.DOCKER:
         prefix: tuple[str, ...] = ("runtimes",)
         default: tuple[str, ...] = ("default-runtime",)
-        builtin: frozenset[str] = frozenset()
+        builtin: frozenset[str] = frozenset({docker.EMPTY_INSIDE})  # not a runtime
     elif runtime is Runtime.CONTAINERD:
         version = containerd.version_of(inputs.config, text)
         prefix = (*containerd.cri_keys(version), "containerd", "runtimes")
