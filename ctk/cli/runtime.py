@@ -9,7 +9,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import click
 import typer
+from typer.core import TyperCommand
 
 from ctk.errors import UsageError
 from ctk.runtime_config.engines import (
@@ -25,6 +27,38 @@ if TYPE_CHECKING:  # the editors (tomlkit) load only when a command runs, not fo
     from ctk.runtime_config.changes import Change
     from ctk.runtime_config.configure import Inputs
     from ctk.runtime_config.plan import FileChange, Plan
+
+# Go's strconv.ParseBool, which urfave/cli (nvidia-ctk) uses for `--flag=value`.
+GO_TRUE = frozenset({"1", "t", "T", "true", "TRUE", "True"})
+GO_FALSE = frozenset({"0", "f", "F", "false", "FALSE", "False"})
+
+
+class _GoBoolFlags(TyperCommand):
+    """A command that also takes `--flag=true|false` for its boolean flags, as nvidia-ctk does."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        flags = {
+            opt
+            for param in self.params
+            if isinstance(param, click.Option) and param.is_flag
+            for opt in param.opts
+        }
+        out: list[str] = []
+        for index, arg in enumerate(args):
+            if arg == "--":
+                out.extend(args[index:])
+                break
+            flag, eq, value = arg.partition("=")
+            if not eq or flag not in flags:
+                out.append(arg)
+            elif value in GO_TRUE:
+                out.append(flag)
+            elif value not in GO_FALSE:
+                raise UsageError(
+                    f"invalid value {value!r} for {flag}", hint="use true or false (or 1 / 0)"
+                )
+        return super().parse_args(ctx, out)
+
 
 app = typer.Typer(no_args_is_help=True, help="Configure container engines for the nvidia runtime.")
 
@@ -295,7 +329,7 @@ def _lock(runtime: Runtime, config: str | None) -> Iterator[None]:
         yield None
 
 
-@app.command()
+@app.command(cls=_GoBoolFlags)
 def configure(
     *,
     runtime: Runtime = RUNTIME,
@@ -357,7 +391,17 @@ def configure(
     ):
         if value is not None:
             sys.stderr.write(f"warning: {flag} is ignored: nvidia-ctk uses it only {use}\n")
-    if not nvidia_runtime_path.startswith("/"):
+    if "/" not in nvidia_runtime_path and nvidia_runtime_path not in ("", ".", ".."):
+        # nvidia-ctk's default is the bare name: dockerd looks it up in PATH itself, containerd
+        # and CRI-O need an absolute path, which nvidia-ctk takes from /usr/bin.
+        if runtime is not Runtime.DOCKER:
+            resolved = f"/usr/bin/{nvidia_runtime_path}"
+            sys.stderr.write(
+                f"note: --nvidia-runtime-path {nvidia_runtime_path} is a bare name; {runtime} "
+                f"needs an absolute path: using {resolved}\n"
+            )
+            nvidia_runtime_path = resolved
+    elif not nvidia_runtime_path.startswith("/"):
         raise UsageError(
             f"--nvidia-runtime-path must be absolute, not {nvidia_runtime_path!r}",
             hint=f"for example {DEFAULT_RUNTIME_PATH}",
@@ -376,7 +420,7 @@ def configure(
         _apply(runtime, plan, dry_run=dry_run, backup=backup, verb="configure")
 
 
-@app.command()
+@app.command(cls=_GoBoolFlags)
 def unconfigure(
     *,
     runtime: Runtime = RUNTIME,
