@@ -90,7 +90,8 @@ NAME = typer.Option(
 FORCE = typer.Option(
     False,
     "--force",
-    help="Replace or remove an existing drop-in that ctk did not write (refused without it).",
+    help="Replace or remove an existing drop-in that ctk did not write (refused without it); "
+    "the file is kept under /var/lib/ctk/runtime/, and unconfigure puts a replaced one back.",
 )
 BACKUP_HELP = (
     "Keep the old file as <file>.bak (in /var/lib/ctk/runtime/backup/ for a file in a *.d "
