@@ -5,10 +5,13 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import click
 import typer
+from typer.core import TyperCommand
 
 from ctk.errors import UsageError
 from ctk.runtime_config.engines import (
@@ -20,8 +23,42 @@ from ctk.runtime_config.engines import (
 )
 
 if TYPE_CHECKING:  # the editors (tomlkit) load only when a command runs, not for --help
+    from ctk.host.engines import ContainerdFiles
+    from ctk.runtime_config.changes import Change
     from ctk.runtime_config.configure import Inputs
     from ctk.runtime_config.plan import FileChange, Plan
+
+# Go's strconv.ParseBool, which urfave/cli (nvidia-ctk) uses for `--flag=value`.
+GO_TRUE = frozenset({"1", "t", "T", "true", "TRUE", "True"})
+GO_FALSE = frozenset({"0", "f", "F", "false", "FALSE", "False"})
+
+
+class _GoBoolFlags(TyperCommand):
+    """A command that also takes `--flag=true|false` for its boolean flags, as nvidia-ctk does."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        flags = {
+            opt
+            for param in self.params
+            if isinstance(param, click.Option) and param.is_flag
+            for opt in param.opts
+        }
+        out: list[str] = []
+        for index, arg in enumerate(args):
+            if arg == "--":
+                out.extend(args[index:])
+                break
+            flag, eq, value = arg.partition("=")
+            if not eq or flag not in flags:
+                out.append(arg)
+            elif value in GO_TRUE:
+                out.append(flag)
+            elif value not in GO_FALSE:
+                raise UsageError(
+                    f"invalid value {value!r} for {flag}", hint="use true or false (or 1 / 0)"
+                )
+        return super().parse_args(ctx, out)
+
 
 app = typer.Typer(no_args_is_help=True, help="Configure container engines for the nvidia runtime.")
 
@@ -53,7 +90,8 @@ NAME = typer.Option(
 FORCE = typer.Option(
     False,
     "--force",
-    help="Replace or remove an existing drop-in that ctk did not write (refused without it).",
+    help="Replace or remove an existing drop-in that ctk did not write (refused without it); "
+    "the file is kept under /var/lib/ctk/runtime/, and unconfigure puts a replaced one back.",
 )
 BACKUP_HELP = (
     "Keep the old file as <file>.bak (in /var/lib/ctk/runtime/backup/ for a file in a *.d "
@@ -118,32 +156,49 @@ def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs
     text = files.read_text(config_path, missing_ok=True)
     if runtime is Runtime.CONTAINERD:
         host_engines.refuse_managed_config(config_path, text)
-    record_file = host_engines.record_path(config_path)
-    record_text = files.read_text(record_file, missing_ok=True)
-    if record_text is None:  # written beside the config by earlier versions
-        record_file = host_engines.legacy_record_path(config_path)
+
+    def record_of(drop_in: str | None) -> tuple[tuple[Change, ...], bool]:
+        record_file = host_engines.record_path(config_path, drop_in)
         record_text = files.read_text(record_file, missing_ok=True)
-    record = load_record(str(record_file), record_text, nested_null=runtime is Runtime.DOCKER)
-    inputs = Inputs(config=str(config_path), config_text=text, record=record)
+        if record_text is None:  # written beside the config by earlier versions
+            record_file = host_engines.legacy_record_path(config_path)
+            record_text = files.read_text(record_file, missing_ok=True)
+        nested_null = runtime is Runtime.DOCKER
+        return load_record(str(record_file), record_text, nested_null=nested_null), (
+            record_text is not None
+        )
+
+    record, recorded = record_of(None)
+    inputs = Inputs(
+        config=str(config_path),
+        config_text=text,
+        record=record,
+        recorded=recorded,
+    )
     if not drop_in:
-        return inputs
+        return _with_imports(runtime, inputs, config_path)
     drop_in_text = files.read_text(Path(drop_in), missing_ok=True)
+    taken_over = files.read_text(host_engines.takeover_path(Path(drop_in)), missing_ok=True)
     with_drop_in = Inputs(
         config=str(config_path),
         config_text=text,
         record=record,
+        recorded=recorded,
         drop_in=drop_in,
         drop_in_text=drop_in_text,
     )
     if not uses_drop_in(runtime, with_drop_in):
-        return Inputs(config=str(config_path), config_text=text, record=record, drop_in=drop_in)
+        return Inputs(
+            config=str(config_path),
+            config_text=text,
+            record=record,
+            recorded=recorded,
+            drop_in=drop_in,
+        )
     if runtime is Runtime.CONTAINERD:
-        found = host_engines.containerd_imports(config_path, text or "", drop_in)
-        for name in found.missing:
-            sys.stderr.write(
-                f"warning: containerd is told to import {name}, which does not exist\n"
-            )
+        found = _containerd_imports(config_path, text, drop_in)
         before, after = found.before, found.after
+        record, recorded = record_of(drop_in)
     else:
         crio_before, crio_after = host_engines.crio_drop_ins(Path(drop_in))
         before, after = tuple(crio_before), tuple(crio_after)
@@ -151,11 +206,37 @@ def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs
         config=str(config_path),
         config_text=text,
         record=record,
+        recorded=recorded,
         drop_in=drop_in,
         drop_in_text=drop_in_text,
+        taken_over=taken_over,
         before=before,
         after=after,
     )
+
+
+def _containerd_imports(config: Path, text: str | None, drop_in: str | None) -> ContainerdFiles:
+    from ctk.host import engines as host_engines
+
+    found = host_engines.containerd_imports(config, text or "", drop_in)
+    for name in found.missing:
+        sys.stderr.write(f"warning: containerd is told to import {name}, which does not exist\n")
+    return found
+
+
+def _with_imports(runtime: Runtime, inputs: Inputs, config: Path) -> Inputs:
+    """In-place containerd (v2+): the files the config imports, all read after it."""
+    from ctk.runtime_config import containerd
+
+    text = inputs.config_text
+    if (
+        runtime is not Runtime.CONTAINERD
+        or not text
+        or containerd.version_of(str(config), text) == 1
+    ):
+        return inputs
+    found = _containerd_imports(config, text, None)
+    return replace(inputs, after=found.after)
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -186,7 +267,9 @@ def _apply(runtime: Runtime, plan: Plan, *, dry_run: bool, backup: bool, verb: s
         return
     for change in changes:
         what = (
-            "removed"
+            "restored"
+            if change.restores
+            else "removed"
             if change.after is None
             else "created"
             if change.before is None
@@ -204,12 +287,19 @@ def _write(change: FileChange, *, backup: bool) -> None:
     path = Path(change.path)
     # The record first: if the state directory cannot be written, the config stays untouched;
     # a record of changes that did not happen is harmless (undo acts only on values ctk wrote).
-    if change.record:
+    record_file = host_engines.record_path(path, change.record_for)
+    if change.record is not None:
         record = dump_record(change.record)
-        files.write_atomic(host_engines.record_path(path), record, mode=0o600, make_parents=True)
+        files.write_atomic(record_file, record, mode=0o600, make_parents=True)
     if change.changed:
         # ctk's own drop-in is written afresh from the other files: nothing of the user's to keep.
-        if backup and not change.own and change.before is not None:
+        if change.taken_over and change.before is not None:
+            kept = host_engines.takeover_path(path)
+            files.write_atomic(kept, change.before, mode=0o600, make_parents=True)
+            sys.stdout.write(
+                f"backed up {path} (not written by ctk) to {kept}; unconfigure puts it back\n"
+            )
+        elif (backup or change.keep_before) and not change.own and change.before is not None:
             kept = host_engines.backup_path(path)
             files.write_atomic(kept, change.before, mode=0o600, make_parents=True)
             sys.stdout.write(f"backed up {path} to {kept}\n")
@@ -217,10 +307,12 @@ def _write(change: FileChange, *, backup: bool) -> None:
             files.remove(path)
         else:
             files.write_atomic(path, change.after, make_parents=True)
-    if change.record is not None:
+    if change.restores:
+        files.remove(host_engines.takeover_path(path))
+    if change.record is not None or change.drop_record:
         files.remove(host_engines.legacy_record_path(path))
-        if not change.record:
-            files.remove(host_engines.record_path(path))
+    if change.drop_record:
+        files.remove(record_file)
 
 
 def _nothing(runtime: Runtime, verb: str) -> str:
@@ -238,7 +330,7 @@ def _lock(runtime: Runtime, config: str | None) -> Iterator[None]:
         yield None
 
 
-@app.command()
+@app.command(cls=_GoBoolFlags)
 def configure(
     *,
     runtime: Runtime = RUNTIME,
@@ -300,7 +392,17 @@ def configure(
     ):
         if value is not None:
             sys.stderr.write(f"warning: {flag} is ignored: nvidia-ctk uses it only {use}\n")
-    if not nvidia_runtime_path.startswith("/"):
+    if "/" not in nvidia_runtime_path and nvidia_runtime_path not in ("", ".", ".."):
+        # nvidia-ctk's default is the bare name: dockerd looks it up in PATH itself, containerd
+        # and CRI-O need an absolute path, which nvidia-ctk takes from /usr/bin.
+        if runtime is not Runtime.DOCKER:
+            resolved = f"/usr/bin/{nvidia_runtime_path}"
+            sys.stderr.write(
+                f"note: --nvidia-runtime-path {nvidia_runtime_path} is a bare name; {runtime} "
+                f"needs an absolute path: using {resolved}\n"
+            )
+            nvidia_runtime_path = resolved
+    elif not nvidia_runtime_path.startswith("/"):
         raise UsageError(
             f"--nvidia-runtime-path must be absolute, not {nvidia_runtime_path!r}",
             hint=f"for example {DEFAULT_RUNTIME_PATH}",
@@ -319,7 +421,7 @@ def configure(
         _apply(runtime, plan, dry_run=dry_run, backup=backup, verb="configure")
 
 
-@app.command()
+@app.command(cls=_GoBoolFlags)
 def unconfigure(
     *,
     runtime: Runtime = RUNTIME,

@@ -61,13 +61,20 @@ def list_dir(directory: str) -> list[str] | None:
         return None
 
 
-def containerd_imports(main: Path, main_text: str, drop_in: str) -> ContainerdFiles:
+def containerd_imports(main: Path, main_text: str, drop_in: str | None) -> ContainerdFiles:
     """Read the files containerd imports from ``main`` (nested imports too), in load order.
 
     Resolved by `ctk.runtime_config.imports` as containerd does. ``drop_in`` counts as imported
     by the main file (at the end of its `imports`) even before it is added, and as existing.
+    Without a drop-in (in-place editing), every imported file is read after the main file.
     """
     main_name = str(main)
+    if drop_in is None:
+        loaded = imports.walk(
+            main_name, lambda name: _imports_of_file(name, main_name, main_text), list_dir
+        )
+        found = tuple((name, files.read_text(Path(name)) or "") for name in loaded.files)
+        return ContainerdFiles((), found, loaded.missing)
     drop_in = imports.clean(drop_in)
     texts: dict[str, str] = {}
 
@@ -91,6 +98,13 @@ def containerd_imports(main: Path, main_text: str, drop_in: str) -> ContainerdFi
     order = [(name, texts.get(name, "")) for name in loaded.files]
     index = loaded.files.index(drop_in)
     return ContainerdFiles(tuple(order[:index]), tuple(order[index + 1 :]), loaded.missing)
+
+
+def _imports_of_file(name: str, main_name: str, main_text: str) -> list[str] | None:
+    if name == main_name:
+        return imports.imports_in(name, main_text)
+    text = files.read_text(Path(name), missing_ok=True)
+    return None if text is None else imports.imports_in(name, text)
 
 
 def crio_drop_ins(drop_in: Path) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
@@ -125,19 +139,31 @@ def state_dir() -> Path:
     too) and containerd imports by glob, so a record or backup there would be read as config.
     """
     value = os.environ.get(STATE_DIR_ENV, "")
+    if value and not value.startswith("/"):
+        # Relative, it would follow the working directory: records lost or found by chance.
+        raise CtkError(
+            f"{STATE_DIR_ENV} must be an absolute path, not {value!r}",
+            hint=f"set it to an absolute directory, or unset it to use {DEFAULT_STATE_DIR}",
+        )
     return Path(value) if value else DEFAULT_STATE_DIR
 
 
-def _state_name(path: Path) -> str:
+def _state_name(path: Path, *more: Path) -> str:
     """A file name standing for the absolute ``path`` (readable; hashed when too long)."""
-    name = quote(str(path.absolute()), safe="")
-    return name if len(name) <= 200 else hashlib.sha256(str(path).encode()).hexdigest()
+    name = "+".join(quote(str(p.absolute()), safe="") for p in (path, *more))
+    return name if len(name) <= 200 else hashlib.sha256(name.encode()).hexdigest()
 
 
-def record_path(config: Path) -> Path:
-    """Where ctk keeps the list of changes it made to ``config`` (keyed by the real file)."""
+def record_path(config: Path, drop_in: str | None = None) -> Path:
+    """Where ctk keeps the list of changes it made to ``config`` (keyed by the real file).
+
+    In drop-in mode the record is per (config, drop-in): two drop-ins imported by one config
+    each keep their own.
+    """
     target = files.write_target(config)
-    return state_dir() / "runtime" / "undo" / f"{_state_name(target)}.json"
+    more = (files.write_target(Path(drop_in)),) if drop_in else ()
+    key = _state_name(target, *more)
+    return state_dir() / "runtime" / "undo" / f"{key}.json"
 
 
 def legacy_record_path(config: Path) -> Path:
@@ -156,3 +182,9 @@ def backup_path(path: Path) -> Path:
     if target.parent.name.endswith(".d"):
         return state_dir() / "runtime" / "backup" / f"{_state_name(target)}.bak"
     return target.with_name(target.name + ".bak")
+
+
+def takeover_path(path: Path) -> Path:
+    """Where ctk keeps a user's drop-in that a --force configure replaced, for unconfigure."""
+    target = files.write_target(path)
+    return state_dir() / "runtime" / "taken-over" / _state_name(target)

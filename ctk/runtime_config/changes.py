@@ -168,14 +168,20 @@ def replaced_keys(changes: Sequence[Change]) -> tuple[str, ...]:
     return tuple(c.keys[-1] for c in changes if c.existed and c.keys and c.before != SUPER_TABLE)
 
 
-def kept_existing(record: Sequence[Change], keys: tuple[str, ...]) -> bool:
-    """Whether ``record`` says the table at ``keys`` was there before ctk (and only edited).
+def kept_existing(
+    record: Sequence[Change], keys: tuple[str, ...], *, recorded: bool = False
+) -> bool:
+    """Whether the table at ``keys`` was there before ctk: unconfigure then keeps it.
 
-    Then unconfigure undoes the edits inside it instead of removing it. Without a record
-    (or when ctk created it) the table goes, as nvidia-ctk removes it.
+    It undoes the edits inside it instead. ``recorded``: a record exists, so a table it does not
+    show ctk creating is the user's. Without a record, a table stays only when ``record`` shows
+    edits inside it; otherwise it goes, as nvidia-ctk removes it.
     """
+    # ctk created it, or a table (or the file) around it
+    created = any(keys[: len(c.keys)] == c.keys and not c.existed for c in record)
+    if recorded:
+        return not created
     inside = any(len(c.keys) > len(keys) and c.keys[: len(keys)] == keys for c in record)
-    created = any(c.keys == keys and not c.existed for c in record)
     return inside and not created
 
 

@@ -20,7 +20,7 @@ from ctk.runtime_config.changes import (
 )
 from ctk.runtime_config.engines import Runtime, RuntimeRequest
 from ctk.runtime_config.inspect import inspect_containerd, inspect_crio, inspect_docker
-from ctk.runtime_config.parse import load_toml
+from ctk.runtime_config.parse import JSONValue, load_toml
 from ctk.runtime_config.plan import FileChange, Plan
 
 Files = tuple[tuple[str, str], ...]
@@ -33,8 +33,10 @@ class Inputs:
     config: str
     config_text: str | None  # None: missing
     record: tuple[Change, ...] = ()  # what earlier runs changed in the config
+    recorded: bool = False  # whether a record exists (it may list no changes)
     drop_in: str | None = None  # None: edit the config in place
     drop_in_text: str | None = None
+    taken_over: str | None = None  # the user's drop-in a --force configure replaced, kept by ctk
     before: Files = ()  # files the engine reads before the drop-in (not the main file)
     after: Files = ()  # files the engine reads after it
 
@@ -121,22 +123,40 @@ def configure(
         request = _keep_earlier_choices(runtime, inputs, request)
         if runtime is Runtime.CONTAINERD:
             result = containerd.configure_drop_in(
-                (inputs.config, text), inputs.drop_in, inputs.before, inputs.after, request
+                (inputs.config, text),
+                inputs.drop_in,
+                inputs.before,
+                inputs.after,
+                request,
+                carried=_carried_containerd(inputs, request.name),
             )
             main_edit, drop_in_text = result.main, result.drop_in
             warnings.extend(result.warnings)
         else:
             drop_edit = crio.configure_drop_in(
-                ((inputs.config, text), *inputs.before), inputs.drop_in, request
+                ((inputs.config, text), *inputs.before),
+                inputs.drop_in,
+                request,
+                _carried_crio(inputs, request.name),
             )
             main_edit, drop_in_text = None, drop_edit.text
             notes.extend(drop_edit.notes)
             warnings.extend(_crio_later(inputs, request))
-        files = [_with_record(inputs, main_edit)] if main_edit is not None else []
-        files.append(FileChange(inputs.drop_in, inputs.drop_in_text, drop_in_text, own=True))
+        files = (
+            [replace(_with_record(inputs, main_edit), record_for=inputs.drop_in)]
+            if main_edit is not None
+            else []
+        )
+        foreign = not written_by_ctk(inputs)
+        files.append(
+            FileChange(
+                inputs.drop_in, inputs.drop_in_text, drop_in_text, own=True, taken_over=foreign
+            )
+        )
         return Plan(tuple(files), tuple(notes), tuple(warnings))
     if runtime is Runtime.CONTAINERD:
         edit = containerd.configure_in_place(inputs.config, text, request)
+        warnings.extend(containerd.in_place_overridden(inputs.config, text, inputs.after))
     elif runtime is Runtime.DOCKER:
         edit = docker.configure(inputs.config, inputs.config_text, request)
     else:
@@ -187,6 +207,32 @@ def _keep_earlier_choices(
     )
 
 
+def _own_drop_in(inputs: Inputs) -> tuple[str, str] | None:
+    """ctk's existing drop-in (None: missing, or a user's file being taken over)."""
+    if inputs.drop_in is None or inputs.drop_in_text is None:
+        return None
+    if not inputs.drop_in_text.startswith(OWN_MARK) and not written_by_ctk(inputs):
+        return None
+    return inputs.drop_in, inputs.drop_in_text
+
+
+def _carried_containerd(inputs: Inputs, skip: str) -> containerd.Carried | None:
+    """Runtimes (and their default) earlier runs added to the drop-in: kept next to ``skip``."""
+    own = _own_drop_in(inputs)
+    if own is None:
+        return None
+    return containerd.carried_runtimes(own, [(inputs.config, inputs.config_text or "")], skip)
+
+
+def _carried_crio(inputs: Inputs, skip: str) -> tuple[dict[str, JSONValue], str | None]:
+    own = _own_drop_in(inputs)
+    if own is None:
+        return {}, None
+    return crio.carried_runtimes(
+        own, [(inputs.config, inputs.config_text or ""), *inputs.before], skip
+    )
+
+
 def _crio_later(inputs: Inputs, request: RuntimeRequest) -> list[str]:
     out = []
     for name, text in inputs.after:
@@ -202,7 +248,9 @@ def _crio_later(inputs: Inputs, request: RuntimeRequest) -> list[str]:
 def _with_record(inputs: Inputs, edit: Edit) -> FileChange:
     after = edit.text
     if after == (inputs.config_text or "") and inputs.config_text is not None:
-        return FileChange(inputs.config, inputs.config_text, after)
+        # Already configured: an empty record says so, and unconfigure then keeps the runtime.
+        keep: tuple[Change, ...] | None = None if inputs.recorded else ()
+        return FileChange(inputs.config, inputs.config_text, after, keep)
     if after == "" and inputs.config_text is None:
         return FileChange(inputs.config, None, None)
     newline: tuple[Change, ...] = ()
@@ -222,21 +270,99 @@ def unconfigure(
     if uses_drop_in(runtime, inputs):
         assert inputs.drop_in is not None
         check_drop_in(inputs, force=force, verb="unconfigure")
+        own = _own_drop_in(inputs)
+        if runtime is Runtime.CONTAINERD:
+            carried = _carried_containerd(inputs, runtime_name)
+            others = bool(carried and carried.added)
+        else:
+            others = bool(_carried_crio(inputs, runtime_name)[0])
+        if own is not None and others:  # other runtimes of ctk's stay: take out only this one
+            remove = (
+                containerd.unconfigure_in_place
+                if runtime is Runtime.CONTAINERD
+                else crio.unconfigure_in_place
+            )
+            kept = remove(own[0], own[1], runtime_name, ())
+            return Plan((FileChange(own[0], own[1], kept, own=True),))
         if runtime is Runtime.CONTAINERD and text is not None:
             new = containerd.unconfigure_main(inputs.config, text, inputs.drop_in, inputs.record)
-            files.append(_undone(inputs, text, new))
-        files.append(FileChange(inputs.drop_in, inputs.drop_in_text, None, own=True))
+            files.append(replace(_undone(inputs, text, new), record_for=inputs.drop_in))
+        if not written_by_ctk(inputs):  # --force: deleted, but kept in the backup folder
+            files.append(FileChange(inputs.drop_in, inputs.drop_in_text, None, keep_before=True))
+        else:  # ctk's drop-in goes; a user's file it took over comes back
+            restored = inputs.taken_over
+            files.append(
+                FileChange(
+                    inputs.drop_in,
+                    inputs.drop_in_text,
+                    restored,
+                    own=True,
+                    restores=restored is not None,
+                )
+            )
         return Plan(tuple(files))
     if text is None:
         return Plan((FileChange(inputs.config, None, None),))
+    split = _split_record(runtime, inputs, text, runtime_name)
+    if split is not None:  # other runtimes ctk added stay, and so does their part of the record
+        inputs = replace(inputs, record=split[0])
     if runtime is Runtime.CONTAINERD:
-        new = containerd.unconfigure_in_place(inputs.config, text, runtime_name, inputs.record)
+        new = containerd.unconfigure_in_place(
+            inputs.config, text, runtime_name, inputs.record, recorded=inputs.recorded
+        )
     elif runtime is Runtime.DOCKER:
-        new = docker.unconfigure(inputs.config, text, runtime_name, inputs.record)
+        new = docker.unconfigure(
+            inputs.config, text, runtime_name, inputs.record, recorded=inputs.recorded
+        )
     else:
-        new = crio.unconfigure_in_place(inputs.config, text, runtime_name, inputs.record)
+        new = crio.unconfigure_in_place(
+            inputs.config, text, runtime_name, inputs.record, recorded=inputs.recorded
+        )
     blank = new.strip() in ("", "{}") if runtime is Runtime.DOCKER else not new.strip()
-    return Plan((_undone(inputs, text, new, blank=blank),))
+    undone = _undone(inputs, text, new, blank=blank)
+    if split is not None:
+        undone = replace(undone, record=split[1], drop_record=False)
+    return Plan((undone,))
+
+
+def _split_record(
+    runtime: Runtime, inputs: Inputs, text: str, name: str
+) -> tuple[tuple[Change, ...], tuple[Change, ...]] | None:
+    """Split the record into the changes for runtime ``name`` and the rest.
+
+    None when the record shows no other runtime ctk added: then everything is undone. Otherwise
+    only the runtime ``name`` and a default naming it are taken back; shared changes (the
+    `runtimes` table, CDI, the built-in runc written out) stay with the other runtimes.
+    """
+    if runtime is Runtime.DOCKER:
+        prefix: tuple[str, ...] = ("runtimes",)
+        default: tuple[str, ...] = ("default-runtime",)
+        builtin: frozenset[str] = frozenset({docker.EMPTY_INSIDE})  # not a runtime
+    elif runtime is Runtime.CONTAINERD:
+        version = containerd.version_of(inputs.config, text)
+        prefix = (*containerd.cri_keys(version), "containerd", "runtimes")
+        default = (*prefix[:-1], "default_runtime_name")
+        builtin = frozenset(containerd.BUILTIN_RUNTIMES[version])
+    else:
+        prefix, default, builtin = (
+            crio.RUNTIMES_KEYS,
+            (*crio.RUNTIME_KEYS, "default_runtime"),
+            frozenset(),
+        )
+    depth = len(prefix)
+
+    def runtime_of(change: Change) -> str | None:
+        if len(change.keys) > depth and change.keys[:depth] == prefix:
+            return change.keys[depth]
+        return None
+
+    others = {runtime_of(c) for c in inputs.record} - {None, name, *builtin}
+    if not others:
+        return None
+    mine = tuple(
+        c for c in inputs.record if runtime_of(c) == name or (c.keys == default and c.after == name)
+    )
+    return mine, tuple(c for c in inputs.record if c not in mine)
 
 
 def _undone(inputs: Inputs, text: str, new: str, *, blank: bool | None = None) -> FileChange:
@@ -245,5 +371,5 @@ def _undone(inputs: Inputs, text: str, new: str, *, blank: bool | None = None) -
     blank = not new.strip() if blank is None else blank
     after = restore_whole_file(new, inputs.record, blank=blank)
     if after == text:
-        return FileChange(inputs.config, text, text, () if inputs.record else None)
-    return FileChange(inputs.config, text, after, ())
+        return FileChange(inputs.config, text, text, drop_record=inputs.recorded)
+    return FileChange(inputs.config, text, after, drop_record=True)

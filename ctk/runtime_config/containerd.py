@@ -121,8 +121,13 @@ def _source_runtime(
     return None
 
 
-def unconfigure_in_place(name: str, text: str, runtime_name: str, record: Sequence[Change]) -> str:
-    """Remove the runtime and what ``record`` says ctk added; keep everything else."""
+def unconfigure_in_place(
+    name: str, text: str, runtime_name: str, record: Sequence[Change], *, recorded: bool = False
+) -> str:
+    """Remove the runtime and what ``record`` says ctk added; keep everything else.
+
+    ``recorded``: a record exists, so a runtime it does not show ctk creating stays.
+    """
     doc = tomledit.parse_document(name, tomledit.with_final_newline(text))
     tomledit.undo_changes(doc, record)
     version = version_of(name, text)
@@ -130,7 +135,7 @@ def unconfigure_in_place(name: str, text: str, runtime_name: str, record: Sequen
     runtimes_keys = (*cri, "containerd", "runtimes")
     runtimes = tomledit.find_table(name, doc, runtimes_keys)
     # The user's own runtime stays, and so does a default naming it (undo took back ours).
-    keep = kept_existing(record, (*runtimes_keys, runtime_name))
+    keep = kept_existing(record, (*runtimes_keys, runtime_name), recorded=recorded)
     if runtimes is not None and not keep:
         tomledit.delete_key(runtimes, runtime_name)
     containerd = tomledit.find_table(name, doc, (*cri, "containerd"))
@@ -159,8 +164,12 @@ def configure_drop_in(
     before: Sequence[tuple[str, str]],
     after: Sequence[tuple[str, str]],
     request: RuntimeRequest,
+    *,
+    carried: Carried | None = None,
 ) -> DropInEdit:
     """Import a drop-in from the main file and write the runtime into the drop-in.
+
+    ``carried``: the runtimes earlier runs put into the drop-in (and their default), kept.
 
     ``before`` and ``after`` are the other imported files that containerd loads before and after
     the drop-in. The drop-in carries the CRI plugin table merged from the main file and
@@ -183,6 +192,11 @@ def configure_drop_in(
         table = _plugin_table(name, text, cri)
         if table is not None:
             merged = deep_merge(merged, table)
+    if carried is not None and carried.runtimes:
+        containerd: dict[str, JSONValue] = {"runtimes": dict(carried.runtimes)}
+        if carried.default is not None:
+            containerd["default_runtime_name"] = carried.default
+        merged = deep_merge(merged, {"containerd": containerd})
     base: dict[str, JSONValue] = {"version": version}
     if merged:
         base["plugins"] = {cri[1]: merged}
@@ -197,6 +211,61 @@ def configure_drop_in(
     )
     main_out = tomledit.finish(main_name, doc, main_text, replaced=replaced_keys(changes))
     return DropInEdit(Edit(main_out, tuple(changes)), drop_in, warnings)
+
+
+def in_place_overridden(name: str, text: str, after: Sequence[tuple[str, str]]) -> list[str]:
+    """Warn about imported files whose CRI plugin table replaces the one edited in ``name``.
+
+    containerd < 2.1 replaces a whole plugin table per imported file, so an edit in place is
+    lost when any imported file defines the table; a drop-in carries the merged table instead.
+    """
+    version = version_of(name, text)
+    if version == 1:
+        return []
+    cri = cri_keys(version)
+    return [
+        f"{other} is imported by {name} and also defines [{dotted(cri)}]: containerd < 2.1 "
+        "will use that table instead, without the nvidia runtime; configure with a drop-in "
+        '(leave out --drop-in-config ""), which carries the merged table'
+        for other, other_text in after
+        if _plugin_table(other, other_text, cri) is not None
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class Carried:
+    """Runtimes ctk's drop-in holds that no other file defines (earlier runs added them)."""
+
+    runtimes: dict[str, JSONValue]  # containerd's built-in runc, when written out, included
+    default: str | None  # the drop-in's default runtime, when it names one of them
+    added: tuple[str, ...]  # the names of those that are not the built-in runtimes
+
+
+def carried_runtimes(
+    drop_in: tuple[str, str], others: Sequence[tuple[str, str]], skip: str
+) -> Carried:
+    """The runtimes of ``drop_in`` (but ``skip``) that are not in ``others``."""
+    name, text = drop_in
+    version = version_of(name, text)
+    if version == 1:
+        return Carried({}, None, ())
+    cri = cri_keys(version)
+    defined: set[str] = set()
+    for other, other_text in others:
+        table = _plugin_table(other, other_text, cri) or {}
+        containerd = table.get("containerd")
+        runtimes = containerd.get("runtimes") if isinstance(containerd, dict) else None
+        defined.update(runtimes if isinstance(runtimes, dict) else ())
+    table = _plugin_table(name, text, cri) or {}
+    containerd = table.get("containerd")
+    containerd = containerd if isinstance(containerd, dict) else {}
+    runtimes = containerd.get("runtimes")
+    runtimes = runtimes if isinstance(runtimes, dict) else {}
+    builtin = BUILTIN_RUNTIMES[version]
+    kept = {k: v for k, v in runtimes.items() if k != skip and k not in defined}
+    added = tuple(k for k, v in kept.items() if builtin.get(k) != v)
+    default = containerd.get("default_runtime_name")
+    return Carried(kept, default if isinstance(default, str) and default in added else None, added)
 
 
 def _plugin_table(name: str, text: str, cri: tuple[str, str]) -> dict[str, JSONValue] | None:
@@ -223,13 +292,16 @@ def _add_import(doc: TOMLDocument, imports: list[str], path: str, changes: list[
 def unconfigure_main(name: str, text: str, drop_in_name: str, record: Sequence[Change]) -> str:
     """Remove the drop-in's import from the main file, and what else ``record`` says ctk added."""
     doc = tomledit.parse_document(name, tomledit.with_final_newline(text))
+    replaced = replaced_keys(record)
     if "imports" in doc:
         array = doc["imports"]
         entries = tomledit.plain(array)
         if isinstance(entries, list) and drop_in_name in entries:
             array.remove(drop_in_name)
-            created = any(c.keys == ("imports",) and not c.existed for c in record)
-            if created and not array:
+            replaced = (*replaced, "imports")  # its line changes, with or without a record
+            # An `imports` left empty goes, unless the record says it was there before ctk.
+            existed = any(c.keys == ("imports",) and c.existed for c in record)
+            if not existed and not array:
                 del doc["imports"]
     tomledit.undo_changes(doc, [c for c in record if c.keys != ("imports",)])
-    return tomledit.finish(name, doc, text, replaced=replaced_keys(record), undo=True)
+    return tomledit.finish(name, doc, text, replaced=replaced, undo=True)

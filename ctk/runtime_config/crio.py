@@ -65,10 +65,41 @@ def _source(
     return None
 
 
+def carried_runtimes(
+    drop_in: tuple[str, str], others: Sequence[tuple[str, str]], skip: str
+) -> tuple[dict[str, JSONValue], str | None]:
+    """The runtimes of ctk's ``drop_in`` (but ``skip``) that ``others`` do not define.
+
+    Earlier runs added them; returned with the drop-in's default when it names one of them.
+    """
+    defined: set[str] = set()
+    for name, text in others:
+        defined.update(_runtimes(load_toml(name, text)))
+    data = load_toml(*drop_in)
+    kept = {k: v for k, v in _runtimes(data).items() if k != skip and k not in defined}
+    crio = data.get("crio")
+    runtime = crio.get("runtime") if isinstance(crio, dict) else None
+    default = runtime.get("default_runtime") if isinstance(runtime, dict) else None
+    return kept, default if isinstance(default, str) and default in kept else None
+
+
+def _runtimes(data: dict[str, JSONValue]) -> dict[str, JSONValue]:
+    crio = data.get("crio")
+    runtime = crio.get("runtime") if isinstance(crio, dict) else None
+    runtimes = runtime.get("runtimes") if isinstance(runtime, dict) else None
+    return runtimes if isinstance(runtimes, dict) else {}
+
+
 def configure_drop_in(
-    files: Sequence[tuple[str, str]], drop_in_name: str, request: RuntimeRequest
+    files: Sequence[tuple[str, str]],
+    drop_in_name: str,
+    request: RuntimeRequest,
+    carried: tuple[dict[str, JSONValue], str | None] = ({}, None),
 ) -> Edit:
-    """Write a drop-in with the runtime; ``files`` are crio.conf and the drop-ins read before it."""
+    """Write a drop-in with the runtime; ``files`` are crio.conf and the drop-ins read before it.
+
+    ``carried``: runtimes earlier runs put into the drop-in, and their default, kept.
+    """
     merged: dict[str, JSONValue] = {}
     for name, text in files:
         merged = deep_merge(merged, load_toml(name, text))
@@ -82,20 +113,28 @@ def configure_drop_in(
         if candidate and candidate != request.name and isinstance(found, dict):
             table = dict(found)
             break
-    base: dict[str, JSONValue] = {"crio": {"runtime": {"runtimes": {request.name: table}}}}
+    section: dict[str, JSONValue] = {"runtimes": {**carried[0], request.name: table}}
+    if carried[1] is not None:
+        section["default_runtime"] = carried[1]
+    base: dict[str, JSONValue] = {"crio": {"runtime": section}}
     text = DROP_IN_HEADER + tomledit.document_from(base)
     edit = configure_in_place(drop_in_name, text, request)
     configured = load_toml(drop_in_name, edit.text)
     return Edit(DROP_IN_HEADER + tomledit.document_from(configured), edit.changes, edit.notes)
 
 
-def unconfigure_in_place(name: str, text: str, runtime_name: str, record: Sequence[Change]) -> str:
-    """Remove the runtime, a default naming it, and what ``record`` says ctk added."""
+def unconfigure_in_place(
+    name: str, text: str, runtime_name: str, record: Sequence[Change], *, recorded: bool = False
+) -> str:
+    """Remove the runtime, a default naming it, and what ``record`` says ctk added.
+
+    ``recorded``: a record exists, so a runtime it does not show ctk creating stays.
+    """
     doc = tomledit.parse_document(name, tomledit.with_final_newline(text))
     tomledit.undo_changes(doc, record)
     runtimes = tomledit.find_table(name, doc, RUNTIMES_KEYS)
     # The user's own runtime stays, and so does a default naming it (undo took back ours).
-    keep = kept_existing(record, (*RUNTIMES_KEYS, runtime_name))
+    keep = kept_existing(record, (*RUNTIMES_KEYS, runtime_name), recorded=recorded)
     if runtimes is not None and not keep:
         tomledit.delete_key(runtimes, runtime_name)
     crio_runtime = tomledit.find_table(name, doc, RUNTIME_KEYS)

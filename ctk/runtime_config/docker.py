@@ -87,12 +87,17 @@ def configure(name: str, text: str | None, request: RuntimeRequest) -> Edit:
     return Edit(keep_line_ends(source, current) if changes else source, recorded)
 
 
-def unconfigure(name: str, text: str, runtime_name: str, record: Sequence[Change]) -> str:
-    """Remove the runtime, a default naming it, and what ``record`` says ctk added."""
+def unconfigure(
+    name: str, text: str, runtime_name: str, record: Sequence[Change], *, recorded: bool = False
+) -> str:
+    """Remove the runtime, a default naming it, and what ``record`` says ctk added.
+
+    ``recorded``: a record exists, so a runtime it does not show ctk creating stays.
+    """
     data = load_json_object(name, text)
     current = text
     runtimes = _object(name, data, "runtimes")
-    keep = kept_existing(record, ("runtimes", runtime_name))
+    keep = kept_existing(record, ("runtimes", runtime_name), recorded=recorded)
     if runtimes is not None and runtime_name in runtimes and not keep:
         current = jsonedit.delete_member(current, ("runtimes", runtime_name))
     for change in reversed(record):

@@ -15,8 +15,13 @@ class FileChange:
     path: str
     before: str | None
     after: str | None
-    record: tuple[Change, ...] | None = None  # None: keep no record for this file
+    record: tuple[Change, ...] | None = None  # the record to write (None: leave it as it is)
+    drop_record: bool = False  # remove the record (unconfigure took everything back)
     own: bool = False  # ctk's own drop-in: written afresh, never backed up
+    record_for: str | None = None  # the drop-in whose import the record is about (per pair)
+    taken_over: bool = False  # replaces a user's file (--force): kept for unconfigure, always
+    restores: bool = False  # puts back the user's file a --force configure took over
+    keep_before: bool = False  # deletes a user's file (--force): backed up, always
 
     @property
     def changed(self) -> bool:

@@ -288,7 +288,9 @@ def finish(
     if data == load_toml(name, original):
         return original
     try:
-        same = load_toml(name, out) == data
+        read_back = load_toml(name, out)
+        # Undo: tomlkit writes no header for a table left empty; an empty table reads as absent.
+        same = read_back == data or (undo and _pruned(read_back) == _pruned(data))
     except CtkError:
         same = False
     before, after = (out, original) if undo else (original, out)
@@ -298,9 +300,21 @@ def finish(
         raise CtkError(
             f"{name}: ctk cannot edit this file's layout without changing other lines; "
             "nothing was written",
-            hint="use a drop-in (the default), or add the runtime by hand",
+            hint="edit the file by hand (remove the runtime and ctk's import)"
+            if undo
+            else "use a drop-in (the default), or add the runtime by hand",
         )
     return keep_line_ends(original, out)
+
+
+def _pruned(data: dict[str, JSONValue]) -> dict[str, JSONValue]:
+    """``data`` without empty tables (nested ones emptied by that too)."""
+    out: dict[str, JSONValue] = {}
+    for key, value in data.items():
+        kept = _pruned(value) if isinstance(value, dict) else value
+        if kept != {}:
+            out[key] = kept
+    return out
 
 
 _KEY_LINE = re.compile(r"""^\s*(?:[^=\s]+\.)?["']?([A-Za-z0-9_-]+)["']?\s*=""")

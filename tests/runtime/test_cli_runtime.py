@@ -161,8 +161,8 @@ def test_config_that_is_a_directory(tmp_path: Path, capsys: pytest.CaptureFixtur
             id="docker-runc-name",
         ),
         pytest.param(
-            ["--runtime", "docker", "--nvidia-runtime-path", "nvidia-container-runtime"],
-            "error: --nvidia-runtime-path must be absolute, not 'nvidia-container-runtime'\n"
+            ["--runtime", "docker", "--nvidia-runtime-path", "bin/nvidia-container-runtime"],
+            "error: --nvidia-runtime-path must be absolute, not 'bin/nvidia-container-runtime'\n"
             "hint: for example /usr/bin/nvidia-container-runtime\n",
             id="relative-runtime-path",
         ),

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -47,24 +49,47 @@ def test_users_drop_in_is_refused_and_untouched(
 
 
 @pytest.mark.parametrize("runtime", ["crio", "containerd"])
-def test_force_takes_over_a_users_drop_in(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], runtime: str
+@pytest.mark.parametrize("users", [USERS, ""], ids=["settings", "empty"])
+@pytest.mark.parametrize("backup", [[], ["--backup"]], ids=["plain", "backup"])
+def test_force_takes_over_a_users_drop_in_and_unconfigure_gives_it_back(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    runtime: str,
+    users: str,
+    backup: list[str],
 ) -> None:
-    args, config, drop_in = setup(tmp_path, runtime, "")
-    assert main(["runtime", "configure", *args, "--force"]) == 0
+    args, config, drop_in = setup(tmp_path, runtime, users)
+    kept = (
+        Path(os.environ["CTK_STATE_DIR"]) / "runtime" / "taken-over" / quote(str(drop_in), safe="")
+    )
+    assert main(["runtime", "configure", *args, "--force", *backup]) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"backed up {drop_in} (not written by ctk) to {kept}; unconfigure puts it back"
+        in out.splitlines()
+    )
+    assert kept.read_text() == users
     assert drop_in.read_text().startswith(MARK)
     assert main(["runtime", "configure", *args]) == 0  # now it is ctk's: no --force needed
-    assert main(["runtime", "unconfigure", *args]) == 0
-    assert not drop_in.exists()
-    assert config.read_text() == MAIN[runtime][1]
+    assert kept.read_text() == users
     capsys.readouterr()
+    assert main(["runtime", "unconfigure", *args]) == 0
+    assert capsys.readouterr().out.splitlines()[-2] == f"restored {drop_in}"
+    assert drop_in.read_text() == users
+    assert not kept.exists()
+    assert config.read_text() == MAIN[runtime][1]
 
 
-def test_force_removes_a_users_drop_in(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_force_removes_a_users_drop_in_keeping_a_backup(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     args, _, drop_in = setup(tmp_path, "crio", USERS)
     assert main(["runtime", "unconfigure", *args, "--force"]) == 0
     assert not drop_in.exists()
-    capsys.readouterr()
+    kept = Path(os.environ["CTK_STATE_DIR"]) / "runtime" / "backup"
+    kept = kept / (quote(str(drop_in), safe="") + ".bak")
+    assert capsys.readouterr().out.splitlines()[0] == f"backed up {drop_in} to {kept}"
+    assert kept.read_text() == USERS
 
 
 def test_drop_in_whose_import_ctk_added_is_ctks(

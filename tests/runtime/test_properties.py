@@ -232,7 +232,12 @@ def _round_trip(runtime: Runtime, text: str, request: RuntimeRequest) -> None:
     assert again.changes == ()
     undone = unconfigure(
         runtime,
-        Inputs(config="/etc/config", config_text=first.after, record=first.record or ()),
+        Inputs(
+            config="/etc/config",
+            config_text=first.after,
+            record=first.record or (),
+            recorded=first.record is not None,
+        ),
         request.name,
     )
     assert undone.files[0].after == text

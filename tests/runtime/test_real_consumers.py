@@ -326,3 +326,65 @@ def test_containerd_cri_loads_after_configure_without_explicit_runc() -> None:
             if os.path.ismount(work / mount):
                 subprocess.run(["umount", "-l", str(work / mount)], check=False, timeout=10)
         shutil.rmtree(work, ignore_errors=True)
+
+
+@pytest.mark.skipif(CONTAINERD is None, reason="containerd is not installed")
+def test_in_place_edit_lost_to_an_imported_cri_table_is_warned_about(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """containerd 1.6 lets an imported CRI table replace the one edited in place: ctk says so."""
+    config = tmp_path / "config.toml"
+    registry = tmp_path / "conf.d" / "50-registry.toml"
+    registry.parent.mkdir()
+    config.write_text(f'version = 2\nimports = ["{tmp_path}/conf.d/*.toml"]\n')
+    registry.write_text(
+        'version = 2\n[plugins."io.containerd.grpc.v1.cri".registry]\nconfig_path = "/x"\n'
+    )
+    args = ["runtime", "configure", "--runtime", "containerd", "--config", str(config)]
+    assert main([*args, "--drop-in-config", "", "--set-as-default"]) == 0
+    assert capsys.readouterr().err == (
+        f"warning: {registry} is imported by {config} and also defines "
+        '[plugins."io.containerd.grpc.v1.cri"]: containerd < 2.1 will use that table instead, '
+        'without the nvidia runtime; configure with a drop-in (leave out --drop-in-config ""), '
+        "which carries the merged table\n"
+    )
+    cri = containerd_dump(config)["plugins"]["io.containerd.grpc.v1.cri"]
+    assert (
+        cri["containerd"]["default_runtime_name"],
+        "nvidia" in cri["containerd"]["runtimes"],
+    ) == (
+        "runc",
+        False,
+    )  # what the warning says: the edit is lost on 1.6
+    assert main([*args, "--drop-in-config", str(tmp_path / "conf.d" / "99-nvidia.toml")]) == 0
+    cri = containerd_dump(config)["plugins"]["io.containerd.grpc.v1.cri"]
+    assert cri["containerd"]["default_runtime_name"] == "nvidia"
+    assert cri["registry"]["config_path"] == "/x"
+
+
+@pytest.mark.skipif(CONTAINERD is None, reason="containerd is not installed")
+def test_runtime_names_accumulate_in_the_drop_in_and_go_one_by_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As the GPU operator does: nvidia (default), nvidia-cdi, nvidia-legacy side by side."""
+    config = tmp_path / "config.toml"
+    config.write_text(f'version = 2\nimports = ["{tmp_path}/conf.d/*.toml"]\n')
+    drop_in = tmp_path / "conf.d" / "99-nvidia.toml"
+    args = ["--runtime", "containerd", "--config", str(config), "--drop-in-config", str(drop_in)]
+    assert main(["runtime", "configure", *args, "--set-as-default"]) == 0
+    for name in ("nvidia-cdi", "nvidia-legacy"):
+        assert main(["runtime", "configure", *args, "--nvidia-runtime-name", name]) == 0
+
+    def effective() -> tuple[str, list[str]]:
+        cri = containerd_dump(config)["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]
+        return cri["default_runtime_name"], sorted(cri["runtimes"])
+
+    assert effective() == ("nvidia", ["nvidia", "nvidia-cdi", "nvidia-legacy", "runc"])
+    assert main(["runtime", "unconfigure", *args, "--nvidia-runtime-name", "nvidia-cdi"]) == 0
+    assert effective() == ("nvidia", ["nvidia", "nvidia-legacy", "runc"])
+    assert main(["runtime", "unconfigure", *args]) == 0
+    assert effective() == ("runc", ["nvidia-legacy", "runc"])
+    assert main(["runtime", "unconfigure", *args, "--nvidia-runtime-name", "nvidia-legacy"]) == 0
+    assert not drop_in.exists()
+    assert effective() == ("runc", ["runc"])
+    capsys.readouterr()
