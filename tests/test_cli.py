@@ -61,6 +61,11 @@ def test_hook_keeps_its_own_debug_flag(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[list[str]] = []
-    monkeypatch.setattr("ctk.hook.main.main", lambda args: seen.append(list(args)) or 0)
+
+    def fake_hook(args: list[str]) -> int:
+        seen.append(list(args))
+        return 0
+
+    monkeypatch.setattr("ctk.hook.main.main", fake_hook)
     assert main(["hook", "--debug", "chmod", "--mode", "755"]) == 0
     assert seen == [["--debug", "chmod", "--mode", "755"]]

@@ -6,8 +6,10 @@ Facts are built directly; each case names the check and the whole expected resul
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -385,7 +387,8 @@ def test_every_check_is_tested_failing() -> None:
     """Each check fires in a scenario or a case above, so removing one fails a test."""
     from tests.doctor.test_scenarios import SCENARIOS
 
-    fired = {c for p in SCENARIOS for c in p.values[1]} | {p.values[0] for p in CASES}
+    fired = {c for p in SCENARIOS for c in cast("Iterable[str]", p.values[1])}
+    fired |= {cast("str", p.values[0]) for p in CASES}
     informational = {"docker.cgroup-driver"}
     assert set(REGISTRY) - fired == informational
 
@@ -405,7 +408,7 @@ def test_a_crashing_check_is_unknown_not_fatal() -> None:
 
 
 def test_needs_root_is_summarised(capsys: pytest.CaptureFixture[str]) -> None:
-    facts = CASES[-3].values[1]
+    facts = cast("NodeFacts", CASES[-3].values[1])
     findings = diagnose(facts, show=["docker.daemon-json-invalid"])
     assert summarize(findings).needs_root == 1
     doctor_render.report(facts, findings, verbose=False, strict=False)
@@ -425,7 +428,7 @@ def test_needs_root_is_summarised(capsys: pytest.CaptureFixture[str]) -> None:
 def test_a_hanging_step_is_bounded(tmp_path: Path) -> None:
     release = threading.Event()
     gatherer = Gatherer(HostRoot(tmp_path))
-    got = gatherer.bounded("nvml", lambda: release.wait(5) and "late", "default", 0.05)
+    got = gatherer.bounded("nvml", lambda: "late" if release.wait(5) else "never", "default", 0.05)
     release.set()
     assert (got, gatherer.timings[0].step, gatherer.timings[0].timed_out) == (
         "default",

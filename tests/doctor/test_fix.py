@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ def docker_node(
     fake_nvml_library: Path,  # noqa: F811
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> Path:
+) -> Iterator[Path]:
     try:
         with materialise("docker-no-runtime", tmp_path, fake_nvml_library) as node:
             monkeypatch.setenv(TOPOLOGY_ENV, str(node.topology))
@@ -76,7 +77,7 @@ def legacy_node(
     fake_nvml_library: Path,  # noqa: F811
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> Path:
+) -> Iterator[Path]:
     try:
         with materialise("systemd-legacy", tmp_path, fake_nvml_library) as node:
             monkeypatch.setenv(TOPOLOGY_ENV, str(node.topology))

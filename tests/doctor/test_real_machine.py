@@ -11,6 +11,7 @@ import subprocess
 import sys
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -45,7 +46,7 @@ def real_json() -> tuple[int, dict[str, object], str]:
     return done.returncode, json.loads(done.stdout), done.stderr
 
 
-def test_json_names_the_driver_as_root_cause(real_json: tuple[int, dict, str]) -> None:
+def test_json_names_the_driver_as_root_cause(real_json: tuple[int, dict[str, Any], str]) -> None:
     code, document, stderr = real_json
     jsonschema.validate(document, schema())
     assert (code, stderr) == (1, "")
@@ -58,7 +59,7 @@ def test_json_names_the_driver_as_root_cause(real_json: tuple[int, dict, str]) -
     }
 
 
-def test_nothing_crashes(real_json: tuple[int, dict, str]) -> None:
+def test_nothing_crashes(real_json: tuple[int, dict[str, Any], str]) -> None:
     _, document, _ = real_json
     crashed = [c["id"] for c in document["checks"] if "crashed" in c["summary"]]
     assert crashed == []

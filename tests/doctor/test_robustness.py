@@ -9,13 +9,14 @@ import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctk.cli.app import main
-from ctk.doctor.facts import TimedOut
+from ctk.doctor.facts import NodeFacts, TimedOut
 from ctk.doctor.model import REGISTRY, Status
 from ctk.doctor.run import diagnose
 from ctk.host.facts import gather
@@ -115,12 +116,18 @@ def test_a_hanging_proc_file_makes_only_its_checks_unknown(
     )
 
 
+def _timed_out(facts: NodeFacts, name: str) -> NodeFacts:
+    """``facts`` with one step's facts replaced by the placeholder the gatherer leaves."""
+    changes: dict[str, Any] = {name: TimedOut(name)}
+    return replace(facts, **changes)
+
+
 def test_a_timed_out_fact_is_unknown_never_a_crash(tmp_path: Path) -> None:
     facts, _ = gather(tmp_path, nvml_timeout=0.1)
     for name in ("kernel", "dev", "libs", "toolkit", "docker", "containerd", "cdi", "container"):
-        findings = {f.check: f for f in diagnose(replace(facts, **{name: TimedOut(name)}))}
+        findings = {f.check: f for f in diagnose(_timed_out(facts, name))}
         assert [f.check for f in findings.values() if "crashed" in f.summary] == []
-    findings = {f.check: f for f in diagnose(replace(facts, kernel=TimedOut("kernel")))}
+    findings = {f.check: f for f in diagnose(_timed_out(facts, "kernel"))}
     assert (findings["driver.not-loaded"].status, findings["driver.not-loaded"].summary) == (
         Status.UNKNOWN,
         "gathering kernel did not finish in time: cannot tell (a hung driver or /proc read)",

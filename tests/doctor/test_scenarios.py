@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -225,7 +226,9 @@ SCENARIOS = [
 ]
 
 
-def run_doctor(root: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, dict]:
+def run_doctor(
+    root: Path, capsys: pytest.CaptureFixture[str], *extra: str
+) -> tuple[int, dict[str, Any]]:
     """`ctk doctor --json --root ROOT`: the exit code and the parsed document."""
     code = main(["doctor", "--json", "--root", str(root), *extra])
     captured = capsys.readouterr()

@@ -115,7 +115,7 @@ def containerd_configs(draw: st.DrawFn) -> str:
             },
         )
     )
-    if containerd or draw(st.booleans()):
+    if bool(containerd) or draw(st.booleans()):
         cri["containerd"] = containerd
     data: dict[str, Any] = {}
     if version != 1:
@@ -126,7 +126,7 @@ def containerd_configs(draw: st.DrawFn) -> str:
     plugins: dict[str, Any] = {}
     if draw(st.booleans()):
         plugins["io.containerd.internal.v1.opt"] = {"path": "/opt/containerd"}
-    if cri or draw(st.booleans()):
+    if bool(cri) or draw(st.booleans()):
         plugins[CRI[version]] = cri
     if plugins:
         data["plugins"] = plugins

@@ -107,7 +107,7 @@ def test_runtime_that_was_there_before_survives_unconfigure(
 ) -> None:
     config = tmp_path / name
     config.write_text(text)
-    args = ("--runtime", runtime, "--config", str(config))
+    args: tuple[str, ...] = ("--runtime", runtime, "--config", str(config))
     args += ("--drop-in-config", "") if runtime != "docker" else ()
     assert run(capsys, "configure", *args) == (
         0,
