@@ -263,25 +263,25 @@ def _finding_json(finding: Finding) -> dict[str, Any]:
 
 # --- --fix --------------------------------------------------------------------------------
 
-ENGINE_CONFIGS = {
-    "docker": "/etc/docker/daemon.json",
-    "containerd": "/etc/containerd/config.toml",
-    "crio": "/etc/crio/crio.conf",
-}
-
 
 def fix_argv(fix: Fix, root: Path) -> list[str] | None:
     """The ctk command line that applies ``fix`` to the node under ``root`` (None: not there)."""
+    from ctk.host.root import HostRoot
+    from ctk.runtime_config.engines import ENGINES, Runtime
+
     argv = list(fix.argv)
     if str(root) == "/":
         return argv
+    # Paths go through HostRoot, so a symlink in the node's tree never leads a write out of it.
+    host = HostRoot(root)
     if argv[:2] == ["runtime", "configure"]:
-        engine = next(a.split("=", 1)[1] for a in argv if a.startswith("--runtime="))
+        engine = Runtime(next(a.split("=", 1)[1] for a in argv if a.startswith("--runtime=")))
         # in place: a drop-in's import line would name the path under --root
-        drop_in = [] if engine == "docker" else ["--drop-in-config="]
-        return [*argv, f"--config={root}{ENGINE_CONFIGS[engine]}", *drop_in]
+        drop_in = [] if engine is Runtime.DOCKER else ["--drop-in-config="]
+        config = host.path(ENGINES[engine].config_path)
+        return [*argv, f"--config={config}", *drop_in]
     if argv[:2] == ["system", "create-dev-char-symlinks"]:
-        return [*argv, f"--root={root}", f"--dev-char-path={root}/dev/char"]
+        return [*argv, f"--root={root}", f"--dev-char-path={host.path('/dev/char')}"]
     # a spec generated under --root would name host paths with the root's prefix
     return None
 
