@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import posixpath
 
-from ctk.doctor.checks.toolkit import runtime_mode
+from ctk.doctor.checks.toolkit import INSTALL_GUIDE, runtime_mode
 from ctk.doctor.facts import EngineFacts, NodeFacts, RuntimeEntry, Unavailable
 from ctk.doctor.model import (
     HOST_ONLY,
@@ -22,9 +22,6 @@ from ctk.doctor.model import (
 from ctk.errors import CtkError
 from ctk.runtime_config import imports as containerd_imports
 
-INSTALL_GUIDE = (
-    "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
-)
 CONTAINERD_DROP_IN_DIR = "/etc/containerd/conf.d"
 KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
 
