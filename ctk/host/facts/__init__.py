@@ -54,6 +54,7 @@ from ctk.host.facts.kernel import (
     gather_process_states,
 )
 from ctk.host.root import HostRoot
+from ctk.runtime_config.engines import ENGINES, Runtime
 
 
 def advisories() -> tuple[Advisory, ...]:
@@ -92,12 +93,10 @@ def gather(
     binaries = {} if isinstance(toolkit, TimedOut) else toolkit.binaries
     # daemon.json, not /etc/docker: containerd and podman nodes keep registry certificates in
     # /etc/docker/certs.d without any Docker
-    docker_installed = bool({"docker", "dockerd"} & set(binaries)) or g.exists(
-        "/etc/docker/daemon.json"
-    )
+    daemon_json = str(ENGINES[Runtime.DOCKER].config_path)
+    docker_installed = bool({"docker", "dockerd"} & set(binaries)) or g.exists(daemon_json)
     docker = g.step(
-        "docker",
-        lambda: gather_docker(g, "/etc/docker/daemon.json", binaries, installed=docker_installed),
+        "docker", lambda: gather_docker(g, daemon_json, binaries, installed=docker_installed)
     )
     containerd = g.step("containerd", lambda: gather_containerd(g, binaries))
     crio = g.step("crio", lambda: gather_crio(g, binaries))

@@ -26,6 +26,7 @@ from ctk.host.facts.gatherer import (
     PACKAGE_PREFIXES,
     Gatherer,
 )
+from ctk.runtime_config.engines import ENGINES, Runtime
 
 # --- toolkit ------------------------------------------------------------------------------
 
@@ -217,7 +218,7 @@ def gather_containerd(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts:
     """containerd's merged config (main file plus imports) and its drop-ins."""
     from ctk.runtime_config.inspect import inspect_containerd
 
-    main, managed = "/etc/containerd/config.toml", None
+    main, managed = str(ENGINES[Runtime.CONTAINERD].config_path), None
     for path, distribution in CONTAINERD_CONFIGS:
         if g.exists(path):
             main, managed = path, distribution
@@ -265,8 +266,8 @@ def gather_crio(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts:
     """CRI-O's crio.conf plus crio.conf.d drop-ins."""
     from ctk.runtime_config.inspect import inspect_crio
 
-    main = "/etc/crio/crio.conf"
-    drop_ins = g.glob("/etc/crio/crio.conf.d/*")
+    main = str(ENGINES[Runtime.CRIO].config_path)
+    drop_ins = g.glob(f"{main}.d/*")  # CRI-O reads every file in crio.conf.d
     installed = "crio" in binaries or g.exists(main) or bool(drop_ins)
 
     def read() -> Any:
