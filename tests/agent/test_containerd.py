@@ -1,0 +1,161 @@
+"""`ctk agent` against a real containerd 1.6 whose config lives in a fake host tree."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.agent.conftest import Host
+
+pytestmark = pytest.mark.integration
+
+IMPORT = "/etc/containerd/conf.d/99-nvidia.toml"
+
+
+def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    """Every regular file of the host tree but the engine's run dir and the agent's lock (which
+    names its holder): bytes and mtime."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        name = str(path.relative_to(root))
+        if name == "run/ctk/agent.lock" or name.startswith("run/containerd/"):
+            continue
+        if path.is_file() and not path.is_symlink():
+            found[str(path.relative_to(root))] = (path.read_bytes(), path.stat().st_mtime_ns)
+    return found
+
+
+def runtimes(host: Host) -> dict[str, object]:
+    done = host.dump()
+    assert done.returncode == 0, done.stderr
+    cri = tomllib.loads(done.stdout)["plugins"]["io.containerd.grpc.v1.cri"]
+    found = cri["containerd"]["runtimes"]
+    assert isinstance(found, dict)
+    return found
+
+
+def state(host: Host) -> dict[str, object]:
+    data = json.loads(host.path("/var/lib/ctk/agent/state.json").read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def test_once_configures_then_does_nothing_then_repairs_then_uninstalls(
+    containerd_host: Host, tmp_path: Path
+) -> None:
+    host = containerd_host
+    config = host.path("/etc/containerd/config.toml")
+    original = config.read_bytes()
+    first_pid = host.pid
+    ready = tmp_path / "ready"
+
+    done = host.agent("--once", "--ready-file", str(ready))
+    assert done.returncode == 0, done.stderr
+    main = tomllib.loads(config.read_text())
+    assert main["imports"] == [IMPORT]  # the host's path, never the agent's view of it
+    drop_in = tomllib.loads(host.path(IMPORT).read_text())
+    assert drop_in["version"] == 2  # never above the main file's
+    assert host.restarts == 1
+    assert host.pid != first_pid
+    assert runtimes(host)["nvidia"] == {
+        **runtimes(host)["nvidia"],  # type: ignore[dict-item]
+        "runtime_type": "io.containerd.runc.v2",
+    }
+    assert ready.exists()
+    spec = host.path("/var/run/cdi/nvidia.yaml").read_text()
+    assert "hostPath: /dev/nvidia0\n" in spec
+    assert str(host.root) not in spec
+    assert "path: /usr/local/libexec/ctk/ctk-hook\n" in spec
+
+    # A second pass writes no byte and leaves the engine alone.
+    before = snapshot(host.root)
+    pid = host.pid
+    done = host.agent("--once", "--ready-file", str(ready))
+    assert done.returncode == 0, done.stderr
+    assert snapshot(host.root) == before
+    assert (host.pid, host.restarts) == (pid, 1)
+    assert done.stderr == "pass: nothing changed; ready\n"
+
+    # The config is overwritten (kubespray): repaired, counted, no restart (the engine kept
+    # running with the nvidia runtime it loaded).
+    config.write_bytes(original)
+    done = host.agent("--once", "--ready-file", str(ready))
+    assert done.returncode == 0, done.stderr
+    assert tomllib.loads(config.read_text())["imports"] == [IMPORT]
+    assert state(host)["drift_repairs"] == 1
+    assert (host.pid, host.restarts) == (pid, 1)
+
+    done = host.agent("--uninstall", "--ready-file", str(ready))
+    assert done.returncode == 0, done.stderr
+    assert config.read_bytes() == original
+    assert not host.path(IMPORT).exists()
+    assert not host.path("/var/run/cdi/nvidia.yaml").exists()
+    assert not ready.exists()
+    assert "nvidia" not in runtimes(host)
+    assert host.restarts == 2
+
+
+def test_sigterm_in_the_loop_exits_0_without_reverting(
+    containerd_host: Host, tmp_path: Path
+) -> None:
+    host = containerd_host
+    ready = tmp_path / "ready"
+    log = (tmp_path / "agent.log").open("w")
+    argv = host.args("--interval", "0.2", "--ready-file", str(ready))
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "ctk.cli.app", "agent", *argv], env=host.env(), stderr=log
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ready.exists()
+        configured = host.path("/etc/containerd/config.toml").read_bytes()
+        second = subprocess.run(
+            [sys.executable, "-m", "ctk.cli.app", "agent", *host.args("--once")],
+            env=host.env(),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert second.returncode == 1
+        assert second.stderr.startswith(
+            f"error: another ctk agent is running on this node (PID {agent.pid} holds "
+        )
+        agent.send_signal(signal.SIGTERM)
+        assert agent.wait(timeout=30) == 0
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+        log.close()
+    assert (
+        (tmp_path / "agent.log")
+        .read_text()
+        .endswith("SIGTERM: stopping without reverting anything\n")
+    )
+    assert host.path("/etc/containerd/config.toml").read_bytes() == configured
+    assert host.path(IMPORT).exists()
+    assert host.restarts == 1
+    assert "nvidia" in runtimes(host)
+
+
+def test_containerd_exits_on_sighup(containerd_host: Host) -> None:
+    """The measured fact behind refusing --restart-mode signal for containerd."""
+    pid = containerd_host.pid
+    os.kill(pid, signal.SIGHUP)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == -signal.SIGHUP  # a shell shows 128 + 1 = 129
+    done = containerd_host.agent("--once", "--restart-mode", "signal")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[0] == (
+        "error: --restart-mode signal cannot apply a containerd config: containerd does not "
+        "reload on SIGHUP, it exits (status 129) and stays down until systemd restarts it"
+    )
