@@ -61,8 +61,10 @@ def test_signal_mode_reloads_after_adding_and_reports_after_removing(
     done = host.agent("--uninstall", "--restart-mode", "signal", "--ready-file", str(ready))
     assert done.returncode == 0, done.stderr
     assert host.path("/etc/docker/daemon.json").read_text() == DAEMON_JSON
-    assert "restart needed: systemctl restart docker (dockerd keeps removed runtimes across a "
-    "SIGHUP reload)\n" in done.stderr
+    assert (
+        "restart needed: systemctl restart docker (dockerd keeps removed runtimes across a "
+        "SIGHUP reload)\n"
+    ) in done.stderr
     assert host.restarts == 0
     assert not ready.exists()
 
