@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from itertools import chain
 from typing import TypeVar
+
+from ctk.enums import StrEnum
 
 T = TypeVar("T")
 

@@ -9,10 +9,10 @@ systemd's device cgroup rules need to find them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import PurePosixPath
 
 from ctk import nvproc
+from ctk.enums import StrEnum
 
 FRONTEND_MAJOR = 195
 CTL_MINOR, MODESET_MINOR = 255, 254
