@@ -10,10 +10,10 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 from pathlib import PurePosixPath
 from typing import Final
 
+from ctk.enums import StrEnum
 from ctk.errors import CtkError, UsageError
 from ctk.runtime_config.engines import Runtime
 

@@ -8,11 +8,11 @@ import signal
 import subprocess
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 import pytest
 
+from ctk.toml_compat import loads as toml_loads
 from tests.agent.conftest import Host
 
 pytestmark = pytest.mark.integration
@@ -36,7 +36,7 @@ def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
 def runtimes(host: Host) -> dict[str, object]:
     done = host.dump()
     assert done.returncode == 0, done.stderr
-    cri = tomllib.loads(done.stdout)["plugins"]["io.containerd.grpc.v1.cri"]
+    cri = toml_loads(done.stdout)["plugins"]["io.containerd.grpc.v1.cri"]
     found = cri["containerd"]["runtimes"]
     assert isinstance(found, dict)
     return found
@@ -59,9 +59,9 @@ def test_once_configures_then_does_nothing_then_repairs_then_uninstalls(
 
     done = host.agent("--once", "--ready-file", str(ready))
     assert done.returncode == 0, done.stderr
-    main = tomllib.loads(config.read_text())
+    main = toml_loads(config.read_text())
     assert main["imports"] == [IMPORT]  # the host's path, never the agent's view of it
-    drop_in = tomllib.loads(host.path(IMPORT).read_text())
+    drop_in = toml_loads(host.path(IMPORT).read_text())
     assert drop_in["version"] == 2  # never above the main file's
     assert host.restarts == 1
     assert host.pid != first_pid
@@ -89,7 +89,7 @@ def test_once_configures_then_does_nothing_then_repairs_then_uninstalls(
     config.write_bytes(original)
     done = host.agent("--once", "--ready-file", str(ready))
     assert done.returncode == 0, done.stderr
-    assert tomllib.loads(config.read_text())["imports"] == [IMPORT]
+    assert toml_loads(config.read_text())["imports"] == [IMPORT]
     assert state(host)["drift_repairs"] == 1
     assert (host.pid, host.restarts) == (pid, 1)
 
