@@ -41,6 +41,9 @@ PROM = _opt(None, "--prometheus-textfile", "Directory for ctk.prom (node-exporte
 NFD = _opt(None, "--nfd-features-dir", "node-feature-discovery's features.d directory.")
 CDI_DIR = _opt("/var/run/cdi", "--cdi-dir", "Where the CDI spec goes on the host.")
 DRIVER_ROOT = _opt("/", "--driver-root", "The driver's root on the host (/run/nvidia/driver).")
+ENABLE_CDI = _opt(
+    False, "--enable-cdi", "Also enable CDI in the engine (containerd, CRI-O, Docker)."
+)
 HOST_EXEC = _opt(
     None,
     "--host-exec",
@@ -67,6 +70,7 @@ def agent(
     nfd_features_dir: Path | None = NFD,
     cdi_dir: str = CDI_DIR,
     driver_root: str = DRIVER_ROOT,
+    enable_cdi: bool = ENABLE_CDI,
     host_exec: str | None = HOST_EXEC,
 ) -> None:
     """Keep this node's engine, CDI spec and readiness right (the DaemonSet's agent)."""
@@ -108,6 +112,7 @@ def agent(
             ready_file=ready_file,
             prometheus_dir=prometheus_textfile,
             nfd_dir=nfd_features_dir,
+            enable_cdi=enable_cdi,
         )
         if uninstall:
             host_agent.write_state(host, revert(settings, state))

@@ -47,6 +47,7 @@ class Agent:
     ready_file: Path | None = None  # in the agent's own file system (a pod's mount)
     prometheus_dir: Path | None = None
     nfd_dir: Path | None = None
+    enable_cdi: bool = False
     say: Callable[[str], None] = field(default=_stderr)
 
 
@@ -69,7 +70,7 @@ def _configure(agent: Agent, state: State) -> tuple[State, bool, bool]:
     from ctk.runtime_config.configure import configure
 
     inputs = host_agent.gather_runtime(agent.host, agent.runtime, state.record)
-    plan = configure(agent.runtime, inputs, RuntimeRequest())
+    plan = configure(agent.runtime, inputs, RuntimeRequest(enable_cdi=agent.enable_cdi))
     for warning in plan.warnings:
         agent.say(f"warning: {warning}")
     changed = plan.changes
