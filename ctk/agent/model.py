@@ -177,7 +177,27 @@ class State:
     configs: Mapping[str, Written] = field(default_factory=dict)  # engine config files
     record: str | None = None  # `ctk runtime configure`'s undo record of the main config
     spec: str | None = None  # the host's CDI spec the agent wrote
+    spec_inputs: str | None = None  # digest of the NVML facts the spec was built from
+    spec_digest: str | None = None  # digest of the spec text written
+    driver: str | None = None  # the driver version the spec was built for
     created: tuple[str, ...] = ()  # files of its own in the agent's file system (outlets, ready)
+
+
+def untouched(state: State, current: Mapping[str, str | None]) -> bool:
+    """Whether every config ctk changed is still exactly what it left (nothing to plan)."""
+    return bool(state.configs) and all(
+        digest(current.get(path)) == written.left for path, written in state.configs.items()
+    )
+
+
+def spec_fresh(state: State, inputs: str | None, current: str | None) -> bool:
+    """Whether the spec needs no rebuild: same driver, GPUs and MIG layout, file as written."""
+    return (
+        inputs is not None
+        and inputs == state.spec_inputs
+        and current is not None
+        and current == state.spec_digest
+    )
 
 
 def drifted(state: State, path: str, current: str | None) -> bool:
@@ -212,6 +232,9 @@ def dump_state(state: State) -> str:
         },
         "record": state.record,
         "spec": state.spec,
+        "spec_inputs": state.spec_inputs,
+        "spec_digest": state.spec_digest,
+        "driver": state.driver,
         "created": list(state.created),
     }
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
@@ -240,6 +263,9 @@ def load_state(name: str, text: str | None) -> State:
             configs=configs,
             record=_opt_str(data.get("record")),
             spec=_opt_str(data.get("spec")),
+            spec_inputs=_opt_str(data.get("spec_inputs")),
+            spec_digest=_opt_str(data.get("spec_digest")),
+            driver=_opt_str(data.get("driver")),
             created=tuple(str(p) for p in data.get("created", [])),
         )
     except (ValueError, TypeError, KeyError, AttributeError) as exc:

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from ctk.doctor.model import Finding, Status
+if TYPE_CHECKING:  # the agent's pass without --prometheus-textfile loads no doctor code
+    from ctk.doctor.model import Finding
 
 # The label the chart's RuntimeClass selects on: present (=true) only while the node's engine
 # runs the nvidia runtime and the CDI spec is valid (docs/agent.md).
@@ -120,10 +121,10 @@ def npd_report(findings: Sequence[Finding]) -> tuple[int, str]:
     A failed error-severity check is a problem, named by the first one in stack order (the
     root cause); when none failed but a check could not decide, the answer is unknown.
     """
-    failed = [f for f in findings if f.status is Status.FAIL and f.severity == "error"]
+    failed = [f for f in findings if f.status == "fail" and f.severity == "error"]
     if failed:
         return NPD_PROBLEM, _cut(f"{failed[0].check}: {failed[0].summary}")
-    unknown = [f for f in findings if f.status is Status.UNKNOWN and f.severity == "error"]
+    unknown = [f for f in findings if f.status == "unknown" and f.severity == "error"]
     if unknown:
         return NPD_UNKNOWN, _cut(f"{unknown[0].check} unknown: {unknown[0].summary}")
     return NPD_OK, f"ok: {len(findings)} checks, no errors"

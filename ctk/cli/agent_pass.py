@@ -20,6 +20,8 @@ from ctk.agent.model import (
     decide_restart,
     digest,
     drifted,
+    spec_fresh,
+    untouched,
 )
 from ctk.errors import CtkError
 from ctk.host import agent as host_agent
@@ -69,6 +71,9 @@ def _configure(agent: Agent, state: State) -> tuple[State, bool, bool]:
     from ctk.runtime_config.changes import dump_record
     from ctk.runtime_config.configure import configure
 
+    current = {name: host_agent.read_config(agent.host, name) for name in state.configs}
+    if untouched(state, current):
+        return state, False, False
     inputs = host_agent.gather_runtime(agent.host, agent.runtime, state.record)
     plan = configure(agent.runtime, inputs, RuntimeRequest(enable_cdi=agent.enable_cdi))
     for warning in plan.warnings:
@@ -165,19 +170,29 @@ def _spec(agent: Agent, state: State) -> tuple[State, bool, str | None]:
     from ctk.cdi.refresh import Outcome as Refresh
     from ctk.cdi.refresh import plan_refresh
 
+    target = agent.host.path(_spec_path(agent))
+    inputs = host_agent.nvml_inputs(agent.host, agent.driver_root)
+    if spec_fresh(state, inputs, host_agent.file_digest(target)):
+        return state, True, state.driver
     try:
         data, text, version = host_agent.generate_spec(agent.host, agent.driver_root)
     except CtkError as exc:
         agent.say(f"cdi: cannot generate the spec: {exc.message}")
         return state, False, None
-    target = agent.host.path(_spec_path(agent))
     plan = plan_refresh(files.read_bytes(target, missing_ok=True), text, data)
     if plan.outcome is not Refresh.KEEP:
         files.write_atomic(target, text, mode=0o644, make_parents=True)
         os.chmod(files.write_target(target), 0o644)
         why = "; ".join(plan.changes)
         agent.say(f"cdi: {plan.outcome} {_spec_path(agent)}" + (f" ({why})" if why else ""))
-    return replace(state, spec=str(_spec_path(agent))), True, version
+    fresh = replace(
+        state,
+        spec=str(_spec_path(agent)),
+        spec_inputs=inputs,
+        spec_digest=digest(text),
+        driver=version,
+    )
+    return fresh, True, version
 
 
 def _own(state: State, path: str) -> State:

@@ -378,6 +378,27 @@ def find_hook(host: HostRoot) -> str | None:
     return None
 
 
+def nvml_inputs(host: HostRoot, driver_root: PurePosixPath) -> str | None:
+    """A digest of what NVML says (driver, GPUs, MIG layout); None when NVML cannot answer."""
+    import hashlib
+
+    from ctk.host.nvml import read_nvml
+
+    try:
+        facts = read_nvml(host.path(driver_root))
+    except CtkError:
+        return None
+    return hashlib.sha256(repr(facts).encode()).hexdigest()
+
+
+def file_digest(path: Path) -> str | None:
+    """The sha256 of a file's bytes (None: missing)."""
+    import hashlib
+
+    data = files.read_bytes(path, missing_ok=True)
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
 def generate_spec(host: HostRoot, driver_root: PurePosixPath) -> tuple[dict[str, object], str, str]:
     """The node's CDI spec with host paths: its data, its checked text, the driver version."""
     from ctk.agent.spec import host_paths
