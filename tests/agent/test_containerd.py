@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,88 @@ def test_containerd_exits_on_sighup(containerd_host: Host) -> None:
         "error: --restart-mode signal cannot apply a containerd config: containerd does not "
         "reload on SIGHUP, it exits (status 129) and stays down until systemd restarts it"
     )
+
+
+def upgrade_driver(host: Host, old: str, new: str) -> None:
+    """Replace the fixture's driver files ``old`` by ``new`` (names, links, /proc, fake NVML)."""
+    for path in sorted(host.root.rglob(f"*{old}*"), key=lambda p: -len(p.parts)):
+        path.rename(path.with_name(path.name.replace(old, new)))
+    for path in host.root.rglob("*"):
+        if path.is_symlink() and old in os.readlink(path):
+            target = os.readlink(path).replace(old, new)
+            path.unlink()
+            path.symlink_to(target)
+    version = host.path("/proc/driver/nvidia/version")
+    version.write_text(version.read_text().replace(old, new))
+    host.node.topology.write_text(host.node.topology.read_text().replace(old, new))
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def start_loop(host: Host, log: Path, *args: str) -> subprocess.Popen[bytes]:
+    with log.open("w") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "ctk.cli.app", "agent", *host.args("--interval", "0.2", *args)],
+            env=host.env(),
+            stderr=out,
+        )
+
+
+def test_lifecycle_restarts_the_engine_exactly_twice(containerd_host: Host, tmp_path: Path) -> None:
+    """install -> upgrade (SIGTERM, new agent) -> config overwritten -> driver upgraded ->
+    uninstall: two restarts (configure, uninstall), the spec fresh, the config repaired, and
+    finally the original bytes (docs/agent.md)."""
+    host = containerd_host
+    config = host.path("/etc/containerd/config.toml")
+    original = config.read_bytes()
+    ready, nfd = tmp_path / "ready", tmp_path / "features.d"
+    outlets = ("--ready-file", str(ready), "--nfd-features-dir", str(nfd))
+    spec = host.path("/var/run/cdi/nvidia.yaml")
+
+    first = start_loop(host, tmp_path / "first.log", *outlets)  # install
+    wait_until(ready.exists, "the first agent's ready file")
+    assert host.restarts == 1
+    configured, pid = config.read_bytes(), host.pid
+    first.send_signal(signal.SIGTERM)  # upgrade: the old agent goes, a new one comes
+    assert first.wait(30) == 0
+    assert config.read_bytes() == configured
+    second = start_loop(host, tmp_path / "second.log", *outlets)
+    try:
+        log = tmp_path / "second.log"
+        wait_until(lambda: log.read_text().count("pass: nothing changed; ready") >= 2, "passes")
+        assert (host.restarts, host.pid) == (1, pid)
+
+        config.write_bytes(original)  # kubespray, a package upgrade
+        wait_until(lambda: state(host)["drift_repairs"] == 1, "the drift repair")
+        assert config.read_bytes() == configured
+        assert "libcuda.so.550.54.15" in spec.read_text()
+
+        upgrade_driver(host, "550.54.15", "560.35.03")
+        wait_until(lambda: "libcuda.so.560.35.03" in spec.read_text(), "the spec refresh")
+        assert "550.54.15" not in spec.read_text()
+        wait_until(
+            lambda: "ctk.nvidia.com/driver.version=560.35.03\n" in (nfd / "ctk").read_text(),
+            "the NFD label",
+        )
+        assert (host.restarts, host.pid) == (1, pid)
+        assert ready.exists()
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(30) == 0
+    finally:
+        if second.poll() is None:
+            second.kill()
+
+    done = host.agent("--uninstall", *outlets)
+    assert done.returncode == 0, done.stderr
+    assert config.read_bytes() == original
+    assert not host.path(IMPORT).exists()
+    assert not spec.exists()
+    assert not ready.exists()
+    assert not (nfd / "ctk").exists()
+    assert "nvidia" not in runtimes(host)
+    assert host.restarts == 2
