@@ -32,7 +32,7 @@ DEFAULT_OUTPUT = Path("/etc/cdi/nvidia.yaml")
 
 
 class DiscoveryMode(StrEnum):
-    """`--mode` as nvidia-ctk spells it: `auto` (its default) is nvml here."""
+    """`--mode` as nvidia-ctk spells it (`auto`, its default, too)."""
 
     AUTO = "auto"
     NVML = "nvml"
@@ -45,8 +45,13 @@ class DiscoveryMode(StrEnum):
     MOFED = "mofed"
     NVSWITCH = "nvswitch"
 
-    def resolve(self) -> Mode:
-        return Mode.NVML if self is DiscoveryMode.AUTO else Mode(self.value)
+    def resolve(self, driver_root: Path, dev_root: Path) -> Mode:
+        """The mode; `auto` is wsl on WSL2, csv on a Jetson without NVML, else nvml."""
+        if self is not DiscoveryMode.AUTO:
+            return Mode(self.value)
+        from ctk.host.modes import detect_mode
+
+        return detect_mode(driver_root, dev_root)
 
 
 EXTENSIONS = {".yaml": SpecFormat.YAML, ".json": SpecFormat.JSON}
@@ -351,10 +356,12 @@ DEV_ROOT = typer.Option(
 )
 FORMAT = typer.Option(None, "--format", help="yaml or json [default: from --output, else yaml].")
 MODE = typer.Option(
-    DiscoveryMode.NVML,
+    DiscoveryMode.AUTO,
     "--mode",
     "--discovery-mode",
-    help="How devices are found: nvml (auto is the same), or management (device nodes only).",
+    help="How devices are found: nvml, management (device nodes only), csv (Jetson), wsl, or "
+    "one device class: imex, gds, gdrcopy, mofed, nvswitch; auto: wsl on WSL2, csv on a "
+    "Jetson without NVML, else nvml.",
 )
 STRATEGY = typer.Option(
     [], "--device-name-strategy", help="Device names (repeatable) [default: index and uuid]."
@@ -468,7 +475,7 @@ def register(app: typer.Typer) -> None:
         if output is not None:
             _check_output(output)
         options = _options(
-            mode=mode.resolve(),
+            mode=mode.resolve(driver_root, dev_root or driver_root),
             vendor=vendor,
             class_=class_,
             strategies=strategies,
@@ -520,7 +527,7 @@ def register(app: typer.Typer) -> None:
         fmt = _spec_format(output, None)
         _check_output(output)
         options = _options(
-            mode=mode.resolve(),
+            mode=mode.resolve(driver_root, dev_root or driver_root),
             vendor=vendor,
             class_=class_,
             strategies=strategies,

@@ -91,6 +91,29 @@ def gather_class(
     raise CtkError(f"--mode {mode}: not a device-class mode")  # a caller's bug
 
 
+def detect_mode(driver_root: Path, dev_root: Path) -> Mode:
+    """`--mode auto`: wsl where `/dev/dxg` and `libdxcore.so` are, csv on a Tegra board whose
+    driver has no NVML library (a Jetson), else nvml (as nvidia-ctk resolves its platform)."""
+    from ctk.host.ldcache import find_library
+
+    if not (driver_root.is_dir() and dev_root.is_dir()):
+        return Mode.NVML  # whose gatherer says what is wrong with the roots
+    driver, dev = HostRoot(driver_root), HostRoot(dev_root)
+    if char_devices(dev, (DXG,)) and _found(driver, f"{WSL_LIBRARIES}/{WSL_DXCORE[0]}"):
+        return Mode.WSL
+    tegra = _found(driver, TEGRA_RELEASE) or _soc_family(dev).lower().startswith("tegra")
+    if tegra and find_library(driver_root, "libnvidia-ml.so.1") is None:
+        return Mode.CSV
+    return Mode.NVML
+
+
+def _soc_family(dev: HostRoot) -> str:
+    try:
+        return files.read_text(dev.path("/sys/devices/soc0/family"), missing_ok=True) or ""
+    except CtkError:
+        return ""
+
+
 def _glob(root: HostRoot, pattern: str) -> list[str]:
     """Paths inside the root matching ``pattern`` (a glob in its last part only), by name."""
     directory, name = posixpath.split(pattern)

@@ -50,7 +50,11 @@ def _golden(name: str, text: str) -> str:
             id="imex-selected",
         ),
         pytest.param("wsl2", ["--mode=wsl"], "wsl2.yaml", id="wsl"),
+        pytest.param("wsl2", [], "wsl2.yaml", id="auto-is-wsl-on-wsl2"),
         pytest.param("jetson-orin", ["--mode=csv"], "jetson-orin.yaml", id="csv"),
+        pytest.param(
+            "jetson-orin", ["--mode=auto"], "jetson-orin.yaml", id="auto-is-csv-on-jetson"
+        ),
         pytest.param(
             "jetson-orin",
             [
