@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ctk.hook.params import modified_params
 from tests.hook.bundles import Bundle, make_bundle, run_hook, snapshot
+from tests.hook.test_params_mount import needs_namespace, run_with_host_params
 
 LDCONFIG = "/sbin/ldconfig"
 LIBDIR = "usr/lib/ctk-test"
@@ -277,8 +277,21 @@ def test_enable_cuda_compat_needs_a_version(
         pytest.param("DeviceFileUID: 0\n", None, id="absent"),
     ],
 )
-def test_modified_params(params: str, expected: str | None) -> None:
-    assert modified_params(params) == expected
+@needs_namespace
+def test_modified_params(tmp_path: Path, params: str, expected: str | None) -> None:
+    """What the container sees of the host's params: ModifyDeviceFiles turned off, or, when the
+    host's file does not say 1, the container's own file, untouched and nothing mounted."""
+    bundle = make_bundle(tmp_path)
+    container_params = bundle.rootfs / "proc/driver/nvidia/params"
+    container_params.parent.mkdir(parents=True)
+    container_params.write_text("the container's own\n")
+    result = run_with_host_params(tmp_path, bundle, params, container_params)
+    assert result.returncode == 0, result.stderr
+    if expected is None:
+        assert result.stdout == "the container's own\nwritable\n"
+        assert not (bundle.rootfs / "run").exists()
+    else:
+        assert result.stdout == expected + "read-only\n"
 
 
 @pytest.mark.skipif(os.path.exists("/proc/driver/nvidia/params"), reason="a real driver is loaded")
