@@ -53,7 +53,8 @@ def run_native(argv: list[str], stdin: str | None = None) -> int:
     sys.stderr (so pytest's capsys sees it). ``stdin`` defaults to a test's sys.stdin stand-in."""
     if stdin is None:
         stdin = sys.stdin.getvalue() if isinstance(sys.stdin, io.StringIO) else ""
-    program = test_hook_binary() if os.environ.get("CTK_HOOK_SWAP") else hook_binary()
+    testing = os.environ.get("CTK_HOOK_SWAP") or os.environ.get("CTK_HOOK_LDCONFIG_TIMEOUT")
+    program = test_hook_binary() if testing else hook_binary()
     result = subprocess.run(
         [str(program), *argv],
         input=stdin.encode(),

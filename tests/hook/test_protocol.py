@@ -222,3 +222,47 @@ def test_bad_json_in_a_fresh_process(stdin: str, message: str) -> None:
         1,
         f"ctk-hook chmod: error: container state on stdin: not valid JSON: {message}\n",
     )
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "huge"])
+def test_config_json_that_is_not_a_small_file_is_refused_at_once(tmp_path: Path, kind: str) -> None:
+    """A FIFO as config.json (or --container-spec) never blocks the hook; /dev/zero or a huge
+    file is not read into memory."""
+    bundle = make_bundle(tmp_path)
+    config = bundle.path / "config.json"
+    config.unlink()
+    if kind == "fifo":
+        os.mkfifo(config)
+        reason = "Not a regular file"
+    elif kind == "dev-zero":
+        config.symlink_to("/dev/zero")
+        reason = "Not a regular file"
+    else:
+        with config.open("wb") as handle:
+            handle.truncate(64 << 20)
+        reason = "Larger than 16 MiB"
+    result = subprocess.run(
+        [str(hook_binary()), "create-symlinks", "--link", "a::/b"],
+        input=bundle.state, capture_output=True, text=True, timeout=10, check=False,
+    )  # fmt: skip
+    assert (result.returncode, result.stderr) == (
+        1,
+        f"ctk-hook create-symlinks: error: {config}: cannot read the bundle's config: {reason}\n",
+    )
+    state = tmp_path / "state"
+    os.mkfifo(state)
+    result = subprocess.run(
+        [str(hook_binary()), "chmod", "--container-spec", str(state)],
+        capture_output=True, text=True, timeout=10, check=False,
+    )  # fmt: skip
+    assert result.stderr == (
+        f"ctk-hook chmod: error: {state}: cannot read container state: Not a regular file\n"
+    )
+
+
+def test_version() -> None:
+    result = subprocess.run(
+        [str(hook_binary()), "--version"], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0
+    assert result.stdout.startswith("ctk-hook version ")
