@@ -15,8 +15,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ctk.nvproc import parse_proc_devices
 from ctk.rootpath import RootPathError, resolve
-from ctk.system.devices import parse_proc_devices
 from tests.hook.bundles import snapshot
 from tests.hook.native import hook_binary
 
