@@ -19,6 +19,8 @@ from pathlib import Path
 from ctk.cdi.model import DeviceNodeFacts, DriverFacts, HostFile, NodeFacts
 from ctk.cdi.options import Mode
 from ctk.errors import CtkError
+from ctk.host import files
+from ctk.host.files import LD_CACHE_LIMIT, PROC_LIMIT
 from ctk.host.root import HostRoot, PathEscapeError
 from ctk.nvproc import MigMinors, parse_mig_minors
 
@@ -129,8 +131,8 @@ class SearchPaths:
 def read_ld_cache(root: HostRoot) -> tuple[tuple[str, str], ...]:
     """The (library name, path) entries of the root's /etc/ld.so.cache (new format)."""
     try:
-        data = root.path("/etc/ld.so.cache").read_bytes()
-    except (OSError, PathEscapeError):
+        data = files.read_bytes(root.path("/etc/ld.so.cache"), limit=LD_CACHE_LIMIT)
+    except (CtkError, PathEscapeError):
         return ()
     return parse_ld_cache(data)
 
@@ -368,8 +370,8 @@ class _Scan:
 
     def _firmware_dirs(self) -> list[str]:
         try:
-            custom = self.dev.path(FIRMWARE_CLASS_PATH).read_text().strip()
-        except (OSError, PathEscapeError, UnicodeDecodeError):
+            custom = files.read_text(self.dev.path(FIRMWARE_CLASS_PATH), limit=PROC_LIMIT).strip()
+        except (CtkError, PathEscapeError):
             custom = ""
         kernel = [f"/lib/firmware/updates/{self.kernel}"] if self.kernel else []
         plain = [f"/lib/firmware/{self.kernel}"] if self.kernel else []
@@ -449,8 +451,9 @@ class _Scan:
     def mig_minors(self) -> MigMinors:
         """The `<capability> <minor>` lines of mig-minors, and the lines that are not that."""
         try:
-            data = self.dev.path("/proc/driver/nvidia-caps/mig-minors").read_bytes()
-        except (OSError, PathEscapeError):
+            path = self.dev.path("/proc/driver/nvidia-caps/mig-minors")
+            data = files.read_bytes(path, limit=PROC_LIMIT)
+        except (CtkError, PathEscapeError):
             return MigMinors()
         return parse_mig_minors(data.decode("utf-8", "backslashreplace"))
 
