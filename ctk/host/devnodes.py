@@ -112,8 +112,8 @@ def nvidia_nodes(dev: HostRoot) -> NvidiaNodes:
 def read_mig_minors(dev: HostRoot) -> MigMinors:
     """The `<capability> <minor>` lines of mig-minors, and the lines that are not that."""
     try:
-        data = dev.path(MIG_MINORS).read_bytes()
-    except (OSError, PathEscapeError):
+        data = files.read_bytes(dev.path(MIG_MINORS), limit=files.PROC_LIMIT)
+    except (CtkError, PathEscapeError):
         return MigMinors()
     return parse_mig_minors(data.decode("utf-8", "backslashreplace"))
 
@@ -152,7 +152,7 @@ def read_driver_numbers(root: HostRoot) -> DriverNumbers:
     majors of one host would be linked or created under another's /dev.
     """
     devices = root.path(PROC_DEVICES)
-    text = files.read_text(devices, missing_ok=True)
+    text = files.read_text(devices, missing_ok=True, limit=files.PROC_LIMIT)
     if text is None:
         raise CtkError(
             f"{devices}: no such file; the driver's majors are read under --driver-root",
@@ -161,7 +161,9 @@ def read_driver_numbers(root: HostRoot) -> DriverNumbers:
         )
     minors: list[int] = []
     for entry in scan_dir(root.path(GPUS_DIR)):
-        info = files.read_text(Path(entry.path) / "information", missing_ok=True)
+        info = files.read_text(
+            Path(entry.path) / "information", missing_ok=True, limit=files.PROC_LIMIT
+        )
         minor = parse_gpu_information(info or "").device_minor
         if minor is not None:
             minors.append(minor)

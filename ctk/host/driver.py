@@ -17,8 +17,9 @@ from pathlib import Path
 
 from ctk.cdi.options import Mode
 from ctk.errors import CtkError
-from ctk.host import devnodes
+from ctk.host import devnodes, files
 from ctk.host.devnodes import scan_dir
+from ctk.host.files import PROC_LIMIT
 from ctk.host.ldcache import LIBRARY_DIRS, read_ld_cache
 from ctk.host.root import HostRoot, PathEscapeError, existing_root
 from ctk.node import DriverFacts, HostFile, NodeFacts
@@ -278,8 +279,8 @@ class _Scan:
 
     def _firmware_dirs(self) -> list[str]:
         try:
-            custom = self.dev.path(FIRMWARE_CLASS_PATH).read_text().strip()
-        except (OSError, PathEscapeError, UnicodeDecodeError):
+            custom = files.read_text(self.dev.path(FIRMWARE_CLASS_PATH), limit=PROC_LIMIT).strip()
+        except (CtkError, PathEscapeError):
             custom = ""
         kernel = [f"/lib/firmware/updates/{self.kernel}"] if self.kernel else []
         plain = [f"/lib/firmware/{self.kernel}"] if self.kernel else []

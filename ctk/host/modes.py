@@ -109,7 +109,8 @@ def detect_mode(driver_root: Path, dev_root: Path) -> Mode:
 
 def _soc_family(dev: HostRoot) -> str:
     try:
-        return files.read_text(dev.path("/sys/devices/soc0/family"), missing_ok=True) or ""
+        path = dev.path("/sys/devices/soc0/family")
+        return files.read_text(path, missing_ok=True, limit=files.PROC_LIMIT) or ""
     except CtkError:
         return ""
 
