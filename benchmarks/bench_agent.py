@@ -104,14 +104,18 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="ctk-bench-agent-", dir="/tmp"))
     try:
         root, ctl, env = _host(tmp)
-        first = subprocess.run(_argv(root, ctl, "--once"), env=env, capture_output=True, text=True, check=False)
+        first = subprocess.run(
+            _argv(root, ctl, "--once"), env=env, capture_output=True, text=True, check=False
+        )
         if first.returncode != 0:
             sys.stderr.write(first.stderr)
             return 1
         samples = []
         for _ in range(args.runs):
             start = time.perf_counter()
-            done = subprocess.run(_argv(root, ctl, "--once"), env=env, capture_output=True, check=False)
+            done = subprocess.run(
+                _argv(root, ctl, "--once"), env=env, capture_output=True, check=False
+            )
             samples.append(time.perf_counter() - start)
             assert done.returncode == 0 and PASS_LINE.encode() in done.stderr, done.stderr
         early, late, per_pass = _loop_rss(root, ctl, env, args.passes)
