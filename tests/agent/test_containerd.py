@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from ctk.toml_compat import loads as toml_loads
-from tests.agent.conftest import Host
+from tests.agent import supervisor
+from tests.agent.conftest import Host, wait_socket
 
 pytestmark = pytest.mark.integration
 
@@ -88,11 +89,20 @@ def test_once_configures_then_does_nothing_then_repairs_then_uninstalls(
     # The config is overwritten (kubespray): repaired, counted, no restart (the engine kept
     # running with the nvidia runtime it loaded).
     config.write_bytes(original)
-    done = host.agent("--once", "--ready-file", str(ready))
+    prom = tmp_path / "textfile"
+    done = host.agent("--once", "--ready-file", str(ready), "--prometheus-textfile", str(prom))
     assert done.returncode == 0, done.stderr
     assert toml_loads(config.read_text())["imports"] == [IMPORT]
     assert state(host)["drift_repairs"] == 1
     assert (host.pid, host.restarts) == (pid, 1)
+    parser = pytest.importorskip("prometheus_client.parser")
+    families = {
+        f.name: f for f in parser.text_string_to_metric_families((prom / "ctk.prom").read_text())
+    }
+    assert [s.value for s in families["ctk_drift_repairs"].samples] == [1.0]
+    assert [s.value for s in families["ctk_engine_restarts"].samples] == [1.0]
+    assert [s.value for s in families["ctk_ready"].samples] == [1.0]
+    assert len(families["ctk_check_status"].samples) >= 20
 
     done = host.agent("--uninstall", "--ready-file", str(ready))
     assert done.returncode == 0, done.stderr
@@ -245,3 +255,22 @@ def test_lifecycle_restarts_the_engine_exactly_twice(containerd_host: Host, tmp_
     assert not (nfd / "ctk").exists()
     assert "nvidia" not in runtimes(host)
     assert host.restarts == 2
+
+
+def test_no_running_engine_no_ready_file(containerd_host: Host, tmp_path: Path) -> None:
+    host = containerd_host
+    ready = tmp_path / "ready"
+    assert host.agent("--once", "--ready-file", str(ready)).returncode == 0
+    assert ready.exists()
+    supervisor.stop(host.ctl)
+    done = host.agent("--once", "--ready-file", str(ready))
+    assert (done.returncode, done.stderr) == (
+        0,
+        f"not ready: removed {ready}\npass: nothing changed; not ready\n",
+    )
+    assert not ready.exists()
+    supervisor.start(host.ctl)
+    wait_socket(host.path("/run/containerd/containerd.sock"))
+    done = host.agent("--once", "--ready-file", str(ready))
+    assert done.returncode == 0, done.stderr
+    assert ready.exists()  # a new engine process reading ctk's unchanged files has nvidia
