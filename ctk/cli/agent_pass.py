@@ -54,7 +54,7 @@ class Agent:
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class PassResult:
     """A pass's result: the new state, whether the host's files are right, and readiness."""
 
     state: State
@@ -236,7 +236,7 @@ def _outlets(agent: Agent, state: State, *, ready: bool, driver: str | None) -> 
     return state
 
 
-def reconcile(agent: Agent, state: State) -> Outcome:
+def reconcile(agent: Agent, state: State) -> PassResult:
     """One pass: configure, restart if needed, hook, spec, readiness, outlets."""
     state = replace(state, runtime=agent.runtime)
     live_before, _ = _live_nvidia(agent, state, trust_files=not state.restart_pending)
@@ -255,7 +255,7 @@ def reconcile(agent: Agent, state: State) -> Outcome:
     state = _outlets(agent, state, ready=ready, driver=driver)
     if not changed and not restarted:
         agent.say(f"pass: nothing changed; {'ready' if ready else 'not ready'}")
-    return Outcome(state, ok=spec_ok, ready=ready)
+    return PassResult(state, ok=spec_ok, ready=ready)
 
 
 def uninstall(agent: Agent, state: State) -> State:
