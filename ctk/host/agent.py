@@ -22,16 +22,18 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from ctk.agent.model import LOCK_DIR, SOCKETS, STATE_DIR, Presence, State, dump_state, load_state
 from ctk.errors import CtkError
 from ctk.host import files
 from ctk.host.root import HostRoot
-from ctk.runtime_config import imports
-from ctk.runtime_config.configure import Inputs, uses_drop_in
 from ctk.runtime_config.engines import ENGINES, Runtime
 from ctk.runtime_config.parse import load_toml
-from ctk.runtime_config.plan import FileChange
+
+if TYPE_CHECKING:  # the planner (tomlkit) loads only when a pass has something to plan
+    from ctk.runtime_config.configure import Inputs
+    from ctk.runtime_config.plan import FileChange
 
 STATE_FILE = "state.json"
 LOCK_FILE = "agent.lock"
@@ -262,6 +264,7 @@ def gather_runtime(host: HostRoot, runtime: Runtime, record: str | None) -> Inpu
     TODO(issue 13): use the runtime gather with --root once it lands in ctk/host.
     """
     from ctk.runtime_config.changes import load_record
+    from ctk.runtime_config.configure import Inputs, uses_drop_in
 
     engine = ENGINES[runtime]
     config = str(engine.config_path)
@@ -305,6 +308,8 @@ def _containerd_split(
     host: HostRoot, main: str, main_text: str, drop_in: str
 ) -> tuple[Files, Files]:
     """The files containerd imports, split around ctk's drop-in (which counts as imported)."""
+    from ctk.runtime_config import imports
+
     texts: dict[str, str] = {}
 
     def imports_of(name: str) -> list[str] | None:
