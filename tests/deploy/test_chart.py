@@ -263,8 +263,9 @@ def test_runtime_classes_select_the_agent_label(
     for combo, (_, docs) in rendered.items():
         classes = {d["metadata"]["name"]: d for d in kinds(docs, "RuntimeClass")}
         assert set(classes) == ({"nvidia", "nvidia-cdi"} if combo.cdi else {"nvidia"}), combo
-        for name, rc in classes.items():
-            assert rc["handler"] == name
+        for rc in classes.values():
+            # ctk configures one engine handler, nvidia.
+            assert rc["handler"] == "nvidia"
             assert rc["scheduling"]["nodeSelector"] == {AGENT_LABEL: "true"}
     off = render({"runtimeClass.enabled": "false"})
     assert kinds(off, "RuntimeClass") == []
@@ -273,10 +274,38 @@ def test_runtime_classes_select_the_agent_label(
 
 
 def test_agent_label_is_the_one_the_agent_publishes() -> None:
-    sources = sorted((CHART.parents[2] / "ctk" / "agent").glob("*.py"))
-    if not sources:
+    outlets = pytest.importorskip("ctk.agent.outlets", reason="ctk agent is not in this tree yet")
+    assert outlets.READY_LABEL == AGENT_LABEL
+
+
+def test_every_setting_is_an_option_of_ctk_agent() -> None:
+    """A CTK_AGENT_* variable the agent does not read would be silently ignored."""
+    from ctk.cli.commands import build_app
+
+    agent = build_app().commands.get("agent")  # type: ignore[attr-defined]
+    if agent is None:
         pytest.skip("ctk agent is not in this tree yet")
-    assert any(AGENT_LABEL in p.read_text() for p in sources)
+    known = {p.envvar for p in agent.params if p.envvar}
+    docs = render({"outlets.npd.enabled": "true"})
+    for ds in kinds(docs, "DaemonSet"):
+        for container in pod_spec(ds).get("initContainers", []) + pod_spec(ds)["containers"]:
+            names = {e["name"] for e in container.get("env", [])}
+            assert names <= known, names - known
+
+
+def test_outlets_are_written_through_their_read_write_mounts() -> None:
+    spec = pod_spec(one(render(), "DaemonSet", "ctk"))
+    (agent,) = spec["containers"]
+    env = {e["name"]: e["value"] for e in agent["env"]}
+    mounts = host_mounts(spec, agent)
+    for name, host_dir in (
+        ("CTK_AGENT_PROMETHEUS_TEXTFILE", PROM_DIR),
+        ("CTK_AGENT_NFD_FEATURES_DIR", NFD_DIR),
+    ):
+        assert env[name] == "/host" + host_dir
+        assert mounts[env[name]] == (host_dir, False)
+    assert env["CTK_AGENT_CDI_DIR"] == "/var/run/cdi"  # a host path: /run/cdi through the symlink
+    assert "/host/run/cdi" in mounts
 
 
 def test_service_accounts_have_no_api_permissions_outside_uninstall() -> None:
@@ -350,15 +379,10 @@ def test_k3s_and_rke2_get_a_containerd_template() -> None:
         (cm,) = kinds(docs, "ConfigMap")
         text = cm["data"]["config.toml.tmpl"]
         assert text.startswith('{{ template "base" . }}\n')
-        assert 'runtimes."nvidia"]' in text and 'runtimes."nvidia-cdi"]' in text
+        assert 'runtimes."nvidia"]' in text
         (init,) = pod_spec(one(docs, "DaemonSet", "ctk"))["initContainers"]
         target = f"/host/var/lib/rancher/{distribution}/agent/etc/containerd/config.toml.tmpl"
         assert init["command"] == ["cp", "-n", "/etc/ctk/config.toml.tmpl", target]
-        env = {
-            e["name"]: e["value"]
-            for e in pod_spec(one(docs, "DaemonSet", "ctk"))["containers"][0]["env"]
-        }
-        assert env["CTK_AGENT_CONTAINERD_SOCKET"] == "/run/k3s/containerd/containerd.sock"
     assert "initContainers" not in pod_spec(one(render(), "DaemonSet", "ctk"))
 
 
@@ -375,6 +399,6 @@ def test_update_strategy_and_outlets_are_configurable() -> None:
     assert ds["spec"]["updateStrategy"] == {"type": "OnDelete"}
     env = {e["name"]: e["value"] for e in pod_spec(ds)["containers"][0]["env"]}
     assert "CTK_AGENT_PROMETHEUS_TEXTFILE" not in env
-    assert env["CTK_AGENT_NFD_FEATURES_DIR"] == "/srv/nfd"
+    assert env["CTK_AGENT_NFD_FEATURES_DIR"] == "/host/srv/nfd"
     mounted = {v["hostPath"]["path"] for v in pod_spec(ds)["volumes"] if "hostPath" in v}
     assert PROM_DIR not in mounted and "/srv/nfd" in mounted

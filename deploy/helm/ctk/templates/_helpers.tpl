@@ -55,6 +55,11 @@ rejects later.
 {{- if and (eq .Values.restartMode "signal") (or (eq .Values.runtime "containerd") (eq .Values.runtime "crio") (ne .Values.distribution "default")) -}}
 {{- fail "restartMode signal works for dockerd only: SIGHUP makes containerd exit, and CRI-O is restarted through systemd; use systemd or none" -}}
 {{- end -}}
+{{- range $key, $dir := dict "outlets.prometheusTextfileDir" .Values.outlets.prometheusTextfileDir "outlets.nfdFeaturesDir" .Values.outlets.nfdFeaturesDir -}}
+{{- if and $dir (not (hasPrefix "/" (toString $dir))) -}}
+{{- fail (printf "%s: must be an absolute host path or \"\"" $key) -}}
+{{- end -}}
+{{- end -}}
 {{- if not (hasPrefix "/" (toString .Values.driverRoot)) -}}
 {{- fail "driverRoot: must be an absolute host path" -}}
 {{- end -}}
@@ -141,36 +146,33 @@ nodeAffinity:
 {{- end }}
 {{- end -}}
 
-{{/* The agent's settings, as CTK_AGENT_* environment variables (the agent reads each option so). */}}
+{{/*
+The agent's settings, as the CTK_AGENT_* environment variables `ctk agent` reads. The ready file
+and the outlet dirs are paths in the pod (the outlets: their read-write mounts under /host); the
+CDI dir and driver root are host paths, resolved by the agent under its host root.
+*/}}
 {{- define "ctk.agentEnv" -}}
-{{- $dist := include "ctk.distribution" . | fromJson -}}
 - name: CTK_AGENT_HOST_ROOT
   value: /host
 - name: CTK_AGENT_RUNTIME
   value: {{ .Values.runtime | quote }}
 - name: CTK_AGENT_RESTART_MODE
   value: {{ .Values.restartMode | quote }}
-- name: CTK_AGENT_CDI
-  value: {{ .Values.cdi.enabled | quote }}
+- name: CTK_AGENT_INTERVAL
+  value: {{ .Values.interval | quote }}
 - name: CTK_AGENT_DRIVER_ROOT
   value: {{ .Values.driverRoot | quote }}
 - name: CTK_AGENT_CDI_DIR
   value: /var/run/cdi
 - name: CTK_AGENT_READY_FILE
   value: /run/ctk-pod/ready
-{{- if has .Values.runtime (list "auto" "containerd") }}
-- name: CTK_AGENT_CONTAINERD_CONFIG
-  value: {{ $dist.config | quote }}
-- name: CTK_AGENT_CONTAINERD_SOCKET
-  value: {{ $dist.socket | quote }}
-{{- end }}
 {{- with .Values.outlets.prometheusTextfileDir }}
 - name: CTK_AGENT_PROMETHEUS_TEXTFILE
-  value: {{ . | quote }}
+  value: {{ printf "/host%s" . | quote }}
 {{- end }}
 {{- with .Values.outlets.nfdFeaturesDir }}
 - name: CTK_AGENT_NFD_FEATURES_DIR
-  value: {{ . | quote }}
+  value: {{ printf "/host%s" . | quote }}
 {{- end }}
 {{- end -}}
 
