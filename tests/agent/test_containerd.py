@@ -15,7 +15,7 @@ import pytest
 
 from ctk.toml_compat import loads as toml_loads
 from tests.agent import supervisor
-from tests.agent.conftest import Host, wait_socket
+from tests.agent.conftest import Host, packaged, wait_socket
 
 pytestmark = pytest.mark.integration
 
@@ -76,6 +76,9 @@ def test_once_configures_then_does_nothing_then_repairs_then_uninstalls(
     assert "hostPath: /dev/nvidia0\n" in spec
     assert str(host.root) not in spec
     assert "path: /usr/local/libexec/ctk/ctk-hook\n" in spec
+    native = packaged()
+    if native is not None:  # step 5: the native hook, installed as `ctk install --root` does
+        assert host.path("/usr/local/libexec/ctk/ctk-hook").read_bytes() == native
 
     # A second pass writes no byte and leaves the engine alone.
     before = snapshot(host.root)
@@ -112,6 +115,8 @@ def test_once_configures_then_does_nothing_then_repairs_then_uninstalls(
     assert not ready.exists()
     assert "nvidia" not in runtimes(host)
     assert host.restarts == 2
+    if native is not None:
+        assert not host.path("/usr/local/libexec/ctk").exists()
 
 
 def test_sigterm_in_the_loop_exits_0_without_reverting(
