@@ -279,3 +279,29 @@ def test_no_running_engine_no_ready_file(containerd_host: Host, tmp_path: Path) 
     done = host.agent("--once", "--ready-file", str(ready))
     assert done.returncode == 0, done.stderr
     assert ready.exists()  # a new engine process reading ctk's unchanged files has nvidia
+
+
+def test_every_option_reads_its_environment_variable(containerd_host: Host) -> None:
+    """DaemonSets pass settings as CTK_AGENT_* variables."""
+    host = containerd_host
+    env = {
+        **host.env(),
+        "CTK_AGENT_HOST_ROOT": str(host.root),
+        "CTK_AGENT_HOST_EXEC": host.host_exec,
+        "CTK_AGENT_RESTART_MODE": "none",
+        "CTK_AGENT_ONCE": "true",
+        "CTK_AGENT_CDI_DIR": "/etc/cdi",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "ctk.cli.app", "agent"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "restart needed: systemctl restart containerd\n" in done.stderr
+    assert host.restarts == 0
+    assert host.path("/etc/cdi/nvidia.yaml").exists()
+    assert not host.path("/var/run/cdi/nvidia.yaml").exists()
