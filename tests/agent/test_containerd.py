@@ -305,3 +305,27 @@ def test_every_option_reads_its_environment_variable(containerd_host: Host) -> N
     assert host.restarts == 0
     assert host.path("/etc/cdi/nvidia.yaml").exists()
     assert not host.path("/var/run/cdi/nvidia.yaml").exists()
+
+
+def test_uninstall_after_a_persons_edit_removes_only_ctks_entries(
+    containerd_host: Host,
+) -> None:
+    host = containerd_host
+    config = host.path("/etc/containerd/config.toml")
+    original = config.read_text()
+    assert host.agent("--once").returncode == 0
+    registry = (
+        '\n[plugins."io.containerd.grpc.v1.cri".registry]\n'
+        '  config_path = "/etc/containerd/certs.d"\n'
+    )
+    config.write_text(config.read_text() + registry)  # a person's edit after ctk's
+    done = host.agent("--uninstall")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith(
+        "warning: /etc/containerd/config.toml changed since ctk wrote it: removing only ctk's "
+        "entries, keeping the rest\n"
+    )
+    assert config.read_text() == original + registry
+    assert not host.path(IMPORT).exists()
+    assert "nvidia" not in runtimes(host)
+    assert host.restarts == 2
