@@ -34,11 +34,13 @@ ROOT_HELP = (
 )
 
 SpecDirOption = Annotated[
-    list[Path] | None, typer.Option("--spec-dir", help=SPEC_DIR_HELP, show_default=False)
+    list[Path] | None,
+    typer.Option("--spec-dir", help=SPEC_DIR_HELP, show_default=False, readable=False),
 ]
 AsJson = Annotated[bool, typer.Option("--json", help=JSON_HELP)]
 Root = Annotated[
-    Path | None, typer.Option("--root", metavar="DIR", help=ROOT_HELP, show_default=False)
+    Path | None,
+    typer.Option("--root", metavar="DIR", help=ROOT_HELP, show_default=False, readable=False),
 ]
 
 
@@ -77,7 +79,9 @@ def _dir_problems(dirs: Sequence[SpecDir], *, given: bool) -> list[tuple[str, Pr
 
 
 def validate(
-    files: Annotated[list[Path] | None, typer.Argument(help=FILES_HELP, show_default=False)] = None,
+    files: Annotated[
+        list[Path] | None, typer.Argument(help=FILES_HELP, show_default=False, readable=False)
+    ] = None,
     spec_dir: SpecDirOption = None,
     root: Root = None,
     as_json: AsJson = False,

@@ -133,6 +133,31 @@ def _check_output(output: Path) -> None:
             return
 
 
+def _check_link(output: Path) -> None:
+    """Refuse an --output symlink whose target is missing or is not a CDI spec.
+
+    The user named the link, not its target: a spec is written through a link only onto a
+    spec, never onto another file, and never creates a missing target (or its directories).
+    """
+    if not output.is_symlink():
+        return
+    from ctk.cdi.refresh import read_spec
+    from ctk.host import files
+
+    target = Path(os.path.realpath(output))
+    hint = "remove the link, or pass the path of the spec file itself"
+    if not os.path.lexists(target) or target.is_symlink():
+        raise CtkError(f"--output {output}: a symlink to {target}, which does not exist", hint=hint)
+    if target.is_dir():
+        return  # _check_output says so
+    data = files.read_bytes(target, missing_ok=True)
+    if data is not None and read_spec(data) is None:
+        raise CtkError(
+            f"--output {output}: a symlink to {target}, which is not a CDI spec; not replacing it",
+            hint=hint,
+        )
+
+
 def _kind(vendor: str | None, class_: str, mode: Mode) -> str:
     from ctk.cdi.names import class_error, vendor_error
 
@@ -395,6 +420,7 @@ def register(app: typer.Typer) -> None:
         """Write a CDI spec for every GPU and MIG device of this node."""
         fmt = _spec_format(output, spec_format)
         if output is not None:
+            _check_link(output)
             _check_output(output)
         options = _options(
             mode=mode.resolve(),
@@ -446,6 +472,7 @@ def register(app: typer.Typer) -> None:
         A file that is not a readable spec is replaced (a refresh at boot repairs it).
         """
         fmt = _spec_format(output, None)
+        _check_link(output)
         _check_output(output)
         options = _options(
             mode=mode.resolve(),
