@@ -153,10 +153,14 @@ def parse(text: str, source: str) -> tomlkit.TOMLDocument:
     try:
         return tomlkit.parse(text)
     except (TOMLKitError, RecursionError, ValueError) as exc:
-        raise CtkError(f"{source}: not valid TOML: {exc}", hint="fix it or pass --config-file") from exc
+        raise CtkError(
+            f"{source}: not valid TOML: {exc}", hint="fix it or pass --config-file"
+        ) from exc
 
 
-def _table(doc: tomlkit.TOMLDocument, parts: Sequence[str], source: str) -> Table | tomlkit.TOMLDocument:
+def _table(
+    doc: tomlkit.TOMLDocument, parts: Sequence[str], source: str
+) -> Table | tomlkit.TOMLDocument:
     container: Table | tomlkit.TOMLDocument = doc
     for index, part in enumerate(parts):
         item = container.get(part)

@@ -76,9 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: list[str]) -> int:
     import click
 
-    from ctk.cli.commands import build_app
-
     from ctk.cli import compat
+    from ctk.cli.commands import build_app
 
     command = build_app()
     try:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 FILES_HELP = "Spec files to check ('-' reads standard input). Default: every spec in --spec-dir."
 SPEC_DIR_HELP = (
     "A CDI spec directory, lowest priority first; repeat for more. "
-    "Default: /etc/cdi, then /var/run/cdi."
+    "Default: NVIDIA_CTK_CDI_SPEC_DIRS (comma-separated), else /etc/cdi, then /var/run/cdi."
 )
 JSON_HELP = "Print the result as JSON."
 ROOT_HELP = (
@@ -52,6 +52,10 @@ def _spec_dirs(given: Sequence[Path] | None, root: Path | None) -> list[PurePosi
         raise UsageError(
             f"--root {root}: {reason}", hint="pass the directory that stands for / of the node"
         )
+    if not given:  # nvidia-ctk's variable, as its cdi list reads it (comma-separated)
+        from ctk.cli.compat import env_list
+
+        given = [Path(d) for d in env_list("NVIDIA_CTK_CDI_SPEC_DIRS")]
     if not given:
         return list(DEFAULT_SPEC_DIRS)
     if root is None:

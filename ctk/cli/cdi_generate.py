@@ -396,7 +396,11 @@ OUTPUT = typer.Option(
     help="Write here (.yaml or .json; '' is stdout) [default: stdout].",
 )
 REFRESH_OUTPUT = typer.Option(
-    None, "--output", "-o", envvar=OUTPUT_ENV, help=f"The spec to refresh [default: {DEFAULT_OUTPUT}]."
+    None,
+    "--output",
+    "-o",
+    envvar=OUTPUT_ENV,
+    help=f"The spec to refresh [default: {DEFAULT_OUTPUT}].",
 )
 
 
@@ -616,7 +620,9 @@ def register(app: typer.Typer) -> None:
         if plan.outcome is Outcome.CREATE:
             message = f"created {output_path} ({_summary(spec)})"
         elif plan.outcome is Outcome.REPLACE:
-            message = f"replaced {output_path}, which was not a readable CDI spec ({_summary(spec)})"
+            message = (
+                f"replaced {output_path}, which was not a readable CDI spec ({_summary(spec)})"
+            )
         else:
             message = f"updated {output_path} ({'; '.join([_summary(spec), *plan.changes])})"
         compat.info(message)

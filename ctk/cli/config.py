@@ -10,7 +10,9 @@ import typer
 
 from ctk.cli import compat
 
-app = typer.Typer(help="Show or edit the NVIDIA Container Toolkit's config.toml (nvidia-ctk config).")
+app = typer.Typer(
+    help="Show or edit the NVIDIA Container Toolkit's config.toml (nvidia-ctk config)."
+)
 
 Output = Annotated[
     Path | None, typer.Option("--output", "-o", help="Write here instead of standard output.")
@@ -32,9 +34,7 @@ def config(
     ctx: typer.Context,
     config_file: Annotated[
         Path,
-        typer.Option(
-            "--config-file", "--config", "-c", help="The toolkit's config file to read."
-        ),
+        typer.Option("--config-file", "--config", "-c", help="The toolkit's config file to read."),
     ] = Path("/etc/nvidia-container-runtime/config.toml"),
     sets: Annotated[
         list[str],
