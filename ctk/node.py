@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from enum import IntEnum, StrEnum
+from enum import IntEnum
 from pathlib import PurePosixPath
+
+from ctk.enums import StrEnum
 
 
 class NvmlReturn(IntEnum):

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 
 from ctk.cdi.diff import AREAS, driver_version, grouped
 from ctk.cdi.load import Loaded, load_text
+from ctk.enums import StrEnum
 
 LISTED = 4  # at most this many names are listed; more are counted
 

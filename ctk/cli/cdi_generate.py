@@ -6,7 +6,6 @@ import contextlib
 import os
 import shutil
 import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +21,7 @@ from ctk.cdi.options import (
     SpecFormat,
 )
 from ctk.cli import compat
+from ctk.enums import StrEnum
 from ctk.errors import CtkError, UsageError
 
 if TYPE_CHECKING:  # the generator is imported when a command runs, not for `ctk --help`
