@@ -4,13 +4,15 @@ does (the reference library's `InjectDevices`, which Podman, containerd and CRI-
 Order: for each requested device, its spec's own `containerEdits` (once per spec, when its first
 device is met) and then the device's edits are appended into one edit set, which is applied:
 
-- env: each `KEY=VALUE` replaces the entry with the same key in place, else it is appended;
+- env: appended; a `KEY=VALUE` whose key an earlier edit set replaces that entry in place.
+  An entry the OCI spec already had (image, engine defaults) stays, and a container sees
+  both, as Podman 4.3 gives them (`replace_existing_env` replaces it instead);
 - device nodes: a node's missing `hostPath` is its `path`; a missing type or major/minor comes
   from the host node (gathered by the caller); an entry with the same `path` is replaced; a node
   without uid/gid takes the process user's when non-zero; a `b`/`c` node also gets a cgroup
   rule (`allow`, its type and numbers, `permissions` or `rwm`);
 - mounts: an existing mount at the same destination is removed, the new one appended, then all
-  mounts are ordered by the depth of their destination (stable);
+  mounts are ordered by the depth of their destination, then by destination;
 - hooks: appended to their stage; additionalGids: appended unless present; intelRdt: replaced.
 
 Pure data in, data out: the OCI spec keeps its key order; keys are added in the OCI structs'
@@ -70,12 +72,12 @@ def _section(parent: dict[str, object], key: str, kind: type) -> object:
     return value
 
 
-def _apply_env(oci: dict[str, object], env: list[object]) -> None:
+def _apply_env(oci: dict[str, object], env: list[object], *, replace_existing: bool) -> None:
     process = _section(oci, "process", dict)
     assert isinstance(process, dict)
     current = _section(process, "env", list)
     assert isinstance(current, list)
-    index = {str(e).split("=", 1)[0]: i for i, e in enumerate(current)}
+    index = {str(e).split("=", 1)[0]: i for i, e in enumerate(current)} if replace_existing else {}
     for entry in env:
         key = str(entry).split("=", 1)[0]
         if key in index:
@@ -161,9 +163,10 @@ def _apply_devices(
             )
 
 
-def _depth(mount: object) -> int:
+def _depth(mount: object) -> tuple[int, str]:
     destination = mount.get("destination") if isinstance(mount, dict) else None
-    return normpath(str(destination or "")).count("/")
+    clean = normpath(str(destination or ""))
+    return clean.count("/"), str(destination or "")
 
 
 def _apply_mounts(oci: dict[str, object], mounts: list[object]) -> None:
@@ -200,6 +203,10 @@ def _apply_hooks(oci: dict[str, object], hooks: list[object]) -> None:
             if hook.get(key):
                 oci_hook[key] = hook[key]
         stage.append(oci_hook)
+    stages = oci.get("hooks")
+    if isinstance(stages, dict):  # in the OCI struct's order, as Go writes it
+        ordered = {k: stages[k] for k in HOOK_STAGES if k in stages}
+        oci["hooks"] = {**ordered, **{k: v for k, v in stages.items() if k not in ordered}}
 
 
 def _apply_gids(oci: dict[str, object], gids: list[object]) -> None:
@@ -220,6 +227,8 @@ def apply_edits(
     oci: Mapping[str, object],
     edits: Mapping[str, object],
     hosts: Mapping[str, HostDevice],
+    *,
+    replace_existing_env: bool = False,
 ) -> dict[str, object]:
     """A copy of the OCI spec ``oci`` with ``edits`` applied (see the module docstring).
 
@@ -229,7 +238,7 @@ def apply_edits(
     result = copy.deepcopy(dict(oci))
     env = edits.get("env")
     if isinstance(env, list) and env:
-        _apply_env(result, env)
+        _apply_env(result, env, replace_existing=replace_existing_env)
     nodes = edits.get("deviceNodes")
     if isinstance(nodes, list):
         _apply_devices(result, nodes, hosts)

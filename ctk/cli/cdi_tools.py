@@ -139,6 +139,14 @@ def inject(
     input_path: Annotated[
         str, typer.Option("--input", help="The OCI runtime spec ('-': standard input).")
     ] = "-",
+    replace_existing_env: Annotated[
+        bool,
+        typer.Option(
+            "--replace-existing-env",
+            help="A variable the spec sets replaces the config's own entry (Podman 4.3 keeps "
+            "both; other runtimes replace it).",
+        ),
+    ] = False,
 ) -> None:
     """Print an OCI runtime spec (config.json) with CDI devices applied, as a CDI runtime does.
 
@@ -175,7 +183,8 @@ def inject(
         entry = next(d for d in _items(spec.get("devices")) if d.get("name") == device.name.name)
         blocks.append(_edits(entry))
     edits = merge_edits(blocks)
-    result = apply_edits(oci, edits, _host_devices(needed_host_paths(edits)))
+    hosts = _host_devices(needed_host_paths(edits))
+    result = apply_edits(oci, edits, hosts, replace_existing_env=replace_existing_env)
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
 

@@ -226,7 +226,15 @@ def test_apply_edits_as_a_cdi_runtime_does() -> None:
     assert isinstance(device, dict)
     edits = merge_edits([common, device])
     hosts = {"/dev/nvidiactl": HostDevice("c", 195, 255)}
-    result = apply_edits(OCI, edits, hosts | {"/driver/dev/nvidia0": HostDevice("c", 195, 0)})
+    hosts |= {"/driver/dev/nvidia0": HostDevice("c", 195, 0)}
+    kept = apply_edits(OCI, edits, hosts)
+    assert kept["process"]["env"] == [  # type: ignore[index]
+        "PATH=/usr/bin:/bin",
+        "TERM=xterm",
+        "NVIDIA_VISIBLE_DEVICES=all",
+        "NVIDIA_VISIBLE_DEVICES=void",
+    ]
+    result = apply_edits(OCI, edits, hosts, replace_existing_env=True)
     assert result == {
         "ociVersion": "1.0.2-dev",
         "process": {
@@ -235,9 +243,9 @@ def test_apply_edits_as_a_cdi_runtime_does() -> None:
             "env": ["PATH=/usr/bin:/bin", "TERM=xterm", "NVIDIA_VISIBLE_DEVICES=void"],
         },
         "root": {"path": "rootfs"},
-        "mounts": [  # by depth of the destination, stable; the old nvidia-smi mount replaced
-            {"destination": "/proc", "type": "proc", "source": "proc"},
+        "mounts": [  # by depth, then destination; the old nvidia-smi mount replaced
             {"destination": "/dev", "type": "tmpfs", "source": "tmpfs"},
+            {"destination": "/proc", "type": "proc", "source": "proc"},
             {"destination": "/dev/shm", "type": "tmpfs", "source": "shm"},
             {
                 "destination": "/usr/bin/nvidia-smi",
