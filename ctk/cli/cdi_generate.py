@@ -283,11 +283,9 @@ def _options(
     hooks = _enabled_hooks(disable_hook, enable_hook)
     if hook_path is not None and "/" not in hook_path:  # a program name: nvidia-ctk finds it
         found = shutil.which(hook_path)
-        if found is None:
-            raise CtkError(
-                f"--hook-path {hook_path}: no such program on PATH",
-                hint="pass the absolute path of the hook program on the host",
-            )
+        if found is None:  # as nvidia-ctk: the usual place, said in a warning
+            found = f"/usr/bin/{hook_path}"
+            compat.warn(f"--hook-path {hook_path}: not found on PATH; using {found}")
         hook_path = os.path.abspath(found)
     if hook_path is not None and not os.path.isabs(hook_path):
         raise UsageError(

@@ -308,3 +308,28 @@ def test_driver_root_from_the_toolkit_config(
     monkeypatch.setenv("NVIDIA_CTK_DRIVER_ROOT", str(tmp_path / "nothing"))
     args = ["--config", str(config), "cdi", "generate", "--disable-hook", "all"]
     assert main(args) == 1  # the variable beats the config file, and has no driver
+
+
+@pytest.mark.integration
+def test_hook_program_by_name(
+    workstation: FakeNode,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`--nvidia-ctk-path nvidia-ctk`: a name is looked up on PATH, else /usr/bin/<name>."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    hook = bin_dir / "ctk-test-hook"
+    hook.write_text("#!/bin/sh\n")
+    hook.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    assert main(["cdi", "generate", "--nvidia-cdi-hook-path", "ctk-test-hook"]) == 0
+    out, err = capsys.readouterr()
+    assert (f"path: {hook}\n" in out, err) == (True, "")
+    assert main(["cdi", "generate", "--nvidia-ctk-path=ctk-missing-hook"]) == 0
+    out, err = capsys.readouterr()
+    assert "path: /usr/bin/ctk-missing-hook\n" in out
+    assert err.splitlines()[0] == (
+        "warning: --hook-path ctk-missing-hook: not found on PATH; using /usr/bin/ctk-missing-hook"
+    )
