@@ -2,7 +2,7 @@
 
 - `help` / `h` as a command at any level: `ctk help`, `ctk cdi help`, `ctk help cdi generate`.
 - Boolean flags with a value, as Go's flag packages take them: `--no-all-device=true`,
-  `--dry-run=false` (Go's true/false spellings: 1, t, true, 0, f, false in any case).
+  `--dry-run=false` (Go's spellings: 1, t, T, true, TRUE, True and the same for false).
 - Environment variables: list values separated by commas, as nvidia-ctk splits them; a
   variable applies only when its flag is not given (a flag beats its variable).
 """
@@ -17,19 +17,20 @@ import click
 
 from ctk.errors import UsageError
 
-_TRUE = frozenset({"1", "t", "true"})
-_FALSE = frozenset({"0", "f", "false"})
+# Go's strconv.ParseBool, which urfave/cli (nvidia-ctk) uses for flags and variables
+GO_TRUE = frozenset({"1", "t", "T", "true", "TRUE", "True"})
+GO_FALSE = frozenset({"0", "f", "F", "false", "FALSE", "False"})
 HELP_WORDS = frozenset({"help", "h"})
 
 
 def parse_bool(value: str, where: str) -> bool:
-    """A boolean as nvidia-ctk reads one (Go's strconv.ParseBool, any letter case)."""
-    word = value.strip().lower()
-    if word in _TRUE:
+    """A boolean as nvidia-ctk reads one (Go's strconv.ParseBool)."""
+    word = value.strip()
+    if word in GO_TRUE:
         return True
-    if word in _FALSE:
+    if word in GO_FALSE:
         return False
-    raise UsageError(f"{where}: {value!r} is not a boolean", hint="use true or false")
+    raise UsageError(f"invalid value {value!r} for {where}", hint="use true or false (or 1 / 0)")
 
 
 def env_flag(name: str) -> bool:
