@@ -354,3 +354,14 @@ def test_inject_cli(
         "error: unresolvable CDI devices example.com/gpu=9\n"
         "hint: ctk cdi list shows the devices of the spec directories\n"
     )
+
+
+def test_refresh_names_the_driver_change() -> None:
+    from ctk.cdi.refresh import spec_changes
+
+    old, new = _yaml(SPEC), _yaml(SPEC.replace("550.54.15", "560.35.03"))
+    assert spec_changes(old, new) == [
+        "driver 550.54.15 -> 560.35.03",
+        "common hooks changed enable-cuda-compat",
+        "device edits changed: 0 (mounts)",
+    ]
