@@ -6,7 +6,7 @@ import click
 import typer
 
 from ctk import __version__
-from ctk.cli import cdi, config, doctor, hook, info, runtime, system
+from ctk.cli import agent, cdi, config, doctor, hook, info, install, runtime, system
 
 
 def _version(value: bool) -> None:
@@ -57,6 +57,8 @@ def build_app() -> click.Command:
     doctor.register(app)
     app.add_typer(system.app, name="system")
     hook.register(app)
+    install.register(app)
+    agent.register(app)
     app.add_typer(config.app, name="config")
     info.register(app)
     return typer.main.get_command(app)
