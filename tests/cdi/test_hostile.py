@@ -91,7 +91,8 @@ def test_unreadable_spec_dirs_exit_1_and_the_others_are_read(
     for folder in (base, *base.parents):
         folder.chmod(folder.stat().st_mode | 0o005)
     good = base / "good"
-    good.mkdir(mode=0o755)
+    good.mkdir()
+    good.chmod(0o755)  # whatever the umask an earlier test left
     (good / "nvidia.yaml").write_bytes((RUN / "nvidia.yaml").read_bytes())
     (good / "nvidia.yaml").chmod(0o644)
     locked = base / "locked"
