@@ -266,11 +266,18 @@ def _outlets(agent: Agent, state: State, *, ready: bool, driver: str | None) -> 
 def reconcile(agent: Agent, state: State) -> PassResult:
     """One pass: configure, restart if needed, hook, spec, readiness, outlets."""
     state = replace(state, runtime=agent.runtime)
-    live_before, _ = _live_nvidia(agent, state, trust_files=not state.restart_pending)
-    state, changed, _ = _configure(agent, state)
-    restarted_before = state.engine_restarts
-    state = _restart(agent, state, changed=changed, live=live_before, removal=False)
-    restarted = state.engine_restarts != restarted_before
+    changed = restarted = False
+    engine_ok = True
+    try:  # a config the planner refuses, a failed restart: said, and the loop goes on
+        live_before, _ = _live_nvidia(agent, state, trust_files=not state.restart_pending)
+        state, changed, _ = _configure(agent, state)
+        restarted_before = state.engine_restarts
+        state = _restart(agent, state, changed=changed, live=live_before, removal=False)
+        restarted = state.engine_restarts != restarted_before
+    except CtkError as exc:
+        agent.say(f"error: {exc.message}" + (f" (hint: {exc.hint})" if exc.hint else ""))
+        engine_ok = False
+        state = replace(state, restart_pending=state.restart_pending or changed)
     state = _hook(agent, state)
     state, spec_ok, driver = _spec(agent, state)
     trust = restarted or (not changed and not state.restart_pending)
@@ -280,9 +287,9 @@ def reconcile(agent: Agent, state: State) -> PassResult:
     ready = live and spec_ok
     state = _mark_ready(agent, state, ready)
     state = _outlets(agent, state, ready=ready, driver=driver)
-    if not changed and not restarted:
+    if engine_ok and not changed and not restarted:
         agent.say(f"pass: nothing changed; {'ready' if ready else 'not ready'}")
-    return PassResult(state, ok=spec_ok, ready=ready)
+    return PassResult(state, ok=engine_ok and spec_ok, ready=ready)
 
 
 def uninstall(agent: Agent, state: State) -> State:

@@ -329,3 +329,30 @@ def test_uninstall_after_a_persons_edit_removes_only_ctks_entries(
     assert not host.path(IMPORT).exists()
     assert "nvidia" not in runtimes(host)
     assert host.restarts == 2
+
+
+def test_once_exits_1_when_the_host_cannot_be_put_right(
+    containerd_host: Host, tmp_path: Path
+) -> None:
+    host = containerd_host
+    ready = tmp_path / "ready"
+    config = host.path("/etc/containerd/config.toml")
+    broken = config.read_text() + "[grpc\n"
+    config.write_text(broken)
+    done = host.agent("--once", "--ready-file", str(ready))
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: /etc/containerd/config.toml: not valid TOML")
+    assert config.read_text() == broken
+    assert not ready.exists()
+    assert host.restarts == 0
+
+    spec = host.path("/var/run/cdi/nvidia.yaml").read_bytes()  # the spec step still ran
+    config.write_text(broken.removesuffix("[grpc\n"))
+    library = host.path("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1")
+    library.unlink()  # no NVML: no new spec (the last one stays), not ready, the pass failed
+    done = host.agent("--once", "--ready-file", str(ready))
+    assert done.returncode == 1
+    assert "cdi: cannot generate the spec: " in done.stderr
+    assert host.path("/var/run/cdi/nvidia.yaml").read_bytes() == spec
+    assert not ready.exists()
+    assert host.restarts == 1
