@@ -84,14 +84,15 @@ def _configure(agent: Agent, state: State) -> tuple[State, bool, bool]:
         if change.record is not None:
             state = replace(state, record=dump_record(change.record))
         if change.changed:
-            host_agent.write_change(agent.host, change)
             state = after_write(state, change.path, change.before, change.after)
-            what = "created" if change.before is None else "updated"
-            agent.say(
-                f"{what} {change.path}" + (" (overwritten by someone else: repaired)" * drift)
-            )
     if drift:
         state = replace(state, drift_repairs=state.drift_repairs + 1)
+    if changed:  # the originals are kept before any file changes: a kill in between loses none
+        host_agent.write_state(agent.host, state)
+    for change in changed:
+        host_agent.write_change(agent.host, change)
+        what = "created" if change.before is None else "updated"
+        agent.say(f"{what} {change.path}" + (" (overwritten by someone else: repaired)" * drift))
     return state, bool(changed), drift
 
 

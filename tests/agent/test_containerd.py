@@ -67,6 +67,7 @@ def test_once_configures_then_does_nothing_then_repairs_then_uninstalls(
     assert drop_in["version"] == 2  # never above the main file's
     assert host.restarts == 1
     assert host.pid != first_pid
+    assert "\nrestarted containerd (systemctl restart containerd); down " in done.stderr
     assert runtimes(host)["nvidia"] == {
         **runtimes(host)["nvidia"],  # type: ignore[dict-item]
         "runtime_type": "io.containerd.runc.v2",
