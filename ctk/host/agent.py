@@ -113,6 +113,14 @@ def read_state(host: HostRoot) -> State:
     return load_state(str(path), files.read_text(path, missing_ok=True))
 
 
+def forget_state(host: HostRoot) -> None:
+    """Remove the state file and its folder (an uninstall that is complete)."""
+    path = state_path(host)
+    files.remove(path)
+    with contextlib.suppress(OSError):
+        path.parent.rmdir()
+
+
 def write_state(host: HostRoot, state: State) -> None:
     """Keep ``state`` for the next pass (and the next agent process)."""
     files.write_atomic(state_path(host), dump_state(state), mode=0o600, make_parents=True)

@@ -262,6 +262,7 @@ def test_lifecycle_restarts_the_engine_exactly_twice(containerd_host: Host, tmp_
     assert not (nfd / "ctk").exists()
     assert "nvidia" not in runtimes(host)
     assert host.restarts == 2
+    assert not host.path("/var/lib/ctk/agent").exists()
 
 
 def test_no_running_engine_no_ready_file(containerd_host: Host, tmp_path: Path) -> None:
