@@ -27,7 +27,7 @@ from ctk.runtime_config.changes import (
     newline_of,
 )
 from ctk.runtime_config.inspect import dotted
-from ctk.runtime_config.parse import TYPE_HINT, JSONValue, load_toml, type_name
+from ctk.runtime_config.parse import TYPE_HINT, JSONValue, load_toml, same_data, type_name
 
 # A table, or one that the file defines in several places (split [headers], dotted keys):
 # tomlkit then gives a proxy that edits the right part.
@@ -285,12 +285,12 @@ def finish(
     """
     out = tomlkit.dumps(doc)  # before unwrap(): reading some layouts upsets tomlkit's rendering
     data = doc.unwrap()
-    if data == load_toml(name, original):
+    if same_data(data, load_toml(name, original)):
         return original
     try:
         read_back = load_toml(name, out)
         # Undo: tomlkit writes no header for a table left empty; an empty table reads as absent.
-        same = read_back == data or (undo and _pruned(read_back) == _pruned(data))
+        same = same_data(read_back, data) or (undo and same_data(_pruned(read_back), _pruned(data)))
     except CtkError:
         same = False
     before, after = (out, original) if undo else (original, out)
