@@ -221,6 +221,12 @@ def _containerd_imports(config: Path, text: str | None, drop_in: str | None) -> 
     found = host_engines.containerd_imports(config, text or "", drop_in)
     for name in found.missing:
         sys.stderr.write(f"warning: containerd is told to import {name}, which does not exist\n")
+    for name in found.directories:
+        sys.stderr.write(
+            f"warning: containerd is told to import {name}, which is a directory: containerd "
+            "fails to start on it (is a directory); make the import match files only, like "
+            "conf.d/*.toml\n"
+        )
     return found
 
 

@@ -24,6 +24,7 @@ class ContainerdFiles:
     before: tuple[tuple[str, str], ...]  # imported before the drop-in, in load order
     after: tuple[tuple[str, str], ...]  # imported after it
     missing: tuple[str, ...]  # plain (non-glob) imports that do not exist
+    directories: tuple[str, ...] = ()  # imports that name a directory (containerd fails on them)
 
 
 def refuse_managed_config(path: Path, text: str | None) -> None:
@@ -69,16 +70,25 @@ def containerd_imports(main: Path, main_text: str, drop_in: str | None) -> Conta
     Without a drop-in (in-place editing), every imported file is read after the main file.
     """
     main_name = str(main)
+    directories: list[str] = []
     if drop_in is None:
         loaded = imports.walk(
-            main_name, lambda name: _imports_of_file(name, main_name, main_text), list_dir
+            main_name,
+            lambda name: _imports_of_file(name, main_name, main_text, directories),
+            list_dir,
         )
-        found = tuple((name, files.read_text(Path(name)) or "") for name in loaded.files)
-        return ContainerdFiles((), found, loaded.missing)
+        found = tuple(
+            (name, files.read_text(Path(name)) or "")
+            for name in loaded.files
+            if name not in directories
+        )
+        return ContainerdFiles((), found, loaded.missing, tuple(directories))
     drop_in = imports.clean(drop_in)
     texts: dict[str, str] = {}
 
     def imports_of(name: str) -> list[str] | None:
+        if name != drop_in and _is_directory(name, directories):
+            return []
         if name == main_name:
             entries = imports.imports_in(name, main_text)
             return (
@@ -95,14 +105,28 @@ def containerd_imports(main: Path, main_text: str, drop_in: str | None) -> Conta
         return None
 
     loaded = imports.walk(main_name, imports_of, imports.with_path(list_dir, drop_in))
-    order = [(name, texts.get(name, "")) for name in loaded.files]
-    index = loaded.files.index(drop_in)
-    return ContainerdFiles(tuple(order[:index]), tuple(order[index + 1 :]), loaded.missing)
+    order = [(name, texts.get(name, "")) for name in loaded.files if name not in directories]
+    index = [name for name, _ in order].index(drop_in)
+    return ContainerdFiles(
+        tuple(order[:index]), tuple(order[index + 1 :]), loaded.missing, tuple(directories)
+    )
 
 
-def _imports_of_file(name: str, main_name: str, main_text: str) -> list[str] | None:
+def _is_directory(name: str, directories: list[str]) -> bool:
+    """Whether the imported ``name`` is a directory (noted in ``directories``): not read."""
+    if os.path.isdir(name):
+        directories.append(name)
+        return True
+    return False
+
+
+def _imports_of_file(
+    name: str, main_name: str, main_text: str, directories: list[str]
+) -> list[str] | None:
     if name == main_name:
         return imports.imports_in(name, main_text)
+    if _is_directory(name, directories):
+        return []
     text = files.read_text(Path(name), missing_ok=True)
     return None if text is None else imports.imports_in(name, text)
 
