@@ -37,17 +37,17 @@ class _GoBoolFlags(TyperCommand):
     """A command that also takes `--flag=true|false` for its boolean flags, as nvidia-ctk does."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        flags = {
-            opt
-            for param in self.params
-            if isinstance(param, click.Option) and param.is_flag
-            for opt in param.opts
-        }
+        options = [p for p in self.params if isinstance(p, click.Option)]
+        flags = {opt for param in options if param.is_flag for opt in param.opts}
+        long_names = {opt for param in options for opt in param.opts if opt.startswith("--")}
         out: list[str] = []
-        for index, arg in enumerate(args):
-            if arg == "--":
+        for index, given in enumerate(args):
+            if given == "--":
                 out.extend(args[index:])
                 break
+            # Go's flag package (urfave/cli) takes -name as --name.
+            go_long = given[:1] == "-" and "-" + given.partition("=")[0] in long_names
+            arg = "-" + given if go_long else given
             flag, eq, value = arg.partition("=")
             if not eq or flag not in flags:
                 out.append(arg)
@@ -99,11 +99,23 @@ BACKUP_HELP = (
 )
 
 COMPAT = "nvidia-ctk compatibility"
+DRY_RUN = typer.Option(
+    False,
+    "--dry-run",
+    help="Print the resulting file(s) to stdout, as nvidia-ctk does (ctk's drop-in first); "
+    "write nothing.",
+)
+DIFF = typer.Option(
+    False, "--diff", help="Print a unified diff of what would change; write nothing."
+)
 IGNORED_HELP = "Accepted for nvidia-ctk scripts and ignored, with a warning."
 
 
-def _compat(config_source: str | None, config_mode: str | None) -> None:
-    """Check nvidia-ctk's --config-source and --config-mode: refuse or warn where ctk differs."""
+def _compat(config_source: str | None, config_mode: str | None) -> bool:
+    """Check nvidia-ctk's --config-source and --config-mode: refuse or warn where ctk differs.
+
+    True for the (deprecated) oci-hook mode.
+    """
     if config_source is not None:
         sources = [s.strip() for s in config_source.split(",")]
         bad = [s for s in sources if s not in ("file", "command")]
@@ -117,13 +129,68 @@ def _compat(config_source: str | None, config_mode: str | None) -> None:
                 "and everything they import itself, as containerd and CRI-O merge them\n"
             )
     if config_mode in ("oci-hook", "hook"):
-        raise UsageError(
-            f"ctk does not write OCI hook configs (--config-mode={config_mode}, deprecated in "
-            "nvidia-ctk)",
-            hint="use CDI instead: ctk cdi generate, then ctk runtime configure --cdi.enabled",
+        sys.stderr.write(
+            f"warning: --config-mode={config_mode} is deprecated (in nvidia-ctk too): writing "
+            "an OCI hook; CDI does the same without one: ctk cdi generate, then ctk runtime "
+            "configure --cdi.enabled\n"
         )
+        return True
     if config_mode not in (None, "config-file"):
         sys.stderr.write(f"warning: unknown --config-mode {config_mode!r}; using config-file\n")
+    return False
+
+
+DEFAULT_HOOK_PATH = "/usr/bin/nvidia-container-runtime-hook"
+
+
+def _oci_hook(output: str | None, hook_path: str, *, dry_run: bool) -> None:
+    """nvidia-ctk's oci-hook mode: the prestart hook JSON, printed or written to ``output``."""
+    import json
+    import os
+
+    from ctk.host import engines as host_engines
+    from ctk.host import files
+
+    hook = {
+        "version": "1.0.0",
+        "hook": {
+            "path": hook_path,
+            "args": ["nvidia-container-runtime-hook", "prestart"],
+            "env": [f"PATH={os.environ.get('PATH', '')}"],
+        },
+        "when": {"always": True, "commands": [".*"]},
+        "stages": ["prestart"],
+    }
+    if not host_engines.runtime_binary_found(hook_path):
+        sys.stderr.write(
+            f"warning: {hook_path} does not exist: the hook fails until NVIDIA's "
+            "nvidia-container-toolkit is installed; CDI needs no hook binary: ctk cdi generate\n"
+        )
+    text = json.dumps(hook, indent=2) + "\n"
+    if output is None or dry_run:
+        sys.stdout.write(text)
+        return
+    path = Path(output)
+    before = files.read_text(path, missing_ok=True)
+    if before == text:
+        sys.stdout.write(f"{path} is already written; nothing changed\n")
+        return
+    files.write_atomic(path, text, make_parents=True)
+    sys.stdout.write(f"{'created' if before is None else 'updated'} {path}\n")
+
+
+def _warn_missing_binary(runtime: Runtime, request: RuntimeRequest) -> None:
+    from ctk.host import engines as host_engines
+
+    if host_engines.runtime_binary_found(request.path):
+        return
+    where = request.path if "/" in request.path else f"{request.path} (looked up in PATH)"
+    sys.stderr.write(
+        f"warning: {where} does not exist: {runtime} cannot start containers with the "
+        f"{request.name} runtime until it does; install NVIDIA's nvidia-container-runtime "
+        "(nvidia-container-toolkit), or use CDI natively without a wrapper runtime: ctk cdi "
+        "generate, --cdi.enabled, then request devices like nvidia.com/gpu=all\n"
+    )
 
 
 def _check_name(runtime: Runtime, name: str) -> None:
@@ -131,6 +198,10 @@ def _check_name(runtime: Runtime, name: str) -> None:
         raise UsageError(f"invalid runtime name {name!r}", hint="use a name like nvidia")
     if runtime is Runtime.DOCKER and name == "runc":
         raise UsageError("dockerd reserves the runtime name 'runc'", hint="use a name like nvidia")
+
+
+# nvidia-ctk's spelled-out default of --drop-in-config.
+RUNTIME_SPECIFIC_DEFAULT = "RUNTIME_SPECIFIC_DEFAULT"
 
 
 def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs:
@@ -142,7 +213,7 @@ def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs
     engine = ENGINES[runtime]
     config_path = Path(config) if config else Path(engine.config_path)
     config_path = Path(Path.cwd(), config_path) if not config_path.is_absolute() else config_path
-    if drop_in is None:
+    if drop_in is None or drop_in == RUNTIME_SPECIFIC_DEFAULT:
         drop_in = str(engine.drop_in_path) if engine.drop_in_path else ""
     elif drop_in and engine.drop_in_path is None:
         raise UsageError(f"{runtime} has no drop-in configs", hint="drop --drop-in-config")
@@ -252,7 +323,9 @@ def _same_file(a: Path, b: Path) -> bool:
         return a.absolute() == b.absolute()
 
 
-def _apply(runtime: Runtime, plan: Plan, *, dry_run: bool, backup: bool, verb: str) -> None:
+def _apply(
+    runtime: Runtime, plan: Plan, *, dry_run: bool, diff: bool, backup: bool, verb: str
+) -> None:
     from ctk.runtime_config.plan import unified_diff
 
     for note in plan.notes:
@@ -260,11 +333,14 @@ def _apply(runtime: Runtime, plan: Plan, *, dry_run: bool, backup: bool, verb: s
     for warning in plan.warnings:
         sys.stderr.write(f"warning: {warning}\n")
     changes = plan.changes
-    if dry_run:
+    if diff:
         for change in changes:
             sys.stdout.write(unified_diff(change))
         if not changes:
             sys.stdout.write(f"{_nothing(runtime, verb)}\n")
+        return
+    if dry_run:
+        _print_documents(runtime, plan, verb)
         return
     for change in plan.files:
         _write(change, backup=backup)
@@ -283,6 +359,29 @@ def _apply(runtime: Runtime, plan: Plan, *, dry_run: bool, backup: bool, verb: s
         )
         sys.stdout.write(f"{what} {change.path}\n")
     sys.stdout.write(f"Restart {runtime} to apply the change: {ENGINES[runtime].restart_command}\n")
+
+
+def _print_documents(runtime: Runtime, plan: Plan, verb: str) -> None:
+    """Print each resulting document (ctk's drop-in first, as nvidia-ctk does); say which on stderr.
+
+    Scripts run `--dry-run > new.toml`: stdout holds the documents and nothing else.
+    """
+    for change in sorted(plan.files, key=lambda f: not f.own):
+        if change.after is None:
+            if change.before is not None:
+                sys.stderr.write(f"dry run: {change.path} would be removed\n")
+            continue
+        state = (
+            "is unchanged"
+            if not change.changed
+            else "would be created"
+            if change.before is None
+            else "would be updated"
+        )
+        sys.stderr.write(f"dry run: {change.path} {state}:\n")
+        sys.stdout.write(change.after)
+    if not plan.changes:
+        sys.stderr.write(f"{_nothing(runtime, verb)}\n")
 
 
 def _write(change: FileChange, *, backup: bool) -> None:
@@ -359,9 +458,8 @@ def configure(
     cdi_enabled: bool = typer.Option(
         False, "--cdi.enabled", "--enable-cdi", "--cdi.enable", help="Enable CDI in the engine."
     ),
-    dry_run: bool = typer.Option(
-        False, "--dry-run", help="Print a unified diff of what would change; write nothing."
-    ),
+    dry_run: bool = DRY_RUN,
+    diff: bool = DIFF,
     backup: bool = typer.Option(False, "--backup", help=BACKUP_HELP),
     force: bool = FORCE,
     config_source: str | None = typer.Option(
@@ -374,23 +472,31 @@ def configure(
     config_mode: str | None = typer.Option(
         None,
         "--config-mode",
-        help="nvidia-ctk compatibility: config-file only; the deprecated oci-hook mode is "
-        "refused (use CDI).",
+        help="nvidia-ctk compatibility: config-file (the default), or the deprecated oci-hook: "
+        "an OCI hook JSON for Podman/CRI-O, printed or written to --oci-hook-path.",
         rich_help_panel=COMPAT,
     ),
     executable_path: str | None = typer.Option(
         None, "--executable-path", help=IGNORED_HELP, rich_help_panel=COMPAT
     ),
     oci_hook_path: str | None = typer.Option(
-        None, "--oci-hook-path", help=IGNORED_HELP, rich_help_panel=COMPAT
+        None,
+        "--oci-hook-path",
+        help="oci-hook mode: where to write the hook JSON (default: print it).",
+        rich_help_panel=COMPAT,
     ),
     runtime_hook_path: str | None = typer.Option(
-        None, "--nvidia-runtime-hook-path", help=IGNORED_HELP, rich_help_panel=COMPAT
+        None,
+        "--nvidia-runtime-hook-path",
+        help=f"oci-hook mode: the hook binary (default: {DEFAULT_HOOK_PATH}).",
+        rich_help_panel=COMPAT,
     ),
 ) -> None:
     """Add the nvidia runtime to a container engine's config."""
     _check_name(runtime, nvidia_runtime_name)
-    _compat(config_source, config_mode)
+    if _compat(config_source, config_mode):
+        _oci_hook(oci_hook_path, runtime_hook_path or DEFAULT_HOOK_PATH, dry_run=dry_run or diff)
+        return
     for flag, value, use in (
         ("--executable-path", executable_path, "with --config-source=command"),
         ("--oci-hook-path", oci_hook_path, "in the oci-hook config mode"),
@@ -424,7 +530,8 @@ def configure(
         from ctk.runtime_config.configure import configure as plan_configure
 
         plan = plan_configure(runtime, inputs, request, force=force)
-        _apply(runtime, plan, dry_run=dry_run, backup=backup, verb="configure")
+        _warn_missing_binary(runtime, request)
+        _apply(runtime, plan, dry_run=dry_run, diff=diff, backup=backup, verb="configure")
 
 
 @app.command(cls=_GoBoolFlags)
@@ -434,9 +541,8 @@ def unconfigure(
     config: str | None = CONFIG,
     drop_in_config: str | None = DROP_IN,
     nvidia_runtime_name: str = NAME,
-    dry_run: bool = typer.Option(
-        False, "--dry-run", help="Print a unified diff of what would change; write nothing."
-    ),
+    dry_run: bool = DRY_RUN,
+    diff: bool = DIFF,
     backup: bool = typer.Option(False, "--backup", help=BACKUP_HELP),
     force: bool = FORCE,
 ) -> None:
@@ -447,4 +553,4 @@ def unconfigure(
         from ctk.runtime_config.configure import unconfigure as plan_unconfigure
 
         plan = plan_unconfigure(runtime, inputs, nvidia_runtime_name, force=force)
-        _apply(runtime, plan, dry_run=dry_run, backup=backup, verb="unconfigure")
+        _apply(runtime, plan, dry_run=dry_run, diff=diff, backup=backup, verb="unconfigure")

@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 from ctk.errors import CtkError
 from ctk.host import files
+from ctk.host.root import HostRoot, PathEscapeError
 from ctk.runtime_config import imports
 
 # k3s and RKE2 write containerd's config.toml from a Go template at every start.
@@ -150,6 +151,24 @@ def crio_drop_ins(drop_in: Path) -> tuple[list[tuple[str, str]], list[tuple[str,
         else:
             after.append((str(directory / name), files.read_text(directory / name) or ""))
     return before, after
+
+
+# Where dockerd (under systemd) finds a runtime given by a bare name.
+STANDARD_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+
+
+def runtime_binary_found(binary: str, root: Path = Path("/")) -> bool:
+    """Whether the runtime ``binary`` (absolute, or a bare name looked up in PATH) is there."""
+    host = HostRoot(root)
+    candidates = [binary] if "/" in binary else [f"{d}/{binary}" for d in STANDARD_PATH]
+    for candidate in candidates:
+        try:
+            path = host.path(candidate)
+        except PathEscapeError:
+            continue
+        if path.is_file() and os.access(path, os.X_OK):
+            return True
+    return False
 
 
 STATE_DIR_ENV = "CTK_STATE_DIR"

@@ -19,7 +19,12 @@ from ctk.runtime_config.changes import (
     whole_file_change,
 )
 from ctk.runtime_config.engines import Runtime, RuntimeRequest
-from ctk.runtime_config.inspect import inspect_containerd, inspect_crio, inspect_docker
+from ctk.runtime_config.inspect import (
+    PluginMerge,
+    inspect_containerd,
+    inspect_crio,
+    inspect_docker,
+)
 from ctk.runtime_config.parse import JSONValue, load_toml
 from ctk.runtime_config.plan import FileChange, Plan
 
@@ -101,7 +106,7 @@ def configure(
     check(runtime, inputs)
     text = inputs.config_text or ""
     notes: list[str] = []
-    warnings: list[str] = []
+    warnings: list[str] = _replaced_path(runtime, inputs, request)
     if runtime is Runtime.CONTAINERD:
         warnings.extend(_cri_disabled(inputs))
         if containerd.version_of(inputs.config, text) != 1:  # v1 has no imports
@@ -163,6 +168,27 @@ def configure(
         edit = crio.configure_in_place(inputs.config, text, request)
     notes.extend(edit.notes)
     return Plan((_with_record(inputs, edit),), tuple(notes), tuple(warnings))
+
+
+def _replaced_path(runtime: Runtime, inputs: Inputs, request: RuntimeRequest) -> list[str]:
+    """Warn when a runtime of that name exists with another binary (the GPU Operator's, say)."""
+    main = (inputs.config, inputs.config_text or "")
+    own = [(inputs.drop_in, inputs.drop_in_text)] if inputs.drop_in and inputs.drop_in_text else []
+    files = [main, *inputs.before, *own, *inputs.after]
+    if runtime is Runtime.DOCKER:
+        view = inspect_docker(main[1], name=main[0]) if inputs.config_text is not None else None
+    elif runtime is Runtime.CONTAINERD:
+        view = inspect_containerd(files, merge=PluginMerge.DEEP)
+    else:
+        view = inspect_crio(files)
+    found = view.runtime_named(request.name) if view is not None else None
+    if found is None or found.binary_path in (None, request.path):
+        return []
+    old = found.binary_path
+    return [
+        f"{found.source} sets the {request.name} runtime's path to {old}; replacing it with "
+        f"{request.path} (pass --nvidia-runtime-path {old} to keep it)"
+    ]
 
 
 # Names under which `disabled_plugins` can switch off the CRI plugin (short and full ids).
