@@ -7,7 +7,8 @@ that `ctk --help` and the other commands do not pay for them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from enum import StrEnum
+
+from ctk.enums import StrEnum
 
 
 class Mode(StrEnum):

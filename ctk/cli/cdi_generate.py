@@ -6,7 +6,6 @@ import contextlib
 import os
 import shutil
 import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,6 +20,7 @@ from ctk.cdi.options import (
     NameStrategy,
     SpecFormat,
 )
+from ctk.enums import StrEnum
 from ctk.errors import CtkError, UsageError
 
 if TYPE_CHECKING:  # the generator is imported when a command runs, not for `ctk --help`

@@ -10,9 +10,9 @@ import functools
 import json
 import math
 import re
-import tomllib
 from typing import Any
 
+from ctk import toml_compat as tomllib
 from ctk.errors import CtkError
 
 JSONValue = Any  # parsed data enters here and is narrowed by the callers
