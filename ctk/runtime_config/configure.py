@@ -11,8 +11,9 @@ from dataclasses import dataclass, replace
 from ctk.errors import CtkError
 from ctk.runtime_config import containerd, crio, docker, imports
 from ctk.runtime_config.changes import (
-    FINAL_NEWLINE,
+    FINAL_NEWLINE_ADDED,
     Change,
+    ChangeKind,
     Edit,
     merge_records,
     restore_whole_file,
@@ -280,9 +281,9 @@ def _with_record(inputs: Inputs, edit: Edit) -> FileChange:
     if after == "" and inputs.config_text is None:
         return FileChange(inputs.config, None, None)
     newline: tuple[Change, ...] = ()
-    added_newline = any(c.keys == FINAL_NEWLINE for c in edit.changes)
+    added_newline = any(c.kind is ChangeKind.FINAL_NEWLINE for c in edit.changes)
     if inputs.config_text and not inputs.config_text.endswith("\n") and not added_newline:
-        newline = (Change(FINAL_NEWLINE, False, None, None),)
+        newline = (FINAL_NEWLINE_ADDED,)
     new = (*whole_file_change(inputs.config_text), *edit.changes, *newline)
     return FileChange(inputs.config, inputs.config_text, after, merge_records(inputs.record, new))
 
@@ -363,7 +364,7 @@ def _split_record(
     if runtime is Runtime.DOCKER:
         prefix: tuple[str, ...] = ("runtimes",)
         default: tuple[str, ...] = ("default-runtime",)
-        builtin: frozenset[str] = frozenset({docker.EMPTY_INSIDE})  # not a runtime
+        builtin: frozenset[str] = frozenset()
     elif runtime is Runtime.CONTAINERD:
         version = containerd.version_of(inputs.config, text)
         prefix = (*containerd.cri_keys(version), "containerd", "runtimes")
@@ -392,7 +393,7 @@ def _split_record(
 
 
 def _undone(inputs: Inputs, text: str, new: str, *, blank: bool | None = None) -> FileChange:
-    if any(c.keys == FINAL_NEWLINE for c in inputs.record) and new.endswith("\n"):
+    if any(c.kind is ChangeKind.FINAL_NEWLINE for c in inputs.record) and new.endswith("\n"):
         new = new[:-2] if new.endswith("\r\n") else new[:-1]
     blank = not new.strip() if blank is None else blank
     after = restore_whole_file(new, inputs.record, blank=blank)

@@ -15,11 +15,11 @@ from tomlkit.toml_document import TOMLDocument
 from ctk.errors import CtkError
 from ctk.runtime_config import imports, tomledit
 from ctk.runtime_config.changes import (
-    NEW_TABLE,
-    SUPER_TABLE,
+    TABLE_KINDS,
     Change,
     Edit,
     kept_existing,
+    new_table,
     replaced_keys,
     without_inside,
 )
@@ -77,9 +77,9 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
     created = runtime is None
     if runtime is None:
         source = _source_runtime(name, containerd, runtimes, request.name)
-        runtime = tomledit.copy_item(source) if source is not None else tomledit.new_table()
+        runtime = tomledit.copy_item(source) if source is not None else tomledit.empty_table()
         tomledit.append_table(runtimes, request.name, runtime)
-        changes.append(Change(rt_keys, False, None, NEW_TABLE))
+        changes.append(new_table(rt_keys))
     runtime_type = tomledit.plain(runtime.get("runtime_type", ""))
     if not runtime_type:
         tomledit.set_key(runtime, (*rt_keys, "runtime_type"), RUNC_V2, changes)
@@ -145,7 +145,7 @@ def unconfigure_in_place(
         and tomledit.plain(containerd.get("default_runtime_name")) == runtime_name
     ):
         tomledit.delete_key(containerd, "default_runtime_name")
-    tomledit.undo_changes(doc, [c for c in record if c.after in (NEW_TABLE, SUPER_TABLE)])
+    tomledit.undo_changes(doc, [c for c in record if c.kind in TABLE_KINDS])
     return tomledit.finish(name, doc, text, replaced=replaced_keys(record), undo=True)
 
 

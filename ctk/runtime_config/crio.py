@@ -10,11 +10,11 @@ from collections.abc import Sequence
 
 from ctk.runtime_config import tomledit
 from ctk.runtime_config.changes import (
-    NEW_TABLE,
-    SUPER_TABLE,
+    TABLE_KINDS,
     Change,
     Edit,
     kept_existing,
+    new_table,
     replaced_keys,
     without_inside,
 )
@@ -40,9 +40,9 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
     created = runtime is None
     if runtime is None:
         source = _source(name, crio_runtime, runtimes, request.name)
-        runtime = tomledit.new_table() if source is None else tomledit.copy_item(source)
+        runtime = tomledit.empty_table() if source is None else tomledit.copy_item(source)
         tomledit.append_table(runtimes, request.name, runtime)
-        changes.append(Change(keys, False, None, NEW_TABLE))
+        changes.append(new_table(keys))
     tomledit.set_key(runtime, (*keys, "runtime_path"), request.path, changes)
     tomledit.set_key(runtime, (*keys, "runtime_type"), "oci", changes)
     if request.set_as_default:
@@ -144,5 +144,5 @@ def unconfigure_in_place(
         and tomledit.plain(crio_runtime.get("default_runtime")) == runtime_name
     ):
         tomledit.delete_key(crio_runtime, "default_runtime")
-    tomledit.undo_changes(doc, [c for c in record if c.after in (NEW_TABLE, SUPER_TABLE)])
+    tomledit.undo_changes(doc, [c for c in record if c.kind in TABLE_KINDS])
     return tomledit.finish(name, doc, text, replaced=replaced_keys(record), undo=True)
