@@ -17,6 +17,8 @@ from pathlib import Path
 
 from ctk.cdi.options import Mode
 from ctk.errors import CtkError
+from ctk.host import files
+from ctk.host.files import PROC_LIMIT
 from ctk.host.ldcache import LIBRARY_DIRS, read_ld_cache
 from ctk.host.root import HostRoot, PathEscapeError
 from ctk.node import CharDevice, DriverFacts, HostFile, NodeFacts
@@ -295,8 +297,8 @@ class _Scan:
 
     def _firmware_dirs(self) -> list[str]:
         try:
-            custom = self.dev.path(FIRMWARE_CLASS_PATH).read_text().strip()
-        except (OSError, PathEscapeError, UnicodeDecodeError):
+            custom = files.read_text(self.dev.path(FIRMWARE_CLASS_PATH), limit=PROC_LIMIT).strip()
+        except (CtkError, PathEscapeError):
             custom = ""
         kernel = [f"/lib/firmware/updates/{self.kernel}"] if self.kernel else []
         plain = [f"/lib/firmware/{self.kernel}"] if self.kernel else []
@@ -376,8 +378,9 @@ class _Scan:
     def mig_minors(self) -> MigMinors:
         """The `<capability> <minor>` lines of mig-minors, and the lines that are not that."""
         try:
-            data = self.dev.path("/proc/driver/nvidia-caps/mig-minors").read_bytes()
-        except (OSError, PathEscapeError):
+            path = self.dev.path("/proc/driver/nvidia-caps/mig-minors")
+            data = files.read_bytes(path, limit=PROC_LIMIT)
+        except (CtkError, PathEscapeError):
             return MigMinors()
         return parse_mig_minors(data.decode("utf-8", "backslashreplace"))
 
