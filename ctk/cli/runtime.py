@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,8 +22,7 @@ from ctk.runtime_config.engines import (
 )
 
 if TYPE_CHECKING:  # the editors (tomlkit) load only when a command runs, not for --help
-    from ctk.host.engines import ContainerdFiles
-    from ctk.runtime_config.changes import Change
+    from ctk.host.engines import Place
     from ctk.runtime_config.configure import Inputs
     from ctk.runtime_config.plan import FileChange, Plan
 
@@ -87,6 +85,13 @@ NAME = typer.Option(
     help=f"Name of the runtime (default: {DEFAULT_RUNTIME_NAME}).",
 )
 
+ROOT = typer.Option(
+    "/",
+    "--root",
+    show_default=False,
+    help="Configure the engine of the node mounted here: every path (config, drop-in, imports, "
+    "the runtime binary) is as seen inside it, and records go under its /var/lib/ctk.",
+)
 FORCE = typer.Option(
     False,
     "--force",
@@ -179,10 +184,10 @@ def _oci_hook(output: str | None, hook_path: str, *, dry_run: bool) -> None:
     sys.stdout.write(f"{'created' if before is None else 'updated'} {path}\n")
 
 
-def _warn_missing_binary(runtime: Runtime, request: RuntimeRequest) -> None:
+def _warn_missing_binary(runtime: Runtime, request: RuntimeRequest, place: Place) -> None:
     from ctk.host import engines as host_engines
 
-    if host_engines.runtime_binary_found(request.path):
+    if host_engines.runtime_binary_found(request.path, place.root):
         return
     where = request.path if "/" in request.path else f"{request.path} (looked up in PATH)"
     sys.stderr.write(
@@ -200,131 +205,15 @@ def _check_name(runtime: Runtime, name: str) -> None:
         raise UsageError("dockerd reserves the runtime name 'runc'", hint="use a name like nvidia")
 
 
-# nvidia-ctk's spelled-out default of --drop-in-config.
-RUNTIME_SPECIFIC_DEFAULT = "RUNTIME_SPECIFIC_DEFAULT"
-
-
-def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs:
-    from ctk.host import engines as host_engines
-    from ctk.host import files
-    from ctk.runtime_config.changes import load_record
-    from ctk.runtime_config.configure import Inputs, uses_drop_in
-
-    engine = ENGINES[runtime]
-    config_path = Path(config) if config else Path(engine.config_path)
-    config_path = Path(Path.cwd(), config_path) if not config_path.is_absolute() else config_path
-    if drop_in is None or drop_in == RUNTIME_SPECIFIC_DEFAULT:
-        drop_in = str(engine.drop_in_path) if engine.drop_in_path else ""
-    elif drop_in and engine.drop_in_path is None:
-        raise UsageError(f"{runtime} has no drop-in configs", hint="drop --drop-in-config")
-    if drop_in and not drop_in.startswith("/"):
-        raise UsageError(f"--drop-in-config must be an absolute path, not {drop_in!r}")
-    if drop_in and _same_file(Path(drop_in), config_path):
-        raise UsageError(
-            f"--drop-in-config {drop_in} is the config file itself",
-            hint='pass --drop-in-config "" to edit the config in place',
-        )
-    text = files.read_text(config_path, missing_ok=True)
-    if runtime is Runtime.CONTAINERD:
-        host_engines.refuse_managed_config(config_path, text)
-
-    def record_of(drop_in: str | None) -> tuple[tuple[Change, ...], bool]:
-        record_file = host_engines.record_path(config_path, drop_in)
-        record_text = files.read_text(record_file, missing_ok=True)
-        if record_text is None:  # written beside the config by earlier versions
-            record_file = host_engines.legacy_record_path(config_path)
-            record_text = files.read_text(record_file, missing_ok=True)
-        nested_null = runtime is Runtime.DOCKER
-        return load_record(str(record_file), record_text, nested_null=nested_null), (
-            record_text is not None
-        )
-
-    record, recorded = record_of(None)
-    inputs = Inputs(
-        config=str(config_path),
-        config_text=text,
-        record=record,
-        recorded=recorded,
-    )
-    if not drop_in:
-        return _with_imports(runtime, inputs, config_path)
-    drop_in_text = files.read_text(Path(drop_in), missing_ok=True)
-    taken_over = files.read_text(host_engines.takeover_path(Path(drop_in)), missing_ok=True)
-    with_drop_in = Inputs(
-        config=str(config_path),
-        config_text=text,
-        record=record,
-        recorded=recorded,
-        drop_in=drop_in,
-        drop_in_text=drop_in_text,
-    )
-    if not uses_drop_in(runtime, with_drop_in):
-        return Inputs(
-            config=str(config_path),
-            config_text=text,
-            record=record,
-            recorded=recorded,
-            drop_in=drop_in,
-        )
-    if runtime is Runtime.CONTAINERD:
-        found = _containerd_imports(config_path, text, drop_in)
-        before, after = found.before, found.after
-        record, recorded = record_of(drop_in)
-    else:
-        crio_before, crio_after = host_engines.crio_drop_ins(Path(drop_in))
-        before, after = tuple(crio_before), tuple(crio_after)
-    return Inputs(
-        config=str(config_path),
-        config_text=text,
-        record=record,
-        recorded=recorded,
-        drop_in=drop_in,
-        drop_in_text=drop_in_text,
-        taken_over=taken_over,
-        before=before,
-        after=after,
-    )
-
-
-def _containerd_imports(config: Path, text: str | None, drop_in: str | None) -> ContainerdFiles:
-    from ctk.host import engines as host_engines
-
-    found = host_engines.containerd_imports(config, text or "", drop_in)
-    for name in found.missing:
-        sys.stderr.write(f"warning: containerd is told to import {name}, which does not exist\n")
-    for name in found.directories:
-        sys.stderr.write(
-            f"warning: containerd is told to import {name}, which is a directory: containerd "
-            "fails to start on it (is a directory); make the import match files only, like "
-            "conf.d/*.toml\n"
-        )
-    return found
-
-
-def _with_imports(runtime: Runtime, inputs: Inputs, config: Path) -> Inputs:
-    """In-place containerd (v2+): the files the config imports, all read after it."""
-    from ctk.runtime_config import containerd
-
-    text = inputs.config_text
-    if (
-        runtime is not Runtime.CONTAINERD
-        or not text
-        or containerd.version_of(str(config), text) == 1
-    ):
-        return inputs
-    found = _containerd_imports(config, text, None)
-    return replace(inputs, after=found.after)
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.samefile(b)
-    except OSError:  # one is missing (or unreadable): compare the names
-        return a.absolute() == b.absolute()
-
-
 def _apply(
-    runtime: Runtime, plan: Plan, *, dry_run: bool, diff: bool, backup: bool, verb: str
+    runtime: Runtime,
+    plan: Plan,
+    place: Place,
+    *,
+    dry_run: bool,
+    diff: bool,
+    backup: bool,
+    verb: str,
 ) -> None:
     from ctk.runtime_config.plan import unified_diff
 
@@ -343,7 +232,7 @@ def _apply(
         _print_documents(runtime, plan, verb)
         return
     for change in plan.files:
-        _write(change, backup=backup)
+        _write(change, place, backup=backup)
     if not changes:
         sys.stdout.write(f"{_nothing(runtime, verb)}\n")
         return
@@ -384,15 +273,17 @@ def _print_documents(runtime: Runtime, plan: Plan, verb: str) -> None:
         sys.stderr.write(f"{_nothing(runtime, verb)}\n")
 
 
-def _write(change: FileChange, *, backup: bool) -> None:
+def _write(change: FileChange, place: Place, *, backup: bool) -> None:
     from ctk.host import engines as host_engines
     from ctk.host import files
     from ctk.runtime_config.changes import dump_record
 
-    path = Path(change.path)
+    path = place.host(change.path)
+    root = place.root
     # The record first: if the state directory cannot be written, the config stays untouched;
     # a record of changes that did not happen is harmless (undo acts only on values ctk wrote).
-    record_file = host_engines.record_path(path, change.record_for)
+    record_for = str(place.host(change.record_for)) if change.record_for else None
+    record_file = host_engines.record_path(path, record_for, root)
     if change.record is not None:
         record = dump_record(change.record)
         files.write_atomic(
@@ -401,7 +292,7 @@ def _write(change: FileChange, *, backup: bool) -> None:
     if change.changed:
         # ctk's own drop-in is written afresh from the other files: nothing of the user's to keep.
         if change.taken_over and change.before is not None:
-            kept = host_engines.takeover_path(path)
+            kept = host_engines.takeover_path(path, root)
             files.write_atomic(
                 kept, change.before, mode=0o600, make_parents=True, follow_symlinks=False
             )
@@ -409,7 +300,7 @@ def _write(change: FileChange, *, backup: bool) -> None:
                 f"backed up {path} (not written by ctk) to {kept}; unconfigure puts it back\n"
             )
         elif (backup or change.keep_before) and not change.own and change.before is not None:
-            kept = host_engines.backup_path(path)
+            kept = host_engines.backup_path(path, root)
             files.write_atomic(
                 kept, change.before, mode=0o600, make_parents=True, follow_symlinks=False
             )
@@ -419,7 +310,7 @@ def _write(change: FileChange, *, backup: bool) -> None:
         else:
             files.write_atomic(path, change.after, make_parents=True)
     if change.restores:
-        files.remove(host_engines.takeover_path(path))
+        files.remove(host_engines.takeover_path(path, root))
     if change.record is not None or change.drop_record:
         files.remove(host_engines.legacy_record_path(path))
     if change.drop_record:
@@ -433,12 +324,26 @@ def _nothing(runtime: Runtime, verb: str) -> str:
 
 
 @contextlib.contextmanager
-def _lock(runtime: Runtime, config: str | None) -> Iterator[None]:
+def _lock(runtime: Runtime, config: str | None, place: Place) -> Iterator[None]:
     from ctk.host import files
 
-    path = Path(config) if config else Path(ENGINES[runtime].config_path)
-    with files.locked(path.absolute()):
+    with files.locked(place.host(place.config_name(runtime, config))):
         yield None
+
+
+def _gather(
+    runtime: Runtime, config: str | None, drop_in: str | None, place: Place, *, sweep: bool
+) -> Inputs:
+    from ctk.host import engines as host_engines
+    from ctk.host import files
+
+    gathered = host_engines.gather(runtime, config=config, drop_in=drop_in, place=place)
+    for warning in gathered.warnings:
+        sys.stderr.write(f"warning: {warning}\n")
+    inputs = gathered.inputs
+    if sweep and inputs.drop_in:  # temp files a killed run left where the engine reads them
+        files.sweep_temp(place.host(inputs.drop_in).parent)
+    return inputs
 
 
 @app.command(cls=_GoBoolFlags)
@@ -448,6 +353,7 @@ def configure(
     config: str | None = CONFIG,
     drop_in_config: str | None = DROP_IN,
     nvidia_runtime_name: str = NAME,
+    root: str = ROOT,
     nvidia_runtime_path: str = typer.Option(
         DEFAULT_RUNTIME_PATH,
         "--nvidia-runtime-path",
@@ -531,13 +437,16 @@ def configure(
         set_as_default=set_as_default,
         enable_cdi=cdi_enabled,
     )
-    with _lock(runtime, config):
-        inputs = _gather(runtime, config, drop_in_config)
+    from ctk.host.engines import Place
+
+    place = Place(Path(root))
+    with _lock(runtime, config, place):
+        inputs = _gather(runtime, config, drop_in_config, place, sweep=not (dry_run or diff))
         from ctk.runtime_config.configure import configure as plan_configure
 
         plan = plan_configure(runtime, inputs, request, force=force)
-        _warn_missing_binary(runtime, request)
-        _apply(runtime, plan, dry_run=dry_run, diff=diff, backup=backup, verb="configure")
+        _warn_missing_binary(runtime, request, place)
+        _apply(runtime, plan, place, dry_run=dry_run, diff=diff, backup=backup, verb="configure")
 
 
 @app.command(cls=_GoBoolFlags)
@@ -547,6 +456,7 @@ def unconfigure(
     config: str | None = CONFIG,
     drop_in_config: str | None = DROP_IN,
     nvidia_runtime_name: str = NAME,
+    root: str = ROOT,
     dry_run: bool = DRY_RUN,
     diff: bool = DIFF,
     backup: bool = typer.Option(False, "--backup", help=BACKUP_HELP),
@@ -554,9 +464,12 @@ def unconfigure(
 ) -> None:
     """Remove what `ctk runtime configure` added."""
     _check_name(runtime, nvidia_runtime_name)
-    with _lock(runtime, config):
-        inputs = _gather(runtime, config, drop_in_config)
+    from ctk.host.engines import Place
+
+    place = Place(Path(root))
+    with _lock(runtime, config, place):
+        inputs = _gather(runtime, config, drop_in_config, place, sweep=not (dry_run or diff))
         from ctk.runtime_config.configure import unconfigure as plan_unconfigure
 
         plan = plan_unconfigure(runtime, inputs, nvidia_runtime_name, force=force)
-        _apply(runtime, plan, dry_run=dry_run, diff=diff, backup=backup, verb="unconfigure")
+        _apply(runtime, plan, place, dry_run=dry_run, diff=diff, backup=backup, verb="unconfigure")
