@@ -23,7 +23,7 @@ from ctk.runtime_config.engines import (
 
 if TYPE_CHECKING:  # the editors (tomlkit) load only when a command runs, not for --help
     from ctk.host.engines import Place
-    from ctk.runtime_config.configure import Inputs
+    from ctk.runtime_config.editor import Inputs
     from ctk.runtime_config.plan import FileChange, Plan
 
 # Go's strconv.ParseBool, which urfave/cli (nvidia-ctk) uses for `--flag=value`.

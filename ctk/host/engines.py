@@ -19,7 +19,7 @@ from ctk.runtime_config.engines import ENGINES, Runtime
 
 if TYPE_CHECKING:
     from ctk.runtime_config.changes import Change
-    from ctk.runtime_config.configure import Inputs
+    from ctk.runtime_config.editor import Inputs
 
 # k3s and RKE2 write containerd's config.toml from a Go template at every start.
 TEMPLATE_NAMES = ("config-v3.toml.tmpl", "config.toml.tmpl")
@@ -325,7 +325,8 @@ def gather(
     Paths are as the engine sees them (under ``place``'s root); every file is read through
     `read_config` (regular files only, at most 256 KiB).
     """
-    from ctk.runtime_config.configure import Inputs, uses_drop_in
+    from ctk.runtime_config.configure import uses_drop_in
+    from ctk.runtime_config.editor import Inputs
 
     engine = ENGINES[runtime]
     config_name = place.config_name(runtime, config)
@@ -392,13 +393,14 @@ def _record_of(
     runtime: Runtime, config: Path, drop_in: Path | None, root: Path
 ) -> tuple[tuple[Change, ...], bool]:
     from ctk.runtime_config.changes import load_record
+    from ctk.runtime_config.editor import editor_for
 
     record_file = record_path(config, str(drop_in) if drop_in else None, root)
     record_text = read_config(record_file)
     if record_text is None:  # written beside the config by earlier versions
         record_file = legacy_record_path(config)
         record_text = read_config(record_file)
-    nested_null = runtime is Runtime.DOCKER
+    nested_null = editor_for(runtime).records_hold_null
     record = load_record(str(record_file), record_text, nested_null=nested_null)
     return record, record_text is not None
 
@@ -418,14 +420,12 @@ def import_warnings(found: ContainerdFiles) -> tuple[str, ...]:
 
 def _with_imports(runtime: Runtime, inputs: Inputs, place: Place) -> Gathered:
     """In-place containerd (v2+): the files the config imports, all read after it."""
-    from ctk.runtime_config import containerd
-
     text = inputs.config_text
-    if (
-        runtime is not Runtime.CONTAINERD
-        or not text
-        or containerd.version_of(inputs.config, text) == 1
-    ):
+    if runtime is not Runtime.CONTAINERD or not text:
+        return Gathered(inputs, ())
+    from ctk.runtime_config import containerd  # the TOML editor: containerd's configs only
+
+    if containerd.version_of(inputs.config, text) == 1:
         return Gathered(inputs, ())
     found = containerd_imports(Path(inputs.config), text, None, place.host)
     return Gathered(replace(inputs, after=found.after), import_warnings(found))

@@ -17,7 +17,9 @@ from ctk.runtime_config.changes import (
     newline_of,
     without_inside,
 )
+from ctk.runtime_config.editor import DropIn, EngineEditor, InPlace, Inputs, RecordKeys
 from ctk.runtime_config.engines import RuntimeRequest
+from ctk.runtime_config.inspect import EngineView, inspect_docker
 from ctk.runtime_config.parse import JSONValue, load_json_object, type_name
 
 DEFAULT_INDENT = "    "
@@ -133,3 +135,54 @@ def _undo(text: str, change: Change, runtime_name: str | None) -> str:
     if change.existed:
         return jsonedit.set_member(text, change.keys, change.before, default_unit=DEFAULT_INDENT)
     return jsonedit.delete_member(text, change.keys)
+
+
+class DockerEditor:
+    """Docker's daemon.json, which has no drop-ins (see `EngineEditor`)."""
+
+    records_hold_null = True
+
+    def check(self, inputs: Inputs) -> None:
+        if inputs.config_text is not None:
+            inspect_docker(inputs.config_text, name=inputs.config)
+
+    def uses_drop_in(self, inputs: Inputs) -> bool:
+        return False
+
+    def notes(self, inputs: Inputs) -> tuple[str, ...]:
+        return ()
+
+    def warnings(self, inputs: Inputs) -> tuple[str, ...]:
+        return ()
+
+    def view(self, files: Sequence[tuple[str, str]]) -> EngineView:
+        name, text = files[0]
+        return inspect_docker(text or "{}", name=name)
+
+    def configure_in_place(self, inputs: Inputs, request: RuntimeRequest) -> InPlace:
+        return InPlace(configure(inputs.config, inputs.config_text, request))
+
+    def configure_drop_in(
+        self, inputs: Inputs, request: RuntimeRequest, own: tuple[str, str] | None
+    ) -> DropIn:
+        raise ValueError("dockerd has no drop-in configs")
+
+    def keeps_others(self, inputs: Inputs, own: tuple[str, str], name: str) -> bool:
+        return False
+
+    def remove(
+        self, name: str, text: str, runtime_name: str, record: Sequence[Change], *, recorded: bool
+    ) -> str:
+        return unconfigure(name, text, runtime_name, record, recorded=recorded)
+
+    def unconfigure_main(self, inputs: Inputs) -> str | None:
+        return None
+
+    def blank(self, text: str) -> bool:
+        return text.strip() in ("", "{}")
+
+    def record_keys(self, inputs: Inputs) -> RecordKeys:
+        return RecordKeys(("runtimes",), ("default-runtime",))
+
+
+EDITOR: EngineEditor = DockerEditor()
