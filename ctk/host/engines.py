@@ -164,13 +164,16 @@ def crio_drop_ins(
 ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """Return CRI-O's drop-ins that sort before ``drop_in`` and those after it, read.
 
-    A temporary file of a running ctk write (``*.ctk-tmp``) is not a drop-in.
+    A temporary file of a running ctk write (``*.ctk-tmp``) is not a drop-in; a FIFO or device
+    is (CRI-O would open it), and reading it is refused.
     """
     directory = drop_in.parent
     host_dir = to_host(str(directory))
     try:
         names = sorted(
-            p.name for p in host_dir.iterdir() if p.is_file() and not p.name.endswith(TEMP_SUFFIX)
+            p.name
+            for p in host_dir.iterdir()
+            if not p.is_dir() and not p.name.endswith(TEMP_SUFFIX)
         )
     except FileNotFoundError:
         return [], []

@@ -305,3 +305,39 @@ def test_root_configures_the_node_mounted_there(
         "error: --config etc/containerd/config.toml: give an absolute path as seen inside "
         "--root\nhint: e.g. --config /etc/containerd/config.toml\n"
     )
+
+
+@pytest.mark.parametrize("where", ["config", "import", "record", "crio-drop-in"])
+def test_a_fifo_anywhere_is_refused_at_once(
+    where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A named pipe as config, imported file, undo record or CRI-O drop-in: exit 1, no hang."""
+    runtime = "crio" if where == "crio-drop-in" else "containerd"
+    config = tmp_path / ("crio.conf" if runtime == "crio" else "config.toml")
+    drop_in = tmp_path / ("crio.conf.d" if runtime == "crio" else "conf.d") / "99-nvidia.toml"
+    drop_in.parent.mkdir()
+    fifo = {
+        "config": config,
+        "import": tmp_path / "conf.d/10-x.toml",
+        "record": Path(os.environ["CTK_STATE_DIR"]) / "fifo-record.json",
+        "crio-drop-in": tmp_path / "crio.conf.d/50-x.toml",
+    }[where]
+    if where != "config":
+        config.write_text(f'version = 2\nimports = ["{tmp_path}/conf.d/*.toml"]\n')
+    args = ["--runtime", runtime, "--config", str(config), "--drop-in-config", str(drop_in)]
+    if where == "record":
+        from ctk.host.engines import record_path
+
+        fifo = record_path(config, str(drop_in))
+        fifo.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    code, out, err = run(capsys, "configure", *args)
+    assert time.monotonic() - started < 2.0
+    assert (code, out) == (1, "")
+    assert err.splitlines()[0] == (
+        f"error: {fifo}: is a named pipe (FIFO), not a regular file; not read (reading it would "
+        "block)"
+    )
+    assert not drop_in.exists()
+    fifo.unlink()
