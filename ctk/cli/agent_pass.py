@@ -74,7 +74,7 @@ def _configure(agent: Agent, state: State) -> tuple[State, bool, bool]:
     current = {name: host_agent.read_config(agent.host, name) for name in state.configs}
     if untouched(state, current):
         return state, False, False
-    inputs = host_agent.gather_runtime(agent.host, agent.runtime, state.record)
+    inputs = host_agent.gather_runtime(agent.host, agent.runtime, state.record, agent.say)
     plan = configure(agent.runtime, inputs, RuntimeRequest(enable_cdi=agent.enable_cdi))
     for warning in plan.warnings:
         agent.say(f"warning: {warning}")
@@ -333,7 +333,7 @@ def _revert_configs(agent: Agent, state: State) -> bool:
                 f"warning: {name} changed since ctk wrote it: removing only ctk's entries, "
                 "keeping the rest"
             )
-    inputs = host_agent.gather_runtime(agent.host, agent.runtime, state.record)
+    inputs = host_agent.gather_runtime(agent.host, agent.runtime, state.record, agent.say)
     plan = unconfigure(agent.runtime, inputs, "nvidia")
     for change in plan.changes:
         host_agent.write_change(agent.host, change)
