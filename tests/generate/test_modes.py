@@ -230,3 +230,20 @@ def test_modes_without_nvml_never_import_pynvml(
         [sys.executable, "-c", script], capture_output=True, text=True, check=False
     )
     assert result.stdout.splitlines()[-1] == "0 []"
+
+
+def test_refresh_in_csv_mode_takes_the_csv_flags(
+    fake_node: MakeNode, hook_program: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    node = fake_node("jetson-orin")
+    output = tmp_path / "nvidia.yaml"
+    flags = ["--mode=csv", "--csv.ignore-pattern=**/libv4l2.so.*", "--hook-path", str(hook_program)]
+    args = ["cdi", "refresh", *_roots(node), *flags, "--output", str(output)]
+    assert main(args) == 0
+    assert main(args) == 0
+    summary = "cdiVersion 0.7.0, kind nvidia.com/gpu, 2 devices"
+    assert capsys.readouterr() == (
+        "",
+        f"created {output} ({summary})\n{output} is up to date ({summary}); nothing written\n",
+    )
+    assert "libv4l2" not in output.read_text()
