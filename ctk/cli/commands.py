@@ -1,47 +1,102 @@
-"""Assembles the typer application from one module per command group."""
+"""The `ctk` command tree: one table of command groups, each imported only when it runs.
+
+Every group is a module of `ctk.cli` that defines ``app``, a `typer.Typer` (a group of commands,
+or a single command such as `doctor`). The root is a plain click group that knows the groups by
+name and one-line help from `GROUPS` alone, so `ctk --help` imports no group and `ctk runtime
+configure` imports the runtime group only: no doctor code, no CDI code, no typer for `--help`
+of the root.
+"""
 
 from __future__ import annotations
 
+import importlib
+from dataclasses import dataclass
+from typing import Final
+
 import click
-import typer
 
 from ctk import __version__
-from ctk.cli import cdi, doctor, hook, runtime, system
 
 
-def _version(value: bool) -> None:
+@dataclass(frozen=True, slots=True)
+class CommandGroup:
+    """A group of commands: its name on the command line, its module, its one-line help."""
+
+    name: str
+    module: str
+    summary: str
+
+
+GROUPS: Final = (
+    CommandGroup("cdi", "ctk.cli.cdi", "Generate, validate and list CDI specs."),
+    CommandGroup(
+        "runtime", "ctk.cli.runtime", "Configure container engines for the nvidia runtime."
+    ),
+    CommandGroup("doctor", "ctk.cli.doctor", "Diagnose the GPU container stack of this node."),
+    CommandGroup("system", "ctk.cli.system", "Prepare the node: device nodes and /dev/char links."),
+    CommandGroup("hook", "ctk.cli.hook", "Run an OCI hook (the same as the `ctk-hook` program)."),
+)
+"""Add a command group here (and nowhere else): a module of ctk.cli with a typer ``app``."""
+
+
+def load_group(group: CommandGroup) -> click.Command:
+    """Import ``group``'s module and return its click command (typer is imported here)."""
+    import typer.core
+    import typer.main
+
+    # Plain click help: typer's rich help imports rich's renderer (about 80 ms of `--help`), and
+    # its plain mode still escapes "[default: ...]" for rich, leaving a stray backslash.
+    typer.core.HAS_RICH = False
+    app = importlib.import_module(group.module).app
+    app.pretty_exceptions_enable = False
+    app.rich_markup_mode = None
+    command = typer.main.get_command(app)
+    command.name = group.name
+    return command
+
+
+class LazyGroup(click.Group):
+    """The root group: lists the groups of `GROUPS` and imports only the one that runs."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [g.name for g in GROUPS]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        group = next((g for g in GROUPS if g.name == cmd_name), None)
+        return None if group is None else load_group(group)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(g.name, g.summary) for g in GROUPS])
+
+
+def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if value:
-        typer.echo(f"ctk {__version__}")
-        raise typer.Exit(0)
-
-
-def _root(
-    version: bool = typer.Option(
-        False, "--version", "-V", "-v", callback=_version, is_eager=True, help="Show the version."
-    ),
-    debug: bool = typer.Option(
-        False, "--debug", "-d", help="Show the traceback of an unexpected error."
-    ),
-) -> None:
-    """ctk: CDI specs, container runtime configuration and diagnosis for GPU nodes."""
+        click.echo(f"ctk {__version__}")
+        ctx.exit(0)
 
 
 def build_app() -> click.Command:
     """Return the click command behind `ctk`."""
-    # Plain click help: typer's rich help imports rich's renderer (about 80 ms of `ctk --help`),
-    # and its plain mode still escapes "[default: ...]" for rich, leaving a stray backslash.
-    typer.core.HAS_RICH = False
-    app = typer.Typer(
+    return LazyGroup(
+        name="ctk",
+        help="ctk: CDI specs, container runtime configuration and diagnosis for GPU nodes.",
         no_args_is_help=True,
-        pretty_exceptions_enable=False,
-        add_completion=False,
-        rich_markup_mode=None,
         context_settings={"help_option_names": ["-h", "--help"]},
+        params=[
+            click.Option(
+                ["--version", "-V", "-v"],
+                is_flag=True,
+                expose_value=False,
+                is_eager=True,
+                callback=_version,
+                help="Show the version.",
+            ),
+            click.Option(
+                ["--debug", "-d"],
+                is_flag=True,
+                expose_value=False,
+                help="Show the traceback of an unexpected error.",
+            ),
+        ],
     )
-    app.callback()(_root)
-    app.add_typer(cdi.app, name="cdi")
-    app.add_typer(runtime.app, name="runtime")
-    doctor.register(app)
-    app.add_typer(system.app, name="system")
-    hook.register(app)
-    return typer.main.get_command(app)
