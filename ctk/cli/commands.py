@@ -34,7 +34,7 @@ GROUPS: Final = (
     ),
     CommandGroup("doctor", "ctk.cli.doctor", "Diagnose the GPU container stack of this node."),
     CommandGroup("system", "ctk.cli.system", "Prepare the node: device nodes and /dev/char links."),
-    CommandGroup("hook", "ctk.cli.hook", "Run an OCI hook (the same as the `ctk-hook` program)."),
+    CommandGroup("hook", "ctk.cli.hook", "Run an OCI hook (the native `ctk-hook` program)."),
 )
 """Add a command group here (and nowhere else): a module of ctk.cli with a typer ``app``."""
 

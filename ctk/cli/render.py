@@ -1,8 +1,9 @@
 """How ctk writes to a person or a program: one console rule, one JSON dump.
 
 Colour and styles need a terminal: with a non-empty `NO_COLOR` (no-color.org), `TERM=dumb` or
-output that is not a TTY (and no non-empty `FORCE_COLOR`), the console writes plain text with no escape codes at all, so logs and
-pipes read the same. rich is imported only when a console is made, so JSON output never loads it.
+output that is not a TTY (and no non-empty `FORCE_COLOR`), the console writes plain text with no
+escape codes at all, so logs and pipes read the same. rich is imported only when a console is
+made, so JSON output never loads it.
 """
 
 from __future__ import annotations
