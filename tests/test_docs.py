@@ -15,12 +15,9 @@ README = (REPO / "README.md").read_text()
 
 def _leaf_commands(command: click.Command, path: tuple[str, ...]) -> list[str]:
     if isinstance(command, click.Group):
-        ctx = click.Context(command)
-        subs = ((n, command.get_command(ctx, n)) for n in sorted(command.list_commands(ctx)))
         return [
             name
-            for sub_name, sub in subs
-            if sub is not None
+            for sub_name, sub in sorted(command.commands.items())
             for name in _leaf_commands(sub, (*path, sub_name))
         ]
     return [" ".join(path)]

@@ -10,6 +10,7 @@ of the root.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -55,15 +56,43 @@ def load_group(group: CommandGroup) -> click.Command:
     return command
 
 
+class LazyCommands(MutableMapping[str, click.Command]):
+    """The root's commands by name: a group's module is imported when its command is looked up.
+
+    Code that walks the tree the click way (``group.commands.get(name)``, ``.items()``) works
+    unchanged; only what it touches is loaded.
+    """
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._loaded:
+            group = next((g for g in GROUPS if g.name == name), None)
+            if group is None:
+                raise KeyError(name)
+            self._loaded[name] = load_group(group)
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._loaded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        names = [g.name for g in GROUPS]
+        return iter(names + [n for n in self._loaded if n not in names])
+
+    def __len__(self) -> int:
+        return len(list(iter(self)))
+
+
 class LazyGroup(click.Group):
     """The root group: lists the groups of `GROUPS` and imports only the one that runs."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return [g.name for g in GROUPS]
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        group = next((g for g in GROUPS if g.name == cmd_name), None)
-        return None if group is None else load_group(group)
+        return list(self.commands)  # in the table's order, not sorted
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Commands"):
@@ -80,6 +109,7 @@ def build_app() -> click.Command:
     """Return the click command behind `ctk`."""
     return LazyGroup(
         name="ctk",
+        commands=LazyCommands(),
         help="ctk: CDI specs, container runtime configuration and diagnosis for GPU nodes.",
         no_args_is_help=True,
         context_settings={"help_option_names": ["-h", "--help"]},
