@@ -88,6 +88,7 @@ KNOWN_DUPLICATES = {
     "MigDevice",
     "NvmlFacts",
     "NodeFacts",
+    "Outcome",  # cdi/refresh.py and host/installation.py (cdi, hook)
 }
 
 

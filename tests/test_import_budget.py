@@ -99,3 +99,13 @@ def test_import_budget(argv: list[str], banned: tuple[str, ...], tmp_path: Path)
     assert "ctk" in loaded  # the parse found the imports at all
     over = sorted(m for m in loaded if any(m == b or m.startswith(b + ".") for b in banned))
     assert over == []
+
+
+def test_root_help_matches_each_group() -> None:
+    """`ctk --help` lists the groups from GROUPS without importing them: the summaries there
+    must be the first line of each group's own help."""
+    from ctk.cli.commands import GROUPS, load_group
+
+    shown = {g.name: g.summary for g in GROUPS}
+    actual = {g.name: (load_group(g).help or "").strip().splitlines()[0] for g in GROUPS}
+    assert shown == actual

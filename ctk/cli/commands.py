@@ -26,6 +26,8 @@ class CommandGroup:
     name: str
     module: str
     summary: str
+    command: str | None = None
+    """The command to take from a module whose ``app`` holds several (install, uninstall)."""
 
 
 GROUPS: Final = (
@@ -33,9 +35,36 @@ GROUPS: Final = (
     CommandGroup(
         "runtime", "ctk.cli.runtime", "Configure container engines for the nvidia runtime."
     ),
-    CommandGroup("doctor", "ctk.cli.doctor", "Diagnose the GPU container stack of this node."),
+    CommandGroup(
+        "doctor", "ctk.cli.doctor", "Find what is broken on a GPU container node and how to fix it."
+    ),
     CommandGroup("system", "ctk.cli.system", "Prepare the node: device nodes and /dev/char links."),
     CommandGroup("hook", "ctk.cli.hook", "Run an OCI hook (the native `ctk-hook` program)."),
+    CommandGroup(
+        "install",
+        "ctk.cli.install",
+        "Install the native hook, the systemd units and the udev rule (idempotent).",
+        command="install",
+    ),
+    CommandGroup(
+        "uninstall",
+        "ctk.cli.install",
+        "Remove what `ctk install` wrote (files changed since are kept).",
+        command="uninstall",
+    ),
+    CommandGroup(
+        "agent",
+        "ctk.cli.agent",
+        "Keep this node's engine, CDI spec and readiness right (the DaemonSet's agent).",
+    ),
+    CommandGroup(
+        "config",
+        "ctk.cli.config",
+        "Show or edit the NVIDIA Container Toolkit's config.toml (nvidia-ctk config).",
+    ),
+    CommandGroup(
+        "info", "ctk.cli.info", "Show ctk's version and the files and programs it would use here."
+    ),
 )
 """Add a command group here (and nowhere else): a module of ctk.cli with a typer ``app``."""
 
@@ -52,6 +81,9 @@ def load_group(group: CommandGroup) -> click.Command:
     app.pretty_exceptions_enable = False
     app.rich_markup_mode = None
     command = typer.main.get_command(app)
+    if group.command is not None:
+        assert isinstance(command, click.Group)
+        command = command.commands[group.command]
     command.name = group.name
     return command
 
@@ -105,6 +137,12 @@ def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
         ctx.exit(0)
 
 
+def _root(quiet: bool, config: str | None) -> None:
+    from ctk.cli.compat import GlobalOptions
+
+    click.get_current_context().obj = GlobalOptions(quiet=quiet, config=config)
+
+
 def build_app() -> click.Command:
     """Return the click command behind `ctk`."""
     return LazyGroup(
@@ -128,5 +166,18 @@ def build_app() -> click.Command:
                 expose_value=False,
                 help="Show the traceback of an unexpected error.",
             ),
+            click.Option(
+                ["--quiet"],
+                is_flag=True,
+                envvar="NVIDIA_CTK_QUIET",
+                help="Only errors and warnings on stderr.",
+            ),
+            click.Option(
+                ["--config"],
+                envvar="NVIDIA_CTK_CONFIG",
+                help="The toolkit's config.toml (nvidia-ctk's): cdi generate takes its driver "
+                "root from nvidia-container-cli.root.",
+            ),
         ],
+        callback=_root,
     )
