@@ -346,7 +346,6 @@ KNOWN: Final = (
     Known(
         "3 (integers over 4,300 digits)", "cdi", frozenset({"cdi-validate-json:int-5000-digits"})
     ),
-    Known("6 (a symlink loop in a spec dir)", "cdi", frozenset({"cdi-list:symlink-loop"})),
     Known(
         "11 (a 10 MB config: <= 2 s, <= 200 MB)",
         "runtime",
