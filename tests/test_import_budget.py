@@ -109,3 +109,14 @@ def test_root_help_matches_each_group() -> None:
     shown = {g.name: g.summary for g in GROUPS}
     actual = {g.name: (load_group(g).help or "").strip().splitlines()[0] for g in GROUPS}
     assert shown == actual
+
+
+def test_groups_have_no_completion_options() -> None:
+    """ctk installs no shell completion: no group grows typer's --install-completion."""
+    from ctk.cli.commands import GROUPS, load_group
+
+    names = {
+        g.name: sorted(o for p in load_group(g).params for o in p.opts if "completion" in o)
+        for g in GROUPS
+    }
+    assert names == {g.name: [] for g in GROUPS}

@@ -78,6 +78,7 @@ def load_group(group: CommandGroup) -> click.Command:
     # its plain mode still escapes "[default: ...]" for rich, leaving a stray backslash.
     typer.core.HAS_RICH = False
     app = importlib.import_module(group.module).app
+    app._add_completion = False  # as before, when the groups hung off one root app
     app.pretty_exceptions_enable = False
     app.rich_markup_mode = None
     command = typer.main.get_command(app)
