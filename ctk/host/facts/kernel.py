@@ -37,6 +37,7 @@ from ctk.host.facts.gatherer import (
     posix_join,
 )
 from ctk.host.root import PathEscapeError
+from ctk.node import NvmlReturn
 from ctk.nvproc import (
     parse_gpu_information,
     parse_key_values,
@@ -260,7 +261,7 @@ def nvml_error_code(exc: BaseException) -> int | None:
     if isinstance(code, int):
         return code
     if "not found" in str(exc):
-        return 12
+        return NvmlReturn.LIBRARY_NOT_FOUND
     return None
 
 
