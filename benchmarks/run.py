@@ -323,17 +323,17 @@ def time_round_robin(cases: list[Case], runs: int) -> None:
                 case.samples.append(elapsed)
 
 
-def generate_table() -> str:
-    """The output of bench_generate.py, run as its author meant, or why there is none."""
-    path = BENCH / "bench_generate.py"
+def bench_table(name: str) -> str:
+    """The output of ``benchmarks/<name>.py``, run as its author meant, or why there is none."""
+    path = BENCH / f"{name}.py"
     if not path.exists():
-        return "not available: benchmarks/bench_generate.py is not here yet\n"
+        return f"not available: benchmarks/{name}.py is not here yet\n"
     result = subprocess.run(
         [sys.executable, str(path)], capture_output=True, text=True, cwd=REPO, check=False
     )
     if result.returncode != 0:
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        return short(f"not available: bench_generate.py exited {result.returncode}: {last}") + "\n"
+        return short(f"not available: {name}.py exited {result.returncode}: {last}") + "\n"
     return result.stdout
 
 
@@ -363,6 +363,7 @@ def render(
     imports: dict[str, str],
     *,
     faults: str | None = None,
+    agent: str | None = None,
 ) -> str:
     """The Markdown page."""
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -412,6 +413,8 @@ def render(
         "```",
         "",
     ]
+    if agent is not None:
+        lines += ["## `ctk agent` (from `benchmarks/bench_agent.py`)", "", agent.rstrip(), ""]
     return "\n".join(lines)
 
 
@@ -457,7 +460,15 @@ def main() -> int:
         }
     baseline = statistics.median(cases[0].samples)
     faults = fault_figures() if args.faults else None
-    page = render(cases, baseline, args.runs, generate_table(), imports, faults=faults)
+    page = render(
+        cases,
+        baseline,
+        args.runs,
+        bench_table("bench_generate"),
+        imports,
+        faults=faults,
+        agent=bench_table("bench_agent"),
+    )
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(page, encoding="utf-8")
     sys.stdout.write(page)
