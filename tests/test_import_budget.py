@@ -56,7 +56,6 @@ BUDGET = [
         ["runtime", "configure", "--runtime", "docker", "--config", "{tmp}/d.json", "--dry-run"],
         ("tomlkit",),
         id="runtime-configure-docker-no-tomlkit",
-        marks=_xfail("part 5: no tomlkit for Docker", "runtime"),
     ),
     pytest.param(
         ["cdi", "validate", "--json", str(SPEC)],

@@ -330,32 +330,7 @@ class Known:
 
 KNOWN: Final = (
     Known(
-        "3 (integers over 4,300 digits)",
-        "runtime",
-        frozenset(
-            {
-                "docker-configure:int-5000-digits",
-                "docker-unconfigure:int-5000-digits",
-                "containerd-configure:int-5000-digits",
-            }
-        ),
-    ),
-    Known(
-        "4 (JSON splice of a non-ASCII key)", "runtime", frozenset({"docker-configure:unicode-key"})
-    ),
-    Known(
         "3 (integers over 4,300 digits)", "cdi", frozenset({"cdi-validate-json:int-5000-digits"})
-    ),
-    Known(
-        "11 (a 10 MB config: <= 2 s, <= 200 MB)",
-        "runtime",
-        frozenset(
-            {
-                "docker-configure:valid-10mb",
-                "docker-unconfigure:valid-10mb",
-                "containerd-configure:valid-10mb",
-            }
-        ),
     ),
 )
 """Cases that still fail, by issue 15 item and owning area: each is a strict xfail, so the fix

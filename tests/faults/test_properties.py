@@ -81,7 +81,6 @@ def test_docker_any_json(
     capsys.readouterr()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 15 items 3 and 4 (runtime): exit 3")
 @SETTINGS
 @given(document=_json(ANY_KEYS, st.one_of(SCALARS, LONG_INTS)))
 def test_docker_non_ascii_keys_and_long_integers(
