@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctk.doctor.advisories import Advisory
 from ctk.doctor.model import Where
+
+if TYPE_CHECKING:
+    from ctk.cdi.model import NvmlFacts as GenerateNvmlFacts
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +195,8 @@ class NvmlFacts:
     driver_version: str = ""
     cuda_version: tuple[int, int] | None = None
     gpus: tuple[NvmlGpu, ...] = ()
+    source: GenerateNvmlFacts | None = None
+    """The very value `ctk cdi generate` builds its spec from (None: built by hand in a test)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

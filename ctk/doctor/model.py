@@ -136,10 +136,16 @@ def warn(
     *evidence: Evidence,
     commands: tuple[str, ...] = (),
     fixes: tuple[Fix, ...] = (),
+    severity: Severity | None = None,
 ) -> Result:
     """The check found something degraded or risky."""
     return Result(
-        status=Status.WARN, summary=summary, evidence=evidence, commands=commands, fixes=fixes
+        status=Status.WARN,
+        summary=summary,
+        evidence=evidence,
+        commands=commands,
+        fixes=fixes,
+        severity=severity,
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ctk.doctor.checks.mig import GENERATE, GENERATE_FIX, GPU_KIND
 from ctk.doctor.checks.toolkit import runtime_mode, toolkit_version
+from ctk.doctor.expected import expected_devices, missing_from, unknown_uuids
 from ctk.doctor.facts import NodeFacts, NvmlFacts, SpecFile
 from ctk.doctor.model import (
     HOST_ONLY,
@@ -170,16 +171,6 @@ def spec_stale(facts: NodeFacts) -> Result:
     )
 
 
-def _gpu_names(facts: NodeFacts) -> list[tuple[str, tuple[str, ...], str]]:
-    """(label, names that cover the GPU, device node) for each GPU the node has."""
-    if isinstance(facts.nvml, NvmlFacts) and facts.nvml.error_code is None and facts.nvml.gpus:
-        return [
-            (f"GPU {g.index} ({g.uuid})", (str(g.index), g.uuid), f"/dev/nvidia{g.minor}")
-            for g in facts.nvml.gpus
-        ]
-    return [(f"{g.bdf} ({g.uuid})", (g.uuid,), f"/dev/nvidia{g.minor}") for g in facts.kernel.gpus]
-
-
 def _wrong_nodes(facts: NodeFacts, specs: tuple[SpecFile, ...]) -> list[Evidence]:
     """Spec devices named after a GPU whose device node is another GPU's (minors moved)."""
     if not isinstance(facts.nvml, NvmlFacts) or facts.nvml.error_code is not None:
@@ -210,7 +201,7 @@ def _wrong_nodes(facts: NodeFacts, specs: tuple[SpecFile, ...]) -> list[Evidence
     title="the CDI spec names every GPU (right device node) and has `all`",
     remedy="Regenerate the spec.",
     sources=(CDI_SUPPORT,),
-    depends_on=("cdi.spec-stale",),
+    depends_on=("cdi.spec-stale", "mig.not-in-cdi-spec"),
     where=HOST_ONLY,
 )
 def spec_incomplete(facts: NodeFacts) -> Result:
@@ -244,30 +235,50 @@ def spec_incomplete(facts: NodeFacts) -> Result:
 
 
 def _incomplete(facts: NodeFacts, specs: tuple[SpecFile, ...]) -> list[Evidence]:
-    """What ``specs`` lack or name wrongly for this node's GPUs."""
+    """What ``specs`` lack or name wrongly, against the devices `ctk cdi generate` writes here."""
     names = {name for spec in specs for name in spec.devices}
-    nodes = {path for spec in specs for paths in spec.device_node_paths.values() for path in paths}
-    gpus = _gpu_names(facts)
-    # a spec that names GPUs by UUID must name each current GPU's: a replaced GPU keeps its index
-    # and device node, but `--device nvidia.com/gpu=<new UUID>` is unresolvable
-    by_uuid = any(name.startswith("GPU-") for name in names)
-    missing = [
-        label
-        for label, aliases, node in gpus
-        if aliases[-1] not in names
-        and (by_uuid or (not any(alias in names for alias in aliases) and node not in nodes))
-    ]
-    problems = [Evidence("GPU", f"{label} has no CDI device") for label in missing]
     where = ", ".join(s.path for s in specs)
-    current = {aliases[-1] for _, aliases, _ in gpus}
-    problems += [
-        Evidence(where, f"device {name} names no GPU of this node (replaced or removed)")
-        for name in sorted(names)
-        if name.startswith("GPU-") and current and name not in current
-    ]
+    expected = expected_devices(facts)
+    if expected is None:  # without NVML: the kernel's GPUs, by UUID or device node
+        problems = _incomplete_without_nvml(facts, specs, names)
+    else:
+        problems = [
+            Evidence("GPU", f"{device.label} has no CDI device")
+            for device in missing_from(expected, names)
+        ]
+        problems += [
+            Evidence(where, f"device {name} names no device of this node (replaced or removed)")
+            for name in unknown_uuids(expected, names)
+        ]
     problems += _wrong_nodes(facts, specs)
     if "all" not in names:
         problems.append(Evidence(where, "no device named all"))
+    return problems
+
+
+def _incomplete_without_nvml(
+    facts: NodeFacts, specs: tuple[SpecFile, ...], names: set[str]
+) -> list[Evidence]:
+    """Whole GPUs the kernel enumerated that no spec device names or mounts.
+
+    Without NVML the MIG mode is unknown; a GPU in MIG mode counts as covered by its device node,
+    which every MIG device of it mounts.
+    """
+    nodes = {path for spec in specs for paths in spec.device_node_paths.values() for path in paths}
+    problems = [
+        Evidence("GPU", f"{gpu.bdf} ({gpu.uuid}) has no CDI device")
+        for gpu in facts.kernel.gpus
+        if gpu.uuid not in names and f"/dev/nvidia{gpu.minor}" not in nodes
+    ]
+    current = {gpu.uuid for gpu in facts.kernel.gpus}
+    problems += [
+        Evidence(
+            ", ".join(s.path for s in specs),
+            f"device {name} names no GPU of this node (replaced or removed)",
+        )
+        for name in sorted(names)
+        if name.startswith("GPU-") and current and name not in current
+    ]
     return problems
 
 

@@ -269,11 +269,14 @@ def _imported(config: str, entries: tuple[str, ...], path: str) -> bool:
     where=HOST_ONLY,
 )
 def drop_in_not_imported(facts: NodeFacts) -> Result:
-    """A regenerated config.toml lost its `imports`, and the drop-in silently vanished."""
+    """A regenerated config.toml lost its `imports`, and the drop-in silently vanished.
+
+    A finding on any node with containerd, also where it serves only Docker: someone wrote the
+    drop-in for containerd, which never reads it (an error where a kubelet relies on containerd).
+    """
     containerd = facts.containerd
-    unused = containerd_unused(facts)
-    if unused is not None:
-        return unused
+    if not containerd.installed:
+        return skip("containerd is not installed")
     if containerd.needs_root:
         path = containerd.root_only or containerd.config_path
         return unknown(
@@ -296,17 +299,21 @@ def drop_in_not_imported(facts: NodeFacts) -> Result:
     if not orphans:
         return ok(f"{len(containerd.drop_ins)} drop-in(s) imported")
     imports = ", ".join(containerd.imports) or "none"
-    return fail(
-        f"containerd ignores {', '.join(orphans)}: {containerd.config_path} does not import it",
+    summary = (
+        f"containerd ignores {', '.join(orphans)}: {containerd.config_path} does not import it"
+    )
+    evidence = (
         Evidence(containerd.config_path, f"imports: {imports}"),
         *(Evidence(path, "exists, not imported") for path in orphans),
-        commands=(
-            "sudo ctk runtime configure --runtime=containerd",
-            '# or add: imports = ["/etc/containerd/conf.d/*.toml"] at the top of config.toml',
-            "sudo systemctl restart containerd",
-        ),
-        fixes=(_configure("containerd"),),
     )
+    commands = (
+        "sudo ctk runtime configure --runtime=containerd",
+        "sudo systemctl restart containerd",
+    )
+    fixes = (_configure("containerd"),)
+    if facts.kubelet:  # the kubelet's pods need what the drop-in says
+        return fail(summary, *evidence, commands=commands, fixes=fixes)
+    return warn(summary, *evidence, commands=commands, fixes=fixes, severity=Severity.WARNING)
 
 
 @check(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ctk.doctor.expected import expected_devices
 from ctk.doctor.facts import NodeFacts, NvmlGpu, Unavailable
 from ctk.doctor.model import (
     HOST_ONLY,
@@ -132,11 +133,12 @@ def not_in_cdi_spec(facts: NodeFacts) -> Result:
     names = spec_device_names(facts)
     if not names:
         return skip("no nvidia.com/gpu CDI spec (see cdi.spec-missing)")
+    expected = expected_devices(facts)
+    migs = () if expected is None else tuple(d for d in expected if d.is_mig)
     missing = [
-        f"{gpu.index}:{i} ({mig.uuid})"
-        for gpu in gpus
-        for i, mig in enumerate(gpu.mig_devices)
-        if f"{gpu.index}:{i}" not in names and mig.uuid not in names
+        f"{device.index_name} ({device.uuid})"
+        for device in migs
+        if not any(name in names for name in device.names)
     ]
     if not missing:
         return ok("every MIG device has a CDI entry")

@@ -278,6 +278,7 @@ def gather_nvml(root: Path) -> NvmlFacts:
         driver_version=found.driver_version,
         cuda_version=(cuda // 1000, (cuda % 1000) // 10),
         gpus=tuple(_nvml_gpu(gpu, health.get(gpu.index)) for gpu in found.gpus),
+        source=found,
     )
 
 
