@@ -19,7 +19,6 @@ from ctk.nvproc import (
     parse_mig_minors,
     parse_proc_devices,
 )
-from ctk.system.devices import parse_device_minor
 from ctk.system.nodes import read_driver_facts
 
 # What a 550 driver writes (printf "%3d %s"), with the other sections around it
@@ -152,7 +151,6 @@ INFORMATION = (
 )
 def test_parse_gpu_information(text: str, expected: GpuInformation) -> None:
     assert parse_gpu_information(text) == expected
-    assert parse_device_minor(text) == expected.device_minor
 
 
 TAB_MIG_MINORS = "config 1\ngpu0/gi1/access\t12 \ngpu0/gi1/ci0/access\t13\n"

@@ -11,16 +11,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from ctk.cdi.model import (
-    ContainerEdits,
-    DeviceNode,
-    DeviceNodeFacts,
-    DriverFacts,
-    Hook,
-    HostFile,
-    Mount,
-)
+from ctk.cdi.model import ContainerEdits, DeviceNode, Hook, Mount
 from ctk.cdi.options import DEFAULT_HOOKS, HookName
+from ctk.node import CharDevice, DriverFacts, HostFile
 
 READ_ONLY = ("ro", "nosuid", "nodev", "rbind", "rprivate")
 IPC = ("nosuid", "nodev", "rbind", "rprivate", "noexec")
@@ -57,7 +50,7 @@ class HookProgram:
         return self.hook(HookName.CREATE_SYMLINKS, *args) if args else ()
 
 
-def device_node(facts: DeviceNodeFacts) -> DeviceNode:
+def device_node(facts: CharDevice) -> DeviceNode:
     """A `deviceNodes` entry with the host node's numbers, mode and group."""
     return DeviceNode(
         path=facts.container_path,
@@ -70,7 +63,7 @@ def device_node(facts: DeviceNodeFacts) -> DeviceNode:
     )
 
 
-def nodes(facts: Iterable[DeviceNodeFacts], *, gids: bool = True) -> ContainerEdits:
+def nodes(facts: Iterable[CharDevice], *, gids: bool = True) -> ContainerEdits:
     """Device nodes; with ``gids``, a group the node is not world read+write without is added."""
     facts = tuple(facts)
     needed = tuple(
@@ -160,7 +153,7 @@ def driver_hooks(
 
 
 def device_folders_hook(
-    program: HookProgram, device_nodes: Iterable[DeviceNodeFacts]
+    program: HookProgram, device_nodes: Iterable[CharDevice]
 ) -> tuple[Hook, ...]:
     """`chmod --mode 755` of /dev/dri and /dev/nvidia-caps when a device has nodes there.
 

@@ -8,21 +8,11 @@ from pathlib import PurePosixPath
 
 from ctk.cdi import discover
 from ctk.cdi.discover import HookProgram
-from ctk.cdi.model import (
-    ContainerEdits,
-    Device,
-    DeviceNodeFacts,
-    DriverFacts,
-    Gpu,
-    MigDevice,
-    MigMode,
-    NvmlFacts,
-    Spec,
-    merge,
-)
+from ctk.cdi.model import ContainerEdits, Device, Spec, merge
 from ctk.cdi.options import DEFAULT_KINDS, FeatureFlag, Mode, NameStrategy
 from ctk.cdi.serialize import cdi_version
 from ctk.errors import CtkError, UsageError
+from ctk.node import CharDevice, DriverFacts, Gpu, MigDevice, MigMode, NvmlFacts
 
 EMPTY_DEVICE_ENV = "NVCT_EMPTY_DEVICE="
 # Each spec mounts these as <name>.<driver version>: CUDA's driver library, then NVML's
@@ -214,9 +204,7 @@ class _DeviceEdits:
         return discover.nodes(nodes, gids=self.gids) + ContainerEdits(hooks=hooks)
 
 
-def _gpu_node(
-    gpu: Gpu, nodes: Mapping[str, DeviceNodeFacts], driver: DriverFacts
-) -> DeviceNodeFacts:
+def _gpu_node(gpu: Gpu, nodes: Mapping[str, CharDevice], driver: DriverFacts) -> CharDevice:
     path = f"/dev/nvidia{gpu.minor}"
     node = nodes.get(path)
     if node is None:
@@ -232,9 +220,9 @@ def _cap_nodes(
     gpu: Gpu,
     mig: MigDevice,
     minors: Mapping[str, int],
-    nodes: Mapping[str, DeviceNodeFacts],
+    nodes: Mapping[str, CharDevice],
     driver: DriverFacts,
-) -> list[DeviceNodeFacts]:
+) -> list[CharDevice]:
     name = f"MIG device {gpu.index}:{mig.index} ({mig.uuid})"
     file = f"{driver.dev_root.rstrip('/')}/proc/driver/nvidia-caps/mig-minors"
     if not minors:

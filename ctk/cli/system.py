@@ -11,7 +11,7 @@ import typer
 from ctk.errors import CtkError
 
 if TYPE_CHECKING:
-    from ctk.system.devices import DeviceNode
+    from ctk.node import DevNode
 
 app = typer.Typer(no_args_is_help=True, help="Prepare the node: device nodes and /dev/char links.")
 
@@ -28,10 +28,10 @@ DryRun = Annotated[bool, typer.Option("--dry-run", help="Show what would change;
 
 def _create_nodes(
     driver_root: Path, dev_root: Path, *, control_devices: bool, dry_run: bool
-) -> list[DeviceNode]:
+) -> list[DevNode]:
     """Create the missing nodes; return every wanted node (host path) there is or would be."""
     from ctk.host.root import HostRoot
-    from ctk.system.devices import DeviceNode, Major, wanted_nodes
+    from ctk.node import DevNode, Major, expected_nodes
     from ctk.system.nodes import make_node, node_state, read_driver_facts
 
     facts = read_driver_facts(HostRoot(driver_root))
@@ -43,7 +43,9 @@ def _create_nodes(
     dev = HostRoot(dev_root)
     plan = [
         (node, dev.path(node.path))
-        for node in wanted_nodes(facts.majors, facts.gpu_minors, control_devices=control_devices)
+        for node in expected_nodes(
+            facts.majors, facts.gpu_minors, control=control_devices, modeset=control_devices
+        )
     ]
     for node, host_path in plan:
         state = node_state(host_path, node)
@@ -61,9 +63,7 @@ def _create_nodes(
         else:
             make_node(host_path, node)
             typer.echo(f"{'created':<13} {host_path} ({numbers})")
-    return [
-        DeviceNode(PurePosixPath(host_path), node.major, node.minor) for node, host_path in plan
-    ]
+    return [DevNode(PurePosixPath(host_path), node.major, node.minor) for node, host_path in plan]
 
 
 @app.command("create-device-nodes")
@@ -127,7 +127,7 @@ def create_dev_char_symlinks(
     from ctk.system.nodes import find_nodes, link_state, make_link, read_driver_facts
 
     _check_dev_char_path(dev_char_path)
-    planned: list[DeviceNode] = []
+    planned: list[DevNode] = []
     if create_device_nodes:
         planned = _create_nodes(driver_root, driver_root, control_devices=True, dry_run=dry_run)
     root = HostRoot(driver_root)

@@ -11,30 +11,17 @@ from __future__ import annotations
 import os
 import re
 import stat
-import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctk.cdi.model import DeviceNodeFacts, DriverFacts, HostFile, NodeFacts
 from ctk.cdi.options import Mode
 from ctk.errors import CtkError
+from ctk.host.ldcache import LIBRARY_DIRS, read_ld_cache
 from ctk.host.root import HostRoot, PathEscapeError
+from ctk.node import CharDevice, DriverFacts, HostFile, NodeFacts
 from ctk.nvproc import MigMinors, parse_mig_minors
 
-# Where drivers put their libraries (as nvidia-ctk searches them), before the ld.so.cache.
-LIBRARY_DIRS = (
-    "/usr/lib64",
-    "/usr/lib/x86_64-linux-gnu",
-    "/usr/lib/aarch64-linux-gnu",
-    "/usr/lib/x86_64-linux-gnu/nvidia/current",
-    "/usr/lib/aarch64-linux-gnu/nvidia/current",
-    "/lib64",
-    "/lib/x86_64-linux-gnu",
-    "/lib/aarch64-linux-gnu",
-    "/lib/x86_64-linux-gnu/nvidia/current",
-    "/lib/aarch64-linux-gnu/nvidia/current",
-)
 BINARY_DIRS = ("/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin")
 BINARIES = (
     "nvidia-smi",
@@ -112,7 +99,6 @@ EGL_PLATFORM_LIBRARY = re.compile(r"^libnvidia-egl-(gbm|wayland|wayland2|xcb|xli
 # Debian and Ubuntu's real ldconfig (/sbin/ldconfig is a shell script that runs it)
 LDCONFIG_REAL = "/sbin/ldconfig.real"
 DRIVER_VERSION_FILE = re.compile(r"^lib(cuda|nvidia-ml)\.so\.(\d+\.\d+(?:\.\d+)?)$")
-LD_CACHE_MAGIC = b"glibc-ld.so.cache1.1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,65 +110,6 @@ class SearchPaths:
 
 
 # --- libraries ---------------------------------------------------------------------------------
-
-
-def read_ld_cache(root: HostRoot) -> tuple[tuple[str, str], ...]:
-    """The (library name, path) entries of the root's /etc/ld.so.cache (new format)."""
-    try:
-        data = root.path("/etc/ld.so.cache").read_bytes()
-    except (OSError, PathEscapeError):
-        return ()
-    return parse_ld_cache(data)
-
-
-def parse_ld_cache(data: bytes) -> tuple[tuple[str, str], ...]:
-    """The (library name, absolute path) entries of an ld.so.cache's new-format part.
-
-    A damaged cache (bad offsets, cut short, garbage) gives no entries, never an exception:
-    the standard library directories still apply, and a library found nowhere is reported
-    as not found.
-    """
-    base = data.find(LD_CACHE_MAGIC)
-    if base < 0 or len(data) < base + 48:
-        return ()
-    (count,) = struct.unpack_from("<I", data, base + 20)
-    if count > (len(data) - base - 48) // 24:
-        return ()  # more entries than the file holds
-    entries = []
-    for i in range(count):
-        _flags, key, value = struct.unpack_from("<iII", data, base + 48 + 24 * i)
-        name, path = _cstring(data, base + key), _cstring(data, base + value)
-        if name is None or path is None:
-            return ()
-        if name and path.startswith("/"):
-            entries.append((name, path))
-    return tuple(entries)
-
-
-def _cstring(data: bytes, offset: int) -> str | None:
-    """The NUL-terminated UTF-8 string at ``offset``, or None when there is none."""
-    end = data.find(b"\0", offset)
-    if offset >= len(data) or end < 0:
-        return None
-    try:
-        return data[offset:end].decode()
-    except UnicodeDecodeError:
-        return None
-
-
-def find_library(driver_root: Path, name: str, search: Iterable[str] = ()) -> Path | None:
-    """Where library ``name`` (e.g. libnvidia-ml.so.1) is on this machine, under the root."""
-    root = HostRoot(driver_root)
-    candidates = [f"{d}/{name}" for d in (*search, *LIBRARY_DIRS)]
-    candidates += [path for key, path in read_ld_cache(root) if key == name]
-    for candidate in candidates:
-        try:
-            path = root.path(candidate)
-        except PathEscapeError:
-            continue
-        if path.is_file():
-            return path
-    return None
 
 
 def driver_version_from_files(driver_root: Path, search: Iterable[str] = ()) -> str | None:
@@ -419,7 +346,7 @@ class _Scan:
                 links.append((glx, f"{inside}/libglxserver_nvidia.so"))
         return files, links
 
-    def node(self, container_path: str) -> DeviceNodeFacts | None:
+    def node(self, container_path: str) -> CharDevice | None:
         try:
             host = self.dev.path(container_path)
             info = os.stat(host)
@@ -427,7 +354,7 @@ class _Scan:
             return None
         if not stat.S_ISCHR(info.st_mode):
             return None
-        return DeviceNodeFacts(
+        return CharDevice(
             container_path=container_path,
             host_path=str(host),
             major=os.major(info.st_rdev),
@@ -436,7 +363,7 @@ class _Scan:
             gid=info.st_gid,
         )
 
-    def nodes(self, paths: Iterable[str]) -> list[DeviceNodeFacts]:
+    def nodes(self, paths: Iterable[str]) -> list[CharDevice]:
         return [node for node in map(self.node, paths) if node is not None]
 
     def dev_listing(self, directory: str) -> list[str]:
@@ -454,7 +381,7 @@ class _Scan:
             return MigMinors()
         return parse_mig_minors(data.decode("utf-8", "backslashreplace"))
 
-    def drm(self, bus_id: str) -> tuple[list[DeviceNodeFacts], list[tuple[str, str]]]:
+    def drm(self, bus_id: str) -> tuple[list[CharDevice], list[tuple[str, str]]]:
         names = [
             p.rsplit("/", 1)[1] for p in self.dev_listing(f"/sys/bus/pci/devices/{bus_id}/drm")
         ]

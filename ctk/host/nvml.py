@@ -14,37 +14,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Protocol, TypeVar
 
-from ctk.cdi.model import Gpu, MigDevice, MigMode, NvmlFacts
 from ctk.errors import CtkError
-from ctk.host import driver
+from ctk.host.ldcache import find_library
+from ctk.node import Gpu, MigDevice, MigMode, NvmlFacts, NvmlReturn
 
 LIBRARY = "libnvidia-ml.so.1"
 T = TypeVar("T")
 
-# NVML return codes (nvml.h) that get a message of their own.
-_NOT_SUPPORTED = 3
-_NO_PERMISSION = 4
-_NOT_FOUND = 6
-_DRIVER_NOT_LOADED = 9
-_LIBRARY_NOT_FOUND = 12
-_FUNCTION_NOT_FOUND = 13
-_GPU_IS_LOST = 15
-_LIB_RM_VERSION_MISMATCH = 18
-
 _MANAGEMENT_HINT = "or use --mode management, which needs no NVML"
 _HINTS = {
-    _LIBRARY_NOT_FOUND: (
+    NvmlReturn.LIBRARY_NOT_FOUND: (
         "is the NVIDIA driver installed? For a driver container pass --driver-root "
         f"(e.g. /run/nvidia/driver), {_MANAGEMENT_HINT}"
     ),
-    _DRIVER_NOT_LOADED: "load the kernel module (modprobe nvidia) and check dmesg",
-    _LIB_RM_VERSION_MISMATCH: (
+    NvmlReturn.DRIVER_NOT_LOADED: "load the kernel module (modprobe nvidia) and check dmesg",
+    NvmlReturn.LIB_RM_VERSION_MISMATCH: (
         "the loaded kernel module and the user-space driver differ (usually after a driver "
         "upgrade): reboot, or unload and reload the nvidia modules"
     ),
-    _NO_PERMISSION: "run as root (sudo)",
-    _GPU_IS_LOST: "the GPU fell off the bus: look for Xid 79 in dmesg; reset the GPU or reboot",
-    _FUNCTION_NOT_FOUND: "the driver is older than nvidia-ml-py expects; upgrade the driver",
+    NvmlReturn.NO_PERMISSION: "run as root (sudo)",
+    NvmlReturn.GPU_IS_LOST: (
+        "the GPU fell off the bus: look for Xid 79 in dmesg; reset the GPU or reboot"
+    ),
+    NvmlReturn.FUNCTION_NOT_FOUND: (
+        "the driver is older than nvidia-ml-py expects; upgrade the driver"
+    ),
 }
 
 
@@ -55,27 +49,27 @@ class GpuSource(Protocol):
 
 
 def _nvml_error(exc: Exception, what: str) -> CtkError:
-    code = getattr(exc, "value", None)
+    code = NvmlReturn.of(getattr(exc, "value", None))
     reason = str(exc)
-    if code == _DRIVER_NOT_LOADED:
+    if code == NvmlReturn.DRIVER_NOT_LOADED:
         message = f"NVIDIA driver is not loaded ({what}: {reason})"
-    elif code == _LIB_RM_VERSION_MISMATCH:
+    elif code == NvmlReturn.LIB_RM_VERSION_MISMATCH:
         message = f"NVIDIA driver/library version mismatch ({what}: {reason})"
     else:
         message = f"{what} failed: {reason}"
-    return CtkError(message, hint=_HINTS.get(code if isinstance(code, int) else -1))
+    return CtkError(message, hint=_HINTS.get(code) if code is not None else None)
 
 
 def _preload(driver_root: Path, search: tuple[str, ...]) -> None:
     if str(driver_root) == "/" and not search:
         return  # the dynamic loader's own search finds the host's library
-    library = driver.find_library(driver_root, LIBRARY, search)
+    library = find_library(driver_root, LIBRARY, search)
     if library is None and str(driver_root) == "/":
         return  # not in the search paths: the dynamic loader's own search decides
     if library is None:
         raise CtkError(
             f"NVML library {LIBRARY} not found under driver root {driver_root}",
-            hint=_HINTS[_LIBRARY_NOT_FOUND],
+            hint=_HINTS[NvmlReturn.LIBRARY_NOT_FOUND],
         )
     try:
         ctypes.CDLL(str(library))
@@ -111,9 +105,9 @@ def _session(driver_root: Path, search: tuple[str, ...], read: Callable[[Any], T
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as exc:
-        if getattr(exc, "value", None) == _LIBRARY_NOT_FOUND:
+        if getattr(exc, "value", None) == NvmlReturn.LIBRARY_NOT_FOUND:
             raise CtkError(
-                f"NVML library {LIBRARY} not found", hint=_HINTS[_LIBRARY_NOT_FOUND]
+                f"NVML library {LIBRARY} not found", hint=_HINTS[NvmlReturn.LIBRARY_NOT_FOUND]
             ) from exc
         raise _nvml_error(exc, "NVML initialisation") from exc
     try:
@@ -195,7 +189,7 @@ def _health(pynvml: Any, index: int) -> GpuHealth:
             return function(device)
         except (pynvml.NVMLError, pynvml.NVMLLibraryMismatchError) as exc:
             codes[function.__name__] = getattr(exc, "value", None)
-            if codes[function.__name__] != _NOT_SUPPORTED:
+            if codes[function.__name__] != NvmlReturn.NOT_SUPPORTED:
                 errors.append(f"{function.__name__}: {exc}")
             return None
 
@@ -204,7 +198,12 @@ def _health(pynvml: Any, index: int) -> GpuHealth:
     memory = ask(pynvml.nvmlDeviceGetMemoryInfo)
     listing = pynvml.nvmlDeviceGetComputeRunningProcesses
     processes = ask(listing)
-    if processes is None and codes.get(listing.__name__) == _NO_PERMISSION and mig and mig[0] == 1:
+    if (
+        processes is None
+        and codes.get(listing.__name__) == NvmlReturn.NO_PERMISSION
+        and mig
+        and mig[0] == 1
+    ):
         # With MIG on, the whole GPU's list needs privileges; each MIG device's list does not.
         processes = _mig_processes(pynvml, handle, lambda device: ask(listing, device))
     return GpuHealth(
@@ -276,7 +275,7 @@ def _mig_mode(pynvml: Any, handle: Any, what: str) -> MigMode:
     try:
         current, _pending = pynvml.nvmlDeviceGetMigMode(handle)
     except pynvml.NVMLError as exc:
-        if getattr(exc, "value", None) == _NOT_SUPPORTED:
+        if getattr(exc, "value", None) == NvmlReturn.NOT_SUPPORTED:
             return MigMode.UNSUPPORTED
         raise _nvml_error(exc, f"{what} MIG mode") from exc
     return MigMode.ENABLED if current == 1 else MigMode.DISABLED
@@ -290,7 +289,7 @@ def _migs(pynvml: Any, parent: int, handle: Any) -> tuple[MigDevice, ...]:
         try:
             mig = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)
         except pynvml.NVMLError as exc:
-            if getattr(exc, "value", None) == _NOT_FOUND:
+            if getattr(exc, "value", None) == NvmlReturn.NOT_FOUND:
                 continue  # an empty slot
             raise _nvml_error(exc, f"{what} {slot}") from exc
         found.append(_mig(pynvml, parent, slot, mig))

@@ -10,24 +10,19 @@ from pathlib import Path, PurePosixPath
 from ctk.errors import CtkError
 from ctk.host import files
 from ctk.host.root import HostRoot
-from ctk.system.devices import (
-    CharLink,
-    DeviceNode,
-    Major,
-    nvidia_majors,
-    parse_device_minor,
-    parse_proc_devices,
-)
+from ctk.node import DevNode, nvidia_majors
+from ctk.nvproc import parse_gpu_information, parse_proc_devices
+from ctk.system.devices import CharLink
 
 PROC_DEVICES = "/proc/devices"
 GPUS_DIR = "/proc/driver/nvidia/gpus"
 
 
 @dataclass(frozen=True, slots=True)
-class DriverFacts:
-    """What the driver says: its majors and the minor of each GPU."""
+class DriverNumbers:
+    """What the driver says: its majors (`Major` names) and the minor of each GPU."""
 
-    majors: dict[Major, int]
+    majors: dict[str, int]
     gpu_minors: list[int]
     source: Path
 
@@ -40,7 +35,7 @@ def _proc_path(root: HostRoot, path: str) -> Path:
     return inside
 
 
-def read_driver_facts(root: HostRoot) -> DriverFacts:
+def read_driver_facts(root: HostRoot) -> DriverNumbers:
     """Read /proc/devices and the GPUs' information files under ``root``."""
     devices = _proc_path(root, PROC_DEVICES)
     text = files.read_text(devices, missing_ok=True) or ""
@@ -49,18 +44,18 @@ def read_driver_facts(root: HostRoot) -> DriverFacts:
     if gpus_dir.is_dir():
         for entry in sorted(gpus_dir.iterdir()):
             info = files.read_text(entry / "information", missing_ok=True)
-            minor = parse_device_minor(info or "")
+            minor = parse_gpu_information(info or "").device_minor
             if minor is not None:
                 minors.append(minor)
-    return DriverFacts(nvidia_majors(parse_proc_devices(text)), minors, devices)
+    return DriverNumbers(nvidia_majors(parse_proc_devices(text)), minors, devices)
 
 
-def find_nodes(dev_root: HostRoot, majors: dict[Major, int]) -> list[DeviceNode]:
+def find_nodes(dev_root: HostRoot, majors: dict[str, int]) -> list[DevNode]:
     """The existing character nodes under <dev-root>/dev whose major is an NVIDIA one."""
     wanted = set(majors.values())
     dev = dev_root.path("/dev")
     candidates = sorted(dev.glob("nvidia*")) + sorted(dev.glob("nvidia-caps*/*"))
-    nodes: list[DeviceNode] = []
+    nodes: list[DevNode] = []
     for path in candidates:
         try:
             info = path.lstat()
@@ -68,12 +63,12 @@ def find_nodes(dev_root: HostRoot, majors: dict[Major, int]) -> list[DeviceNode]
             continue
         if stat.S_ISCHR(info.st_mode) and os.major(info.st_rdev) in wanted:
             nodes.append(
-                DeviceNode(PurePosixPath(path), os.major(info.st_rdev), os.minor(info.st_rdev))
+                DevNode(PurePosixPath(path), os.major(info.st_rdev), os.minor(info.st_rdev))
             )
     return nodes
 
 
-def node_state(host_path: Path, node: DeviceNode) -> str:
+def node_state(host_path: Path, node: DevNode) -> str:
     """'missing', 'ok', or a description of what is in the way."""
     try:
         info = host_path.lstat()
@@ -86,7 +81,7 @@ def node_state(host_path: Path, node: DeviceNode) -> str:
     return "is not a character device"
 
 
-def make_node(host_path: Path, node: DeviceNode) -> None:
+def make_node(host_path: Path, node: DevNode) -> None:
     """Create ``node`` at ``host_path`` (mode 0666, like nvidia-modprobe)."""
     try:
         host_path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,14 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctk.host.driver import (
-    SearchPaths,
-    driver_version_from_files,
-    find_library,
-    parse_ld_cache,
-    read_driver,
-    read_ld_cache,
-)
+from ctk.host.driver import SearchPaths, driver_version_from_files, read_driver
+from ctk.host.ldcache import find_library, parse_ld_cache, read_ld_cache
 from ctk.host.root import HostRoot
 
 LDCONFIG = shutil.which("ldconfig") or "/sbin/ldconfig"

@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import pytest
 
-from ctk.cdi.model import Gpu, MigDevice, MigMode, NvmlFacts
 from ctk.errors import CtkError
 from ctk.host.nvml import read_nvml
+from ctk.node import Gpu, MigDevice, MigMode, NvmlFacts
 from tests.fake_nvml import FakeNode
 
 A100 = "NVIDIA A100-SXM4-80GB"

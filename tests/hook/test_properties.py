@@ -15,7 +15,7 @@ from ctk.hook.main import HelpWanted, UsageProblem, parse
 from ctk.hook.rootfd import Root, proc_path
 from ctk.hook.rootfs import HookError, resolve
 from ctk.hook.state import loads
-from ctk.system.devices import parse_proc_devices
+from ctk.nvproc import parse_proc_devices
 
 NAMES = st.sampled_from(["a", "b", "etc", "..", ".", "lib", ""])
 PATHS = st.lists(NAMES, max_size=6).map("/".join)

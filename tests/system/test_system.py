@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from ctk.cli.app import main
-from ctk.system.devices import Major, nvidia_majors, parse_device_minor, parse_proc_devices
+from ctk.node import Major, nvidia_majors
+from ctk.nvproc import parse_gpu_information, parse_proc_devices
 
 PROC_DEVICES = """\
 Character devices:
@@ -98,7 +99,7 @@ def test_parse_proc_devices(text: str, expected: dict[Major, int]) -> None:
     ],
 )
 def test_parse_device_minor(text: str, expected: int | None) -> None:
-    assert parse_device_minor(text) == expected
+    assert parse_gpu_information(text).device_minor == expected
 
 
 @needs_root

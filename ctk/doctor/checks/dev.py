@@ -17,6 +17,7 @@ from ctk.doctor.model import (
     unknown,
     warn,
 )
+from ctk.node import expected_nodes as node_rule
 
 NVIDIA_MAJOR = 195
 TOOLKIT_TROUBLESHOOTING = (
@@ -27,15 +28,11 @@ JIT_CDI_VERSION = (1, 18)
 
 def expected_nodes(facts: NodeFacts) -> dict[str, tuple[int, int]]:
     """Device node path -> (major, minor) the loaded driver implies."""
-    wanted = {f"/dev/nvidia{gpu.minor}": (NVIDIA_MAJOR, gpu.minor) for gpu in facts.kernel.gpus}
+    minors = [gpu.minor for gpu in facts.kernel.gpus]
     if facts.where is not Where.HOST:  # a container gets only the GPUs it asked for
-        wanted = {path: numbers for path, numbers in wanted.items() if path in facts.dev.nodes}
-    wanted["/dev/nvidiactl"] = (NVIDIA_MAJOR, 255)
-    uvm = facts.kernel.char_majors.get("nvidia-uvm")
-    if uvm is not None:
-        wanted["/dev/nvidia-uvm"] = (uvm, 0)
-        wanted["/dev/nvidia-uvm-tools"] = (uvm, 1)
-    return wanted
+        minors = [minor for minor in minors if f"/dev/nvidia{minor}" in facts.dev.nodes]
+    majors = facts.kernel.char_majors or {"nvidia-frontend": NVIDIA_MAJOR}  # /proc/devices unread
+    return {str(node.path): (node.major, node.minor) for node in node_rule(majors, minors)}
 
 
 def _describe(node: DeviceNode | None) -> str:

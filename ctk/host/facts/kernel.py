@@ -43,8 +43,8 @@ from ctk.nvproc import (
 )
 
 if TYPE_CHECKING:
-    from ctk.cdi.model import Gpu
     from ctk.host.nvml import GpuHealth
+    from ctk.node import Gpu
 
 # --- kernel ---------------------------------------------------------------------------------
 
@@ -210,7 +210,7 @@ def gather_libs(g: Gatherer, env: Mapping[str, str]) -> LibFacts:
     (read by `ctk.host.driver`), then the ld.so.conf and default directories for nodes whose
     cache is missing or out of date.
     """
-    from ctk.host.driver import read_ld_cache
+    from ctk.host.ldcache import read_ld_cache
 
     search = [d for d in env.get("LD_LIBRARY_PATH", "").split(":") if d.startswith("/")]
     stub_dirs = tuple(d for d in search if "stubs" in d.split("/"))
