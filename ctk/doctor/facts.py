@@ -15,7 +15,7 @@ from ctk.doctor.advisories import Advisory
 from ctk.doctor.model import Where
 
 if TYPE_CHECKING:
-    from ctk.cdi.model import NvmlFacts as GenerateNvmlFacts
+    from ctk.node import NvmlFacts as NodeNvmlFacts
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +195,7 @@ class NvmlFacts:
     driver_version: str = ""
     cuda_version: tuple[int, int] | None = None
     gpus: tuple[NvmlGpu, ...] = ()
-    source: GenerateNvmlFacts | None = None
+    source: NodeNvmlFacts | None = None
     """The very value `ctk cdi generate` builds its spec from (None: built by hand in a test)."""
 
 
