@@ -69,6 +69,9 @@ def _details(finding: Finding, pad: str) -> list[Text]:
     for i, command in enumerate(finding.commands):
         head = "fix       " if i == 0 else " " * 10
         lines.append(Text(f"{pad}{head}{command}"))
+    for i, note in enumerate(finding.notes):
+        head = "note      " if i == 0 else " " * 10
+        lines.append(Text(f"{pad}{head}{note}"))
     if finding.remedy and finding.sources:
         lines.append(Text(f"{pad}docs      {finding.sources[0]}"))
     return lines

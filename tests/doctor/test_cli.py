@@ -49,7 +49,7 @@ APIs)
 driver<471
                    process environment: CUDA_VERSION=12.8.1
          remedy    Upgrade the driver, or use an image built for the host's CUDA version.
-         fix       upgrade the driver to >= 570.26: sudo apt-get install nvidia-driver-570 && \
+         note      upgrade the driver to >= 570.26: sudo apt-get install nvidia-driver-570 && \
 sudo reboot
                    or use an image built for CUDA 12.2 or older
                    or add cuda-compat-12-8 to the image (forward compatibility; the driver \

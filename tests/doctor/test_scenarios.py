@@ -164,6 +164,14 @@ SCENARIOS = [
         id="docker-not-configured",
     ),
     pytest.param(
+        "nvidia-ctk-only",
+        {
+            "docker.runtime-not-configured": "Docker has no usable nvidia runtime: `docker run --runtime=nvidia` fails with 'unknown or invalid runtime name: nvidia'",
+        },
+        set(),
+        id="docker-not-configured-nvidia-ctk-only",
+    ),
+    pytest.param(
         "docker-invalid-json",
         {
             "docker.daemon-json-invalid": "/etc/docker/daemon.json does not parse: /etc/docker/daemon.json: not valid JSON: Expecting property name enclosed in double quotes (line 3, column 1)",

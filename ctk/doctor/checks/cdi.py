@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from ctk.doctor.checks.mig import GENERATE, GENERATE_FIX, GPU_KIND
+import shlex
+
+from ctk.doctor.checks.mig import GPU_KIND, regenerate
 from ctk.doctor.checks.toolkit import runtime_mode, toolkit_version
 from ctk.doctor.expected import expected_devices, missing_from, unknown_uuids
 from ctk.doctor.facts import NodeFacts, NvmlFacts, SpecFile
+from ctk.doctor.fixes import EnableRefresh, GenerateSpec, ValidateSpec
 from ctk.doctor.model import (
     HOST_ONLY,
     Evidence,
@@ -23,8 +26,7 @@ CDI_SUPPORT = (
     "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/cdi-support.html"
 )
 CDI_SPEC = "https://github.com/cncf-tags/container-device-interface/blob/main/SPEC.md"
-REFRESH_UNITS = ("nvidia-cdi-refresh.path", "ctk-cdi-refresh.path")
-ENABLE_REFRESH = "sudo systemctl enable --now nvidia-cdi-refresh.path"
+REFRESH_UNITS = ("ctk-cdi-refresh.path", "nvidia-cdi-refresh.path")
 REFRESH_TOOLKIT = (1, 18)
 MAX_EVIDENCE = 3
 
@@ -77,7 +79,7 @@ def spec_invalid(facts: NodeFacts) -> Result:
     return fail(
         f"{len(broken)} CDI spec file(s) are invalid: " + ", ".join(s.path for s in broken),
         *(Evidence(spec.path, spec.problems[0]) for spec in broken),
-        commands=tuple(f"ctk cdi validate {spec.path}" for spec in broken),
+        fixes=tuple(ValidateSpec(path=spec.path) for spec in broken),
     )
 
 
@@ -107,8 +109,7 @@ def spec_missing(facts: NodeFacts) -> Result:
         "with 'unresolvable CDI devices nvidia.com/gpu=all'",
         *users,
         *(Evidence(d, "no nvidia.com/gpu spec") for d in facts.cdi.dirs),
-        commands=(GENERATE, "ctk cdi list", ENABLE_REFRESH),
-        fixes=(GENERATE_FIX,),
+        fixes=(GenerateSpec(), EnableRefresh()),
     )
 
 
@@ -166,8 +167,7 @@ def spec_stale(facts: NodeFacts) -> Result:
         summary + ": containers fail at creation or get mismatched libraries",
         Evidence("/proc/driver/nvidia/version", module or "unknown"),
         *evidence,
-        commands=(GENERATE, ENABLE_REFRESH),
-        fixes=(GENERATE_FIX,),
+        fixes=(regenerate(facts), EnableRefresh()),
     )
 
 
@@ -229,8 +229,7 @@ def spec_incomplete(facts: NodeFacts) -> Result:
     return fail(
         "the CDI spec does not match the node's GPUs: " + "; ".join(e.value for e in problems),
         *problems,
-        commands=(GENERATE,),
-        fixes=(GENERATE_FIX,),
+        fixes=(regenerate(facts),),
     )
 
 
@@ -301,8 +300,9 @@ def conflict_losers(files: tuple[str, ...]) -> dict[str, str]:
 
 
 def conflict_removals(files: tuple[str, ...]) -> list[str]:
-    """`rm` commands leaving one file per directory: the generated `nvidia.yaml` if it clashes."""
-    return [f"sudo rm {path}   # keeps {keep}" for path, keep in conflict_losers(files).items()]
+    """`rm` commands leaving one file per directory: the generated `nvidia.yaml` if it clashes
+    (the notes say which file each one duplicates)."""
+    return [f"sudo rm {shlex.quote(path)}" for path in conflict_losers(files)]
 
 
 @check(
@@ -328,7 +328,11 @@ def spec_conflict(facts: NodeFacts) -> Result:
         "runtimes drop those devices (unresolvable CDI devices)",
         *(Evidence("CDI", conflict) for conflict in facts.cdi.conflicts[:MAX_EVIDENCE]),
         *(Evidence(path, "takes part in the clash") for path in facts.cdi.conflict_files),
-        commands=(*conflict_removals(facts.cdi.conflict_files), "ctk cdi list"),
+        commands=tuple(conflict_removals(facts.cdi.conflict_files)),
+        notes=tuple(
+            f"{path} duplicates {keep}"
+            for path, keep in conflict_losers(facts.cdi.conflict_files).items()
+        ),
     )
 
 
@@ -336,7 +340,7 @@ def spec_conflict(facts: NodeFacts) -> Result:
     "cdi.refresh-disabled",
     severity=Severity.WARNING,
     title="the CDI spec is regenerated on boot and driver upgrades",
-    remedy="Enable the nvidia-cdi-refresh.path unit.",
+    remedy="Enable the CDI refresh unit (ctk-cdi-refresh.path, or nvidia-ctk's).",
     sources=(CDI_SUPPORT,),
     depends_on=("cdi.spec-missing",),
     where=HOST_ONLY,
@@ -356,8 +360,8 @@ def refresh_disabled(facts: NodeFacts) -> Result:
         return ok("no refresh unit needed (no volatile spec, toolkit < 1.18)")
     return warn(
         f"no CDI refresh unit is enabled: {reason}",
-        Evidence("/etc/systemd/system", "nvidia-cdi-refresh.path not enabled"),
-        commands=(ENABLE_REFRESH,),
+        Evidence("/etc/systemd/system", "neither " + " nor ".join(REFRESH_UNITS) + " is enabled"),
+        fixes=(EnableRefresh(),),
     )
 
 

@@ -10,12 +10,12 @@ from ctk.doctor.model import (
     Evidence,
     Result,
     Severity,
-    Status,
     Where,
     check,
     fail,
     ok,
     skip,
+    warn,
 )
 
 PROC_VERSION = "/proc/driver/nvidia/version"
@@ -62,9 +62,10 @@ def nouveau_loaded(facts: NodeFacts) -> Result:
         commands=(
             "printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | "
             "sudo tee /etc/modprobe.d/blacklist-nouveau.conf",
-            "sudo update-initramfs -u   # RHEL/Fedora: sudo dracut --force",
+            "sudo update-initramfs -u",
             "sudo reboot",
         ),
+        notes=("RHEL/Fedora: sudo dracut --force instead of update-initramfs",),
     )
 
 
@@ -92,8 +93,12 @@ def secure_boot_blocked(facts: NodeFacts) -> Result:
         Evidence(f"/lib/modules/{kernel.kernel_release}", "nvidia.ko present"),
         driver_version_evidence(facts),
         commands=(
-            "sudo modprobe nvidia   # 'Key was rejected by service' confirms it",
-            "sudo mokutil --import /var/lib/shim-signed/mok/MOK.der   # then reboot and enrol",
+            "sudo modprobe nvidia",
+            "sudo mokutil --import /var/lib/shim-signed/mok/MOK.der",
+        ),
+        notes=(
+            "'Key was rejected by service' from modprobe confirms it",
+            "after mokutil, reboot and enrol the key",
         ),
     )
 
@@ -162,9 +167,9 @@ def no_gpu_attached(facts: NodeFacts) -> Result:
         "this container has no GPU: no /dev/nvidia* device node was injected",
         Evidence("/dev", "no nvidia* device nodes"),
         Evidence("NVIDIA_VISIBLE_DEVICES", "unset" if shown is None else shown),
-        commands=(
-            "docker run --gpus all ...   # or --device nvidia.com/gpu=all with CDI",
-            "# Kubernetes: resources: {limits: {nvidia.com/gpu: 1}}",
+        notes=(
+            "Docker: start the container with --gpus all (or --device nvidia.com/gpu=all with CDI)",
+            "Kubernetes: resources: {limits: {nvidia.com/gpu: 1}}",
         ),
     )
 
@@ -210,11 +215,10 @@ def library_mismatch(facts: NodeFacts) -> Result:
         f"kernel module {module} is loaded but the driver libraries are {installed}: "
         "the driver was upgraded without a reboot",
         *evidence,
-        commands=(
-            "sudo reboot",
-            "# or, once no process uses the GPU: sudo systemctl stop nvidia-persistenced; "
-            "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia "
-            "&& sudo modprobe nvidia_uvm",
+        commands=("sudo reboot",),
+        notes=(
+            "or, once no process uses the GPU: stop nvidia-persistenced, rmmod nvidia_uvm "
+            "nvidia_drm nvidia_modeset nvidia, then modprobe nvidia and nvidia_uvm",
         ),
     )
 
@@ -269,13 +273,11 @@ def gpu_not_enumerated(facts: NodeFacts) -> Result:
         Evidence(f"/sys/bus/pci/devices/{gpu.bdf}/driver", gpu.driver or "no driver bound")
         for gpu in missing
     )
-    commands = (
-        "sudo dmesg | grep -iE 'RmInitAdapter|NVRM'",
-        "# vfio-pci is intended on VM passthrough hosts; otherwise drain and reboot",
-    )
+    commands = ("sudo dmesg | grep -iE 'RmInitAdapter|NVRM'",)
+    notes = ("vfio-pci is intended on VM passthrough hosts; otherwise drain and reboot",)
     if enumerated:
-        return Result(status=Status.WARN, summary=summary, evidence=evidence, commands=commands)
-    return fail(summary, *evidence, commands=commands, severity=Severity.ERROR)
+        return warn(summary, *evidence, commands=commands, notes=notes)
+    return fail(summary, *evidence, commands=commands, notes=notes, severity=Severity.ERROR)
 
 
 # Model-name patterns per GPU generation (the NVML architecture is not in the adapter's facts).
@@ -307,8 +309,10 @@ def kernel_module_flavor(facts: NodeFacts) -> Result:
     flavour = "open" if kernel.open_module else "proprietary"
     if not wrong:
         return ok(f"{flavour} kernel module suits the GPUs")
-    branch = (kernel.driver_version or "<branch>").split(".")[0]
-    package = f"nvidia-driver-{branch}-open" if needed == "open" else f"nvidia-driver-{branch}"
+    branch = (kernel.driver_version or "").split(".")[0]
+    package = (
+        "nvidia-driver" + (f"-{branch}" if branch else "") + ("-open" if needed == "open" else "")
+    )
     return fail(
         f"the {flavour} kernel module is loaded but {wrong[0].model} needs the {needed} "
         "modules: the driver cannot initialise it (RmInitAdapter failed)",

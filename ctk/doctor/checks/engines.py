@@ -6,10 +6,10 @@ import posixpath
 
 from ctk.doctor.checks.toolkit import INSTALL_GUIDE, runtime_mode
 from ctk.doctor.facts import EngineFacts, NodeFacts, RuntimeEntry, Unavailable
+from ctk.doctor.fixes import ConfigureRuntime
 from ctk.doctor.model import (
     HOST_ONLY,
     Evidence,
-    Fix,
     Result,
     Severity,
     check,
@@ -21,15 +21,17 @@ from ctk.doctor.model import (
 )
 from ctk.errors import CtkError
 from ctk.runtime_config import imports as containerd_imports
+from ctk.runtime_config.engines import Runtime
 
 CONTAINERD_DROP_IN_DIR = "/etc/containerd/conf.d"
 KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
 
 
-def _configure(engine: str, *extra: str) -> Fix:
-    return Fix(
-        ("runtime", "configure", f"--runtime={engine}", *extra),
-        f"add the nvidia runtime to the {engine} configuration",
+def _configure(
+    engine: str, *, set_as_default: bool = False, enable_cdi: bool = False
+) -> ConfigureRuntime:
+    return ConfigureRuntime(
+        runtime=Runtime(engine), set_as_default=set_as_default, enable_cdi=enable_cdi
     )
 
 
@@ -123,7 +125,8 @@ def docker_snap(facts: NodeFacts) -> Result:
         "Docker is installed as a snap: its confinement hides the host driver libraries and "
         "the NVIDIA runtime",
         Evidence("/snap/bin/docker", "present"),
-        commands=("sudo snap remove docker", "install Docker Engine from download.docker.com"),
+        commands=("sudo snap remove docker",),
+        notes=("then install Docker Engine from Docker's repository (download.docker.com)",),
     )
 
 
@@ -160,10 +163,7 @@ def docker_runtime(facts: NodeFacts) -> Result:
         "Docker has no usable nvidia runtime: `docker run --runtime=nvidia` fails with "
         "'unknown or invalid runtime name: nvidia'",
         *evidence,
-        commands=(
-            "sudo ctk runtime configure --runtime=docker",
-            "sudo systemctl restart docker",
-        ),
+        commands=("sudo systemctl restart docker",),
         fixes=(_configure("docker"),),
     )
 
@@ -190,10 +190,8 @@ def rootless_config(facts: NodeFacts) -> Result:
     return fail(
         f"rootless Docker reads {rootless.config_path}, which has no nvidia runtime",
         *evidence,
-        commands=(
-            f"ctk runtime configure --runtime=docker --config={rootless.config_path}",
-            "systemctl --user restart docker",
-        ),
+        commands=("systemctl --user restart docker",),
+        fixes=(ConfigureRuntime(runtime=Runtime.DOCKER, config=rootless.config_path, user=True),),
     )
 
 
@@ -223,10 +221,8 @@ def docker_cdi(facts: NodeFacts) -> Result:
         "the toolkit uses CDI but Docker's CDI support is off: `--device nvidia.com/gpu=...` "
         "fails with 'could not select device driver \"cdi\"'",
         Evidence(facts.docker.config_path, "features.cdi not true"),
-        commands=(
-            "sudo ctk runtime configure --runtime=docker --cdi.enabled",
-            "sudo systemctl restart docker",
-        ),
+        commands=("sudo systemctl restart docker",),
+        fixes=(_configure("docker", enable_cdi=True),),
     )
 
 
@@ -306,10 +302,7 @@ def drop_in_not_imported(facts: NodeFacts) -> Result:
         Evidence(containerd.config_path, f"imports: {imports}"),
         *(Evidence(path, "exists, not imported") for path in orphans),
     )
-    commands = (
-        "sudo ctk runtime configure --runtime=containerd",
-        "sudo systemctl restart containerd",
-    )
+    commands = ("sudo systemctl restart containerd",)
     fixes = (_configure("containerd"),)
     if facts.kubelet:  # the kubelet's pods need what the drop-in says
         return fail(summary, *evidence, commands=commands, fixes=fixes)
@@ -348,10 +341,7 @@ def containerd_runtime(facts: NodeFacts) -> Result:
         "containerd has no usable nvidia runtime: pods fail with "
         "'no runtime for \"nvidia\" is configured'",
         *evidence,
-        commands=(
-            "sudo ctk runtime configure --runtime=containerd",
-            "sudo systemctl restart containerd",
-        ),
+        commands=("sudo systemctl restart containerd",),
         fixes=(_configure("containerd"),),
     )
 
@@ -400,16 +390,14 @@ def systemd_cgroup_mismatch(facts: NodeFacts) -> Result:
             f"nvidia agrees with runc/kubelet: SystemdCgroup = {_toml_bool(nvidia.systemd_cgroup)}"
         )
     target = "false" if nvidia.systemd_cgroup else "true"
-    commands = (
-        f"set SystemdCgroup = {target} under the nvidia runtime's options",
-        "sudo systemctl restart containerd",
-    )
+    commands: tuple[str, ...] = ("sudo systemctl restart containerd",)
+    notes = (f"set SystemdCgroup = {target} under the nvidia runtime's options",)
     if any(e.source == KUBELET_CONFIG for e in want):
-        commands = (
+        commands = ("sudo systemctl restart containerd kubelet",)
+        notes = (
             "make kubelet and containerd agree: cgroupDriver: systemd in "
             f"{KUBELET_CONFIG} (recommended under systemd), or SystemdCgroup = false for runc "
             "and nvidia",
-            "sudo systemctl restart containerd kubelet",
         )
     return fail(
         "the nvidia runtime's SystemdCgroup differs from "
@@ -419,6 +407,7 @@ def systemd_cgroup_mismatch(facts: NodeFacts) -> Result:
         nvidia_says,
         *want,
         commands=commands,
+        notes=notes,
     )
 
 
@@ -446,10 +435,9 @@ def not_default_no_runtimeclass(facts: NodeFacts) -> Result:
         "GPU pods run under runc and see no GPU",
         Evidence(containerd.config_path, f"default_runtime_name = {containerd.default_runtime}"),
         Evidence("RuntimeClasses", ", ".join(sorted(handlers)) or "none"),
-        commands=(
-            "sudo ctk runtime configure --runtime=containerd --set-as-default",
-            "# or: kubectl apply a RuntimeClass nvidia (handler: nvidia)",
-        ),
+        commands=("sudo systemctl restart containerd",),
+        fixes=(_configure("containerd", set_as_default=True),),
+        notes=("or create a RuntimeClass named nvidia with handler nvidia",),
     )
 
 
@@ -478,10 +466,8 @@ def containerd_cdi(facts: NodeFacts) -> Result:
     return warn(
         "containerd is set up for CDI (cdi_spec_dirs) but enable_cdi is not true",
         Evidence(containerd.config_path, "enable_cdi not true"),
-        commands=(
-            "sudo ctk runtime configure --runtime=containerd --cdi.enabled",
-            "sudo systemctl restart containerd",
-        ),
+        commands=("sudo systemctl restart containerd",),
+        fixes=(_configure("containerd", enable_cdi=True),),
     )
 
 
@@ -502,10 +488,10 @@ def managed_config(facts: NodeFacts) -> Result:
         f"containerd's config is generated by {managed} at every start: edits to config.toml "
         "are lost",
         Evidence(facts.containerd.config_path, f"managed by {managed}"),
-        commands=(
+        commands=(f"sudo systemctl restart {managed}",),
+        notes=(
             f"put custom settings in {posixpath.dirname(facts.containerd.config_path)}"
             "/config.toml.tmpl",
-            f"sudo systemctl restart {managed}",
         ),
     )
 
@@ -538,6 +524,6 @@ def crio_runtime(facts: NodeFacts) -> Result:
     return fail(
         "CRI-O has no usable nvidia runtime",
         *evidence,
-        commands=("sudo ctk runtime configure --runtime=crio", "sudo systemctl restart crio"),
+        commands=("sudo systemctl restart crio",),
         fixes=(_configure("crio"),),
     )

@@ -62,10 +62,10 @@ def gpu_lost(facts: NodeFacts) -> Result:
         "fell off the bus or the driver lost it; GPU containers cannot start",
         Evidence("NVML", f"nvmlInit: {nvml.error or what}"),
         Evidence("/proc/driver/nvidia/version", facts.kernel.driver_version or "missing"),
-        commands=(
-            "sudo dmesg | grep -i xid   # Xid 79: fell off the bus; 119/120: GSP",
-            "sudo nvidia-smi -r   # reset, once no process uses the GPU",
-            "sudo reboot   # if the reset fails; drain the node first",
+        commands=("sudo dmesg | grep -i xid", "sudo nvidia-smi -r", "sudo reboot"),
+        notes=(
+            "Xid 79: the GPU fell off the bus; 119/120: GSP firmware",
+            "reset once no process uses the GPU; reboot (drain the node first) if the reset fails",
         ),
     )
 
@@ -142,15 +142,12 @@ def leftover_processes(facts: NodeFacts) -> Result:
         commands=(
             "sudo fuser -v /dev/nvidia*",
             *(f"sudo kill -9 {pid}" for pid in kill),
-            *(
-                f"sudo nvidia-smi --gpu-reset -i {index}   # memory of no live process; or reboot"
-                for index in dict.fromkeys(resets)
-            ),
-            *(
-                ()
-                if resets
-                else ("# memory still held with no process: sudo nvidia-smi --gpu-reset -i <idx>",)
-            ),
+            *(f"sudo nvidia-smi --gpu-reset -i {index}" for index in dict.fromkeys(resets)),
+        ),
+        notes=(
+            "a GPU reset frees memory no live process holds; reboot if it fails"
+            if resets
+            else "memory still held with no process: reset that GPU (nvidia-smi --gpu-reset)",
         ),
     )
 

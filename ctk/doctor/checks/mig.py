@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from ctk.doctor.expected import expected_devices
 from ctk.doctor.facts import NodeFacts, NvmlGpu, Unavailable
+from ctk.doctor.fixes import DEFAULT_SPEC, GenerateSpec
 from ctk.doctor.model import (
     HOST_ONLY,
     INSIDE,
     Evidence,
-    Fix,
     Result,
     Severity,
     check,
@@ -21,11 +21,19 @@ from ctk.doctor.model import (
 
 MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/"
 GPU_KIND = "nvidia.com/gpu"
-GENERATE = "sudo ctk cdi generate --output=/var/run/cdi/nvidia.yaml"
-GENERATE_FIX = Fix(
-    ("cdi", "generate", "--output=/var/run/cdi/nvidia.yaml"),
-    "generate the CDI spec for the current devices into /var/run/cdi/nvidia.yaml",
-)
+
+
+def spec_output(facts: NodeFacts) -> str:
+    """Where regenerating writes: the node's generated nvidia.com/gpu spec, the same path (a
+    second spec elsewhere would shadow or clash with it); the default where there is none."""
+    paths = sorted(spec.path for spec in facts.cdi.specs if spec.kind == GPU_KIND)
+    generated = [p for p in paths if p.rsplit("/", 1)[-1] in ("nvidia.yaml", "nvidia.json")]
+    return (generated or paths or [DEFAULT_SPEC])[0]
+
+
+def regenerate(facts: NodeFacts) -> GenerateSpec:
+    """The fix that rewrites the node's spec for its current devices."""
+    return GenerateSpec(output=spec_output(facts))
 
 
 def nvml_gpus(facts: NodeFacts) -> tuple[NvmlGpu, ...] | Result:
@@ -101,9 +109,14 @@ def enabled_without_instances(facts: NodeFacts) -> Result:
         f"MIG is enabled on GPU {', '.join(str(g.index) for g in empty)} but no GPU instance "
         "exists: the GPU is unusable until instances are created (they do not survive reboot)",
         *(Evidence(f"NVML GPU {g.index}", f"{g.name}: MIG on, 0 MIG devices") for g in empty),
-        commands=(
-            *(f"sudo nvidia-smi mig -i {g.index} -cgi <profile,...> -C" for g in empty),
-            "# list profiles: nvidia-smi mig -lgip; persistent layouts: nvidia-mig-parted apply",
+        commands=("sudo nvidia-smi mig -lgip",),
+        notes=(
+            *(
+                f"create instances on GPU {g.index}: sudo nvidia-smi mig -i {g.index} -cgi "
+                "PROFILES -C (profiles as listed)"
+                for g in empty
+            ),
+            "keep a layout across reboots with nvidia-mig-parted apply",
         ),
     )
 
@@ -148,8 +161,7 @@ def not_in_cdi_spec(facts: NodeFacts) -> Result:
         "'unresolvable CDI devices' (the refresh unit does not run on MIG changes)",
         Evidence("NVML", "MIG devices " + ", ".join(missing)),
         *(Evidence(path, "no entry for them") for path in spec_paths),
-        commands=(GENERATE,),
-        fixes=(GENERATE_FIX,),
+        fixes=(regenerate(facts),),
     )
 
 
@@ -176,7 +188,7 @@ def whole_gpu_in_container(facts: NodeFacts) -> Result:
             Evidence(f"NVML GPU {g.index}", f"{g.uuid}: MIG enabled, no MIG device")
             for g in parents
         ),
-        commands=("docker run -e NVIDIA_VISIBLE_DEVICES=MIG-<uuid> ...",),
+        notes=("request a MIG device: NVIDIA_VISIBLE_DEVICES=MIG-<uuid> or nvidia.com/mig-*",),
     )
 
 
@@ -215,7 +227,7 @@ def strategy_mismatch(facts: NodeFacts) -> Result:
         "MIG strategy 'single' with a mixed layout: the device plugin advertises nothing",
         Evidence("node label nvidia.com/mig.strategy", "single"),
         Evidence("NVML", "profiles " + ", ".join(sorted(profiles)) if profiles else "MIG mixed"),
-        commands=("helm upgrade ... --set mig.strategy=mixed",),
+        notes=("switch the device plugin to the mixed strategy (Helm: --set mig.strategy=mixed)",),
     )
 
 
@@ -250,5 +262,5 @@ def device_plugin_stale(facts: NodeFacts) -> Result:
         "the node advertises a MIG layout that differs from the GPUs' current one",
         Evidence("node allocatable", str(dict(sorted(advertised.items())))),
         Evidence("NVML", str(dict(sorted(layout.items())))),
-        commands=("kubectl -n <ns> rollout restart daemonset/nvidia-device-plugin-daemonset",),
+        notes=("restart the device plugin's DaemonSet (kubectl rollout restart)",),
     )

@@ -35,6 +35,7 @@ LIBRARY_DIRS = (
 )
 BINARY_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 BINARIES = (
+    "ctk",
     "nvidia-container-runtime",
     "nvidia-container-runtime-hook",
     "nvidia-container-toolkit",
