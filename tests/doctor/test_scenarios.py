@@ -655,6 +655,79 @@ SCENARIOS = [
         set(),
         id="containerd-drop-in-not-imported-with-kubelet",
     ),
+    pytest.param(
+        "dev-node-wrong-minor",
+        {
+            "dev.nodes-missing": "1 NVIDIA device node(s) missing or wrong: /dev/nvidia1",
+        },
+        set(),
+        id="dev-node-with-the-wrong-minor",
+    ),
+    pytest.param(
+        "dev-node-not-char",
+        {
+            "dev.nodes-missing": "1 NVIDIA device node(s) missing or wrong: /dev/nvidia1",
+        },
+        set(),
+        id="dev-node-a-regular-file",
+    ),
+    pytest.param(
+        "nouveau-builtin",
+        {
+            "driver.nouveau-loaded": "the open-source nouveau driver is loaded, so the nvidia module cannot bind the GPU",
+            "driver.not-loaded": "no NVIDIA kernel module is loaded; nouveau holds the GPU (see driver.nouveau-loaded)",
+        },
+        set(),
+        id="nouveau-bound-in-sysfs-not-in-proc-modules",
+    ),
+    pytest.param(
+        "cdi-no-all",
+        {
+            "cdi.spec-incomplete": "the CDI spec does not match the node's GPUs: no device named all",
+        },
+        set(),
+        id="cdi-spec-lacking-only-all",
+    ),
+    pytest.param(
+        "cdi-libraries-gone",
+        {
+            "cdi.spec-stale": "/var/run/cdi/nvidia.yaml refers to host files that no longer exist: containers fail at creation or get mismatched libraries",
+        },
+        set(),
+        id="cdi-spec-for-the-running-driver-libraries-gone",
+    ),
+    pytest.param(
+        "refresh-old-toolkit",
+        {
+            "cdi.refresh-disabled": "no CDI refresh unit is enabled: /var/run/cdi/nvidia.yaml lives in a tmpfs and disappears at reboot",
+        },
+        set(),
+        id="refresh-volatile-spec-toolkit-before-1.18",
+    ),
+    pytest.param(
+        "docker-runtime-binary-missing",
+        {
+            "docker.runtime-not-configured": "/etc/docker/daemon.json names the nvidia runtime nvidia-container-runtime, which does not exist: GPU containers fail to start",
+        },
+        set(),
+        id="docker-nvidia-runtime-binary-missing",
+    ),
+    pytest.param(
+        "containerd-runtime-binary-missing",
+        {
+            "containerd.runtime-not-configured": "/etc/containerd/config.toml names the nvidia runtime /usr/bin/nvidia-container-runtime, which does not exist: GPU containers fail to start",
+        },
+        set(),
+        id="containerd-nvidia-runtime-binary-missing",
+    ),
+    pytest.param(
+        "nvml-no-permission",
+        {
+            "dev.permission-denied": "the current user cannot open the NVIDIA device nodes",
+        },
+        set(),
+        id="nvml-no-permission-alone",
+    ),
 ]
 
 

@@ -223,7 +223,13 @@ def _mig_enabled(facts: NodeFacts) -> bool | None:
         "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/",
         "https://github.com/NVIDIA/mig-parted/issues/82",
     ),
-    depends_on=("dev.nodes-missing", "driver.library-mismatch", "lib.nvml-not-found", "gpu.lost"),
+    depends_on=(
+        "dev.nodes-missing",
+        "dev.permission-denied",
+        "driver.library-mismatch",
+        "lib.nvml-not-found",
+        "gpu.lost",
+    ),
     where=HOST_ONLY,
 )
 def mig_cap_nodes_missing(facts: NodeFacts) -> Result:

@@ -131,7 +131,7 @@ def not_loaded(facts: NodeFacts) -> Result:
         evidence.append(Evidence("NVML", "nvmlInit: Driver Not Loaded (9)"))
     summary = "no NVIDIA kernel module is loaded"
     commands = ["sudo modprobe nvidia", "sudo dmesg | grep -iE 'nvrm|nvidia'"]
-    if "nouveau" in kernel.modules:
+    if "nouveau" in kernel.modules or any(g.driver == "nouveau" for g in kernel.pci_gpus):
         summary += "; nouveau holds the GPU (see driver.nouveau-loaded)"
     elif kernel.module_built is False:
         summary += f"; no nvidia module is built for kernel {kernel.kernel_release}"

@@ -57,6 +57,20 @@ def _nvidia_runtime(engine: EngineFacts) -> tuple[RuntimeEntry | None, list[Evid
     return runtime, [Evidence(where, f"nvidia -> {runtime.binary or 'default binary'}")]
 
 
+def _binary_missing(engine: EngineFacts, restart: str) -> Result | None:
+    """The fail result when the engine names an nvidia runtime whose binary is gone."""
+    runtime = engine.runtimes.get("nvidia")
+    if runtime is None or not runtime.binary or runtime.binary_exists:
+        return None
+    return fail(
+        f"{engine.config_path or engine.engine} names the nvidia runtime {runtime.binary}, which "
+        "does not exist: GPU containers fail to start",
+        Evidence(engine.config_path or engine.engine, f"nvidia -> {runtime.binary} (missing)"),
+        commands=("sudo apt-get install -y nvidia-container-toolkit", restart),
+        notes=("or point the runtime at the binary's real path",),
+    )
+
+
 def _toml_bool(value: bool | None) -> str:
     return "true" if value else "false"
 
@@ -152,6 +166,9 @@ def docker_runtime(facts: NodeFacts) -> Result:
     if runtime is not None:
         default = facts.docker.default_runtime or "runc"
         return ok(f"nvidia runtime configured (default runtime {default})", *evidence)
+    missing = _binary_missing(facts.docker, "sudo systemctl restart docker")
+    if missing is not None:
+        return missing
     if facts.docker.cdi_enabled:
         # CDI-only Docker (25+): `--device nvidia.com/gpu=...` needs no nvidia runtime; the spec
         # itself is cdi.spec-missing's business (Docker's CDI counts as a consumer there)
@@ -337,6 +354,9 @@ def containerd_runtime(facts: NodeFacts) -> Result:
     if runtime is not None:
         default = containerd.default_runtime or "runc"
         return ok(f"nvidia runtime configured (default runtime {default})", *evidence)
+    missing = _binary_missing(containerd, "sudo systemctl restart containerd")
+    if missing is not None:
+        return missing
     return fail(
         "containerd has no usable nvidia runtime: pods fail with "
         "'no runtime for \"nvidia\" is configured'",
@@ -519,6 +539,9 @@ def crio_runtime(facts: NodeFacts) -> Result:
     runtime, evidence = _nvidia_runtime(crio)
     if runtime is not None:
         return ok("nvidia runtime configured", *evidence)
+    missing = _binary_missing(crio, "sudo systemctl restart crio")
+    if missing is not None:
+        return missing
     if facts.toolkit.oci_hooks:
         return ok("the (deprecated) NVIDIA OCI hook is installed")
     return fail(

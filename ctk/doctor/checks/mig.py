@@ -60,7 +60,13 @@ def _mig_gpus(facts: NodeFacts) -> tuple[NvmlGpu, ...] | Result:
     title="no MIG mode change is pending",
     remedy="Stop the GPU's clients and reset it (or reboot) so the MIG mode change takes effect.",
     sources=(MIG_GUIDE, "https://github.com/NVIDIA/gpu-operator/issues/1845"),
-    depends_on=("driver.not-loaded", "driver.library-mismatch", "lib.nvml-not-found", "gpu.lost"),
+    depends_on=(
+        "driver.not-loaded",
+        "driver.library-mismatch",
+        "lib.nvml-not-found",
+        "gpu.lost",
+        "dev.permission-denied",
+    ),
     where=HOST_ONLY,
 )
 def mode_pending(facts: NodeFacts) -> Result:
@@ -93,7 +99,13 @@ def mode_pending(facts: NodeFacts) -> Result:
     title="MIG-enabled GPUs have MIG devices",
     remedy="Create GPU and compute instances (nvidia-smi mig or mig-parted).",
     sources=(MIG_GUIDE, "https://github.com/NVIDIA/k8s-device-plugin/issues/225"),
-    depends_on=("driver.not-loaded", "driver.library-mismatch", "lib.nvml-not-found", "gpu.lost"),
+    depends_on=(
+        "driver.not-loaded",
+        "driver.library-mismatch",
+        "lib.nvml-not-found",
+        "gpu.lost",
+        "dev.permission-denied",
+    ),
     where=HOST_ONLY,
 )
 def enabled_without_instances(facts: NodeFacts) -> Result:
