@@ -28,11 +28,12 @@ import sys
 import sysconfig
 import tempfile
 import time
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+
+from ctk import toml_compat as tomllib
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "benchmarks"
@@ -251,7 +252,7 @@ def render(
     cases: list[Case], baseline: float, runs: int, generate: str, imports: dict[str, str]
 ) -> str:
     """The Markdown page."""
-    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         "# Performance",
         "",

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from enum import IntEnum, StrEnum
+from enum import IntEnum
 from pathlib import PurePosixPath
+
+from ctk.enums import StrEnum
 
 
 class NvmlReturn(IntEnum):
@@ -252,3 +254,19 @@ def expected_nodes(
     if modeset:
         nodes.add(DevNode(dev / "nvidia-modeset", frontend, MODESET_MINOR))
     return tuple(sorted(nodes))
+
+
+# --- what the other discovery modes find (csv, wsl, imex, gds, gdrcopy, mofed, nvswitch) ------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClassFacts:
+    """What a discovery mode other than nvml and management found under the roots."""
+
+    driver_root: str
+    dev_root: str
+    nodes: tuple[CharDevice, ...] = ()  # the device's nodes: /dev/dxg, IMEX channels, ...
+    device_mounts: tuple[HostFile, ...] = ()  # mounted with the nodes (gds: udev, cufile.json)
+    mounts: tuple[HostFile, ...] = ()  # mounted in every container (wsl, csv: driver files)
+    link_groups: tuple[tuple[tuple[str, str], ...], ...] = ()  # (target, link): a hook each
+    warnings: tuple[str, ...] = ()  # what was skipped (a CSV file that cannot be read)

@@ -1,8 +1,8 @@
 """Resolving a path inside a root directory as if that directory were `/`.
 
-One rule for the host root (`ctk.host.root`) and the container root of the hook program
-(`ctk.hook.rootfs`): an absolute symlink target restarts at the root, and a `..` that climbs above
-the root is refused. Plain strings and `os` only, so that the hook's start-up stays small.
+One rule for the host root (`ctk.host.root`) and the container root of the native hook program
+(native/root.go; the hook's tests check it against this module): an absolute symlink target
+restarts at the root, and a `..` that climbs above the root is refused. Plain strings and `os`.
 """
 
 import errno

@@ -62,10 +62,9 @@ def test_hook_keeps_its_own_debug_flag(
 ) -> None:
     seen: list[list[str]] = []
 
-    def fake_hook(args: list[str]) -> int:
+    def fake_exec(args: list[str]) -> None:
         seen.append(list(args))
-        return 0
 
-    monkeypatch.setattr("ctk.hook.main.main", fake_hook)
+    monkeypatch.setattr("ctk.host.hook_program.exec_hook", fake_exec)
     assert main(["hook", "--debug", "chmod", "--mode", "755"]) == 0
     assert seen == [["--debug", "chmod", "--mode", "755"]]

@@ -1,4 +1,5 @@
-"""An installed wheel works on its own: console scripts, packaged schema and data, no checkout."""
+"""An installed wheel works on its own: console scripts, packaged schema and data, the native
+hook built from native/ by the wheel's build step, no checkout."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -19,8 +21,11 @@ def test_wheel_in_a_fresh_venv(tmp_path: Path) -> None:
     # Build from a copy, so that the checkout gets no build/ or egg-info directories.
     source = tmp_path / "src"
     for part in ("ctk", "schemas"):
-        shutil.copytree(REPO / part, source / part, ignore=shutil.ignore_patterns("__pycache__"))
-    for part in ("pyproject.toml", "README.md"):
+        shutil.copytree(
+            REPO / part, source / part, ignore=shutil.ignore_patterns("__pycache__", "_bin")
+        )
+    shutil.copytree(REPO / "native", source / "native")
+    for part in ("pyproject.toml", "README.md", "setup.py", "MANIFEST.in"):
         shutil.copy2(REPO / part, source / part)
     wheels = tmp_path / "wheels"
     subprocess.run(
@@ -78,5 +83,12 @@ def test_wheel_in_a_fresh_venv(tmp_path: Path) -> None:
     assert located.stdout.startswith(str(env_dir)), located.stdout
     doctor_list = run("ctk", "doctor", "--list")
     assert doctor_list.returncode == 0, doctor_list.stderr
-    hook = run("ctk-hook", "--help")
-    assert hook.returncode == 0, hook.stderr
+    hook = run("python", "-c", "from ctk.host.hook_program import packaged_hook as p; print(p())")
+    assert hook.stdout.startswith(str(env_dir)), hook.stderr
+    program = Path(hook.stdout.strip())
+    assert program.read_bytes()[:4] == b"\x7fELF"
+    version = subprocess.run([program, "--version"], capture_output=True, text=True, check=False)
+    assert (version.returncode, version.stdout) == (0, "ctk-hook version 0.1.0\n")
+    with zipfile.ZipFile(wheel) as archive:
+        assert "ctk/_bin/ctk-hook" in archive.namelist()
+    assert not (REPO / "native/ctk-hook").exists()

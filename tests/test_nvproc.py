@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ctk.host.devnodes import read_driver_numbers
 from ctk.host.driver import read_driver
 from ctk.host.facts.gatherer import Gatherer
 from ctk.host.facts.kernel import gather_dev
@@ -19,7 +20,6 @@ from ctk.nvproc import (
     parse_mig_minors,
     parse_proc_devices,
 )
-from ctk.system.nodes import read_driver_facts
 
 # What a 550 driver writes (printf "%3d %s"), with the other sections around it
 PROC_DEVICES = """Character devices:
@@ -171,7 +171,7 @@ def test_generate_doctor_and_system_read_the_same_files_alike(tmp_path: Path) ->
     driver = read_driver(tmp_path, tmp_path, version="550.54.15")
     assert (dict(driver.mig_minors), driver.mig_minors_malformed) == (wanted, ())
     assert gather_dev(Gatherer(HostRoot(tmp_path))).mig_minors == wanted
-    facts = read_driver_facts(HostRoot(tmp_path))
+    facts = read_driver_numbers(HostRoot(tmp_path))
     assert (facts.majors, facts.gpu_minors) == ({"nvidia-frontend": 195}, [2])
 
 

@@ -127,7 +127,7 @@ def build_spec(
         if nvml is None:
             raise CtkError("NVML facts are needed in nvml mode")  # a caller's bug
         devices = _named_devices(nvml, driver, options, common)
-    edits = _tidy(common)
+    edits = tidy(common)
     spec = Spec(cdi_version="0.0.0", kind=options.kind, devices=tuple(devices), edits=edits)
     return replace(spec, cdi_version=cdi_version(spec))
 
@@ -144,15 +144,15 @@ def _named_devices(
             hint="check `nvidia-smi`; to list device nodes without NVML use --mode management",
         )
     edits_of = _DeviceEdits(driver, options.hooks, gids=options.gids)
-    edits = [_simplify(edits_of(unit), common) for unit in units]  # only the chosen ones
+    edits = [simplify(edits_of(unit), common) for unit in units]  # only the chosen ones
     devices = [
-        Device(name=unit.names(strategy), edits=_tidy(unit_edits))
+        Device(name=unit.names(strategy), edits=tidy(unit_edits))
         for unit, unit_edits in zip(units, edits, strict=True)
         for strategy in options.strategies
     ]
     devices.sort(key=lambda d: d.name)
     if options.all_device:
-        devices.append(Device(name="all", edits=_tidy(merge(edits))))
+        devices.append(Device(name="all", edits=tidy(merge(edits))))
     return devices
 
 
@@ -271,7 +271,7 @@ def _management_device(driver: DriverFacts, options: GenerateOptions) -> Device:
         )
     hooks = discover.device_folders_hook(options.hooks, wanted)
     edits = discover.nodes(wanted, gids=options.gids) + ContainerEdits(hooks=hooks)
-    return Device(name="all", edits=_tidy(edits))
+    return Device(name="all", edits=tidy(edits))
 
 
 def _select(units: list[_Unit], ids: tuple[str, ...]) -> list[_Unit]:
@@ -290,13 +290,13 @@ def _select(units: list[_Unit], ids: tuple[str, ...]) -> list[_Unit]:
     return chosen
 
 
-def _simplify(edits: ContainerEdits, common: ContainerEdits) -> ContainerEdits:
+def simplify(edits: ContainerEdits, common: ContainerEdits) -> ContainerEdits:
     """Drop what the common edits already give, unless that would leave the device empty."""
     rest = edits - common
     return rest if rest else edits
 
 
-def _tidy(edits: ContainerEdits) -> ContainerEdits:
+def tidy(edits: ContainerEdits) -> ContainerEdits:
     """The one place where edits are sorted.
 
     Device nodes and mounts go by container path, shallower paths first (nvidia-ctk's sorter:

@@ -7,14 +7,22 @@ that `ctk --help` and the other commands do not pay for them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from enum import StrEnum
+
+from ctk.enums import StrEnum
 
 
 class Mode(StrEnum):
-    """How devices are found: through NVML, or (management) from device nodes alone."""
+    """How devices are found: NVML, device nodes alone, or one class of device (nvidia-ctk's)."""
 
     NVML = "nvml"
     MANAGEMENT = "management"
+    CSV = "csv"  # Jetson/Tegra: what the CSV files list
+    WSL = "wsl"  # WSL2: /dev/dxg and the Windows driver store
+    IMEX = "imex"  # IMEX channels
+    GDS = "gds"  # GPUDirect Storage
+    GDRCOPY = "gdrcopy"
+    MOFED = "mofed"  # InfiniBand verbs and RDMA CM
+    NVSWITCH = "nvswitch"
 
 
 class NameStrategy(StrEnum):
@@ -60,7 +68,7 @@ class FeatureFlag(StrEnum):
     NO_ADDITIONAL_GIDS = "no-additional-gids-for-device-nodes"
     DISABLE_IPC_DISCOVERER = "disable-ipc-discoverer"
     ENABLE_EXPLICIT_DRIVER_LIBRARIES = "enable-explicit-driver-libraries"
-    # accepted, no effect: ctk never uses nvsandboxutils and has no CSV mode
+    # accepted, no effect: ctk never uses nvsandboxutils, and its CSV mode has one device
     DISABLE_NVSANDBOXUTILS = "disable-nvsandboxutils"
     DISABLE_MULTIPLE_CSV_DEVICES = "disable-multiple-csv-devices"
     # refused: the coherent/noncoherent extra specs are not implemented
@@ -69,6 +77,22 @@ class FeatureFlag(StrEnum):
 
 DEFAULT_KINDS: Mapping[Mode, str] = {
     Mode.NVML: "nvidia.com/gpu",
-    # its own vendor, so that its `all` never collides with the main spec's `all`
+    # Each of the others its own kind (nvidia-ctk's library defaults; its CLI would make them all
+    # nvidia.com/gpu), so that their `all` never collides with the main spec's `all`.
     Mode.MANAGEMENT: "management.nvidia.com/gpu",
+    Mode.CSV: "nvidia.com/gpu",  # Jetson: the node's main spec
+    Mode.WSL: "nvidia.com/gpu",  # WSL2: the node's main spec
+    Mode.IMEX: "nvidia.com/imex-channel",
+    Mode.GDS: "nvidia.com/gds",
+    Mode.GDRCOPY: "nvidia.com/gdrcopy",
+    Mode.MOFED: "nvidia.com/mofed",
+    Mode.NVSWITCH: "nvidia.com/nvswitch",
 }
+# the modes that find one class of device nodes and nothing else (no driver files, no hooks)
+NODE_CLASSES: Mapping[Mode, tuple[str, ...]] = {
+    Mode.GDS: ("/dev/nvidia-fs*",),
+    Mode.GDRCOPY: ("/dev/gdrdrv",),
+    Mode.MOFED: ("/dev/infiniband/uverbs*", "/dev/infiniband/rdma_cm"),
+    Mode.NVSWITCH: ("/dev/nvidia-nvswitchctl", "/dev/nvidia-nvswitch*"),
+}
+IMEX_CHANNELS = "/dev/nvidia-caps-imex-channels"

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
+
+from ctk.enums import StrEnum
 
 
 class Severity(StrEnum):

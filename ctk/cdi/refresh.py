@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 
 from ctk.cdi.load import Loaded, load_text
+from ctk.enums import StrEnum
 
 LISTED = 4  # at most this many names are listed; more are counted
 

@@ -116,7 +116,10 @@ def _validate_one(path: Path) -> SpecReport:
     from ctk.host.cdi_specs import validate_file
 
     if str(path) == "-":
-        return validate_bytes(sys.stdin.buffer.read(), "<stdin>").without_spec()
+        from ctk.host import files
+
+        data = files.read_stream(sys.stdin.buffer, "<stdin>")
+        return validate_bytes(data, "<stdin>").without_spec()
     return validate_file(path).without_spec()
 
 

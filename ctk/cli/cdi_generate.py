@@ -6,7 +6,6 @@ import contextlib
 import os
 import shutil
 import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,24 +20,38 @@ from ctk.cdi.options import (
     NameStrategy,
     SpecFormat,
 )
+from ctk.enums import StrEnum
 from ctk.errors import CtkError, UsageError
 
 if TYPE_CHECKING:  # the generator is imported when a command runs, not for `ctk --help`
     from ctk.cdi.generate import GenerateOptions
     from ctk.cdi.model import Spec
+    from ctk.host.modes import CsvOptions
 
 DEFAULT_OUTPUT = Path("/etc/cdi/nvidia.yaml")
 
 
 class DiscoveryMode(StrEnum):
-    """`--mode` as nvidia-ctk spells it: `auto` (its default) is nvml here (no Tegra or WSL)."""
+    """`--mode` as nvidia-ctk spells it (`auto`, its default, too)."""
 
     AUTO = "auto"
     NVML = "nvml"
     MANAGEMENT = "management"
+    CSV = "csv"
+    WSL = "wsl"
+    IMEX = "imex"
+    GDS = "gds"
+    GDRCOPY = "gdrcopy"
+    MOFED = "mofed"
+    NVSWITCH = "nvswitch"
 
-    def resolve(self) -> Mode:
-        return Mode.NVML if self is DiscoveryMode.AUTO else Mode(self.value)
+    def resolve(self, driver_root: Path, dev_root: Path) -> Mode:
+        """The mode; `auto` is wsl on WSL2, csv on a Jetson without NVML, else nvml."""
+        if self is not DiscoveryMode.AUTO:
+            return Mode(self.value)
+        from ctk.host.modes import detect_mode
+
+        return detect_mode(driver_root, dev_root)
 
 
 EXTENSIONS = {".yaml": SpecFormat.YAML, ".json": SpecFormat.JSON}
@@ -133,10 +146,11 @@ def _check_output(output: Path) -> None:
             return
 
 
-def _kind(vendor: str | None, class_: str, mode: Mode) -> str:
+def _kind(vendor: str | None, class_: str | None, mode: Mode) -> str:
     from ctk.cdi.names import class_error, vendor_error
 
     vendor = vendor or DEFAULT_KINDS[mode].split("/")[0]
+    class_ = class_ or DEFAULT_KINDS[mode].split("/")[1]
     for what, problem in (("vendor", vendor_error(vendor)), ("class", class_error(class_))):
         if problem is not None:
             raise UsageError(
@@ -192,7 +206,7 @@ def _options(
     *,
     mode: Mode,
     vendor: str | None,
-    class_: str,
+    class_: str | None,
     strategies: list[NameStrategy],
     device_ids: list[str],
     no_all_device: bool,
@@ -258,6 +272,7 @@ def _generate(
     *,
     library_search_paths: list[str],
     config_search_paths: list[str],
+    csv: CsvOptions | None = None,
 ) -> tuple[Spec, str]:
     """Gather, build, render and check: the spec and its text."""
     from ctk.cdi.generate import build_spec, missing_core_libraries
@@ -268,6 +283,10 @@ def _generate(
         libraries=_search_paths("--library-search-path", library_search_paths),
         configs=_search_paths("--config-search-path", config_search_paths),
     )
+    if options.mode not in (Mode.NVML, Mode.MANAGEMENT):
+        return _generate_class(
+            driver_root, dev_root, options, spec_format, library_search=search.libraries, csv=csv
+        )
     node = gather(driver_root, dev_root, options.mode, search=search)
     options = _hook_program(options, driver_root)
     spec = build_spec(node.nvml, node.driver, options, version=node.driver_version)
@@ -276,6 +295,35 @@ def _generate(
             f"warning: {name} (the NVML library) not found under driver root {driver_root}; "
             "nvidia-smi and other NVML tools will fail in containers\n"
         )
+    return spec, _checked(render(spec, spec_format), spec_format)
+
+
+def _generate_class(
+    driver_root: Path,
+    dev_root: Path,
+    options: GenerateOptions,
+    spec_format: SpecFormat,
+    *,
+    library_search: tuple[str, ...],
+    csv: CsvOptions | None,
+) -> tuple[Spec, str]:
+    """`_generate` for csv, wsl, imex, gds, gdrcopy, mofed and nvswitch."""
+    from ctk.cdi.modes import build_class_spec
+    from ctk.cdi.serialize import render
+    from ctk.host.modes import CsvOptions, gather_class
+
+    facts = gather_class(
+        driver_root,
+        dev_root,
+        options.mode,
+        csv=csv or CsvOptions(),
+        library_search=library_search,
+    )
+    for warning in facts.warnings:
+        sys.stderr.write(f"warning: {warning}\n")
+    if facts.link_groups or facts.mounts:  # wsl and csv specs carry hooks
+        options = _hook_program(options, driver_root)
+    spec = build_class_spec(facts, options)
     return spec, _checked(render(spec, spec_format), spec_format)
 
 
@@ -308,10 +356,12 @@ DEV_ROOT = typer.Option(
 )
 FORMAT = typer.Option(None, "--format", help="yaml or json [default: from --output, else yaml].")
 MODE = typer.Option(
-    DiscoveryMode.NVML,
+    DiscoveryMode.AUTO,
     "--mode",
     "--discovery-mode",
-    help="How devices are found: nvml (auto is the same), or management (device nodes only).",
+    help="How devices are found: nvml, management (device nodes only), csv (Jetson), wsl, or "
+    "one device class: imex, gds, gdrcopy, mofed, nvswitch; auto: wsl on WSL2, csv on a "
+    "Jetson without NVML, else nvml.",
 )
 STRATEGY = typer.Option(
     [], "--device-name-strategy", help="Device names (repeatable) [default: index and uuid]."
@@ -331,7 +381,30 @@ VENDOR = typer.Option(
     "--cdi-vendor",
     help="The CDI vendor [default: nvidia.com; in management mode: management.nvidia.com].",
 )
-CLASS = typer.Option("gpu", "--class", "--cdi-class", help="The CDI class.")
+CLASS = typer.Option(
+    None,
+    "--class",
+    "--cdi-class",
+    help="The CDI class [default: gpu; imex-channel, gds, gdrcopy, mofed, nvswitch in the mode "
+    "of that name].",
+)
+CSV_FILE = typer.Option(
+    [],
+    "--csv.file",
+    help="csv mode: a CSV file of mount specifications (repeatable) [default: devices.csv, "
+    "drivers.csv, l4t.csv in /etc/nvidia-container-runtime/host-files-for-container.d under "
+    "the driver root].",
+)
+CSV_IGNORE = typer.Option(
+    [],
+    "--csv.ignore-pattern",
+    help="csv mode: leave out sym entries matching this glob (`**/name` matches the name).",
+)
+CSV_COMPAT = typer.Option(
+    None,
+    "--csv.compat-container-root",
+    help="csv mode: accepted for nvidia-ctk; ctk adds no CUDA compat hook in csv mode.",
+)
 HOOK_PATH = typer.Option(
     None,
     "--hook-path",
@@ -383,7 +456,7 @@ def register(app: typer.Typer) -> None:
         device_ids: list[str] = DEVICE_ID,
         no_all_device: bool = NO_ALL,
         vendor: str | None = VENDOR,
-        class_: str = CLASS,
+        class_: str | None = CLASS,
         hook_path: str | None = HOOK_PATH,
         disable_hook: list[str] = DISABLE_HOOK,
         enable_hook: list[str] = ENABLE_HOOK,
@@ -391,13 +464,18 @@ def register(app: typer.Typer) -> None:
         feature_flags: list[str] = FEATURE_FLAG,
         library_search_paths: list[str] = LIBRARY_SEARCH_PATH,
         config_search_paths: list[str] = CONFIG_SEARCH_PATH,
+        csv_files: list[str] = CSV_FILE,
+        csv_ignore_patterns: list[str] = CSV_IGNORE,
+        csv_compat_container_root: str | None = CSV_COMPAT,
     ) -> None:
         """Write a CDI spec for every GPU and MIG device of this node."""
+        from ctk.host.modes import CsvOptions
+
         fmt = _spec_format(output, spec_format)
         if output is not None:
             _check_output(output)
         options = _options(
-            mode=mode.resolve(),
+            mode=mode.resolve(driver_root, dev_root or driver_root),
             vendor=vendor,
             class_=class_,
             strategies=strategies,
@@ -416,6 +494,7 @@ def register(app: typer.Typer) -> None:
             fmt,
             library_search_paths=library_search_paths,
             config_search_paths=config_search_paths,
+            csv=CsvOptions(tuple(csv_files), tuple(csv_ignore_patterns)),
         )
         if output is None:
             sys.stdout.write(text)
@@ -432,7 +511,7 @@ def register(app: typer.Typer) -> None:
         dev_root: Path | None = DEV_ROOT,
         strategies: list[NameStrategy] = STRATEGY,
         vendor: str | None = VENDOR,
-        class_: str = CLASS,
+        class_: str | None = CLASS,
         hook_path: str | None = HOOK_PATH,
         disable_hook: list[str] = DISABLE_HOOK,
         enable_hook: list[str] = ENABLE_HOOK,
@@ -448,7 +527,7 @@ def register(app: typer.Typer) -> None:
         fmt = _spec_format(output, None)
         _check_output(output)
         options = _options(
-            mode=mode.resolve(),
+            mode=mode.resolve(driver_root, dev_root or driver_root),
             vendor=vendor,
             class_=class_,
             strategies=strategies,

@@ -1,4 +1,5 @@
-"""`ctk hook ...`: the same code as the `ctk-hook` program (issue 6)."""
+"""`ctk hook ...`: runs the native `ctk-hook` program (replacing this process) with the same
+arguments."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ def register(app: typer.Typer) -> None:
         add_help_option=False,
     )
     def hook(ctx: typer.Context) -> None:
-        """Run an OCI hook (the same as the `ctk-hook` program)."""
-        from ctk.hook.main import main as hook_main
+        """Run an OCI hook (the native `ctk-hook` program)."""
+        from ctk.host import hook_program
 
-        raise typer.Exit(hook_main(list(ctx.args)))
+        hook_program.exec_hook(list(ctx.args))

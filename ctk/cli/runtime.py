@@ -290,18 +290,24 @@ def _write(change: FileChange, *, backup: bool) -> None:
     record_file = host_engines.record_path(path, change.record_for)
     if change.record is not None:
         record = dump_record(change.record)
-        files.write_atomic(record_file, record, mode=0o600, make_parents=True)
+        files.write_atomic(
+            record_file, record, mode=0o600, make_parents=True, follow_symlinks=False
+        )
     if change.changed:
         # ctk's own drop-in is written afresh from the other files: nothing of the user's to keep.
         if change.taken_over and change.before is not None:
             kept = host_engines.takeover_path(path)
-            files.write_atomic(kept, change.before, mode=0o600, make_parents=True)
+            files.write_atomic(
+                kept, change.before, mode=0o600, make_parents=True, follow_symlinks=False
+            )
             sys.stdout.write(
                 f"backed up {path} (not written by ctk) to {kept}; unconfigure puts it back\n"
             )
         elif (backup or change.keep_before) and not change.own and change.before is not None:
             kept = host_engines.backup_path(path)
-            files.write_atomic(kept, change.before, mode=0o600, make_parents=True)
+            files.write_atomic(
+                kept, change.before, mode=0o600, make_parents=True, follow_symlinks=False
+            )
             sys.stdout.write(f"backed up {path} to {kept}\n")
         if change.after is None:
             files.remove(path)

@@ -30,17 +30,17 @@ def _create_nodes(
     driver_root: Path, dev_root: Path, *, control_devices: bool, dry_run: bool
 ) -> list[DevNode]:
     """Create the missing nodes; return every wanted node (host path) there is or would be."""
-    from ctk.host.root import HostRoot
+    from ctk.host.devnodes import make_node, node_state, read_driver_numbers
+    from ctk.host.root import HostRoot, existing_root
     from ctk.node import DevNode, Major, expected_nodes
-    from ctk.system.nodes import make_node, node_state, read_driver_facts
 
-    facts = read_driver_facts(HostRoot(driver_root))
+    facts = read_driver_numbers(existing_root("--driver-root", driver_root))
     if Major.FRONTEND not in facts.majors and Major.NVIDIA not in facts.majors:
         raise CtkError(
             f"no NVIDIA driver loaded: {facts.source} lists no nvidia major",
             hint="load the driver (modprobe nvidia), or pass --driver-root of a driver container",
         )
-    dev = HostRoot(dev_root)
+    dev = HostRoot(dev_root)  # created as needed
     plan = [
         (node, dev.path(node.path))
         for node in expected_nodes(
@@ -122,17 +122,17 @@ def create_dev_char_symlinks(
     dry_run: DryRun = False,
 ) -> None:
     """Create /dev/char links for the NVIDIA device nodes (prevents NVML "Unknown Error")."""
-    from ctk.host.root import HostRoot
+    from ctk.host.devnodes import dev_nodes, link_state, make_link, read_driver_numbers
+    from ctk.host.root import existing_root
     from ctk.system.devices import CharLink, char_links
-    from ctk.system.nodes import find_nodes, link_state, make_link, read_driver_facts
 
     _check_dev_char_path(dev_char_path)
     planned: list[DevNode] = []
     if create_device_nodes:
         planned = _create_nodes(driver_root, driver_root, control_devices=True, dry_run=dry_run)
-    root = HostRoot(driver_root)
+    root = existing_root("--driver-root", driver_root)
     # A dry run links the nodes it would have created, as the real run links those it created.
-    nodes = sorted(set(find_nodes(root, read_driver_facts(root).majors)) | set(planned))
+    nodes = sorted(set(dev_nodes(root, read_driver_numbers(root).majors)) | set(planned))
     if not nodes:
         typer.echo(f"No NVIDIA device nodes found in {driver_root}")
         return
@@ -160,5 +160,5 @@ def create_dev_char_symlinks(
             if dry_run:
                 verb = "would create " if state == "missing" else "would replace"
             else:
-                make_link(link)
+                make_link(Path(link.link), link.target)
         typer.echo(f"{verb:<13} {link.link} -> {link.target}")

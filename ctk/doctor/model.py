@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import TYPE_CHECKING, Final
+
+from ctk.enums import StrEnum
 
 if TYPE_CHECKING:
     from ctk.doctor.facts import NodeFacts

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -22,6 +21,7 @@ from ctk.cdi.problems import Problem, Severity
 from ctk.cdi.registry import Registry, SpecSource, build_registry
 from ctk.cdi.validate import SpecReport, validate_bytes
 from ctk.errors import CtkError
+from ctk.host import files
 from ctk.host.root import HostRoot
 
 DEFAULT_SPEC_DIRS: Final = (PurePosixPath("/etc/cdi"), PurePosixPath("/var/run/cdi"))
@@ -56,36 +56,15 @@ class SpecDirs:
         )
 
 
-_KINDS: Final = (
-    (stat.S_ISFIFO, "a named pipe (FIFO)", " (reading it would block)"),
-    (stat.S_ISSOCK, "a socket", ""),
-    (stat.S_ISCHR, "a character device", ""),
-    (stat.S_ISBLK, "a block device", ""),
-)
-
-
-def _not_regular(mode: int) -> str:
-    kind, why = next(((k, w) for test, k, w in _KINDS if test(mode)), ("a special file", ""))
-    return f"is {kind}, not a regular file; not read{why}"
-
-
 def _read(path: Path) -> tuple[bytes | None, str | None]:
     """The bytes of a regular file, or why there are none (never blocks on a FIFO or device)."""
     try:
-        mode = os.stat(path).st_mode
-        if stat.S_ISDIR(mode):
+        if os.path.isdir(path):
             return None, "is a directory; to check the specs in it, pass it with --spec-dir"
-        if not stat.S_ISREG(mode):
-            return None, _not_regular(mode)
-        # O_NONBLOCK: should the file be swapped for a FIFO after the stat, open does not wait.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-        with open(fd, "rb") as file:
-            mode = os.fstat(fd).st_mode
-            if not stat.S_ISREG(mode):
-                return None, _not_regular(mode)
-            return file.read(), None
-    except OSError as exc:
-        return None, _os_reason(exc)
+        return files.read_bytes(path), None
+    except files.UnreadableFile as exc:
+        cause = exc.__cause__
+        return None, _os_reason(cause) if isinstance(cause, OSError) else exc.reason
 
 
 def _os_reason(exc: OSError, action: str = "read") -> str:

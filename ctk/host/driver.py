@@ -17,10 +17,12 @@ from pathlib import Path
 
 from ctk.cdi.options import Mode
 from ctk.errors import CtkError
+from ctk.host import devnodes, files
+from ctk.host.devnodes import scan_dir
+from ctk.host.files import PROC_LIMIT
 from ctk.host.ldcache import LIBRARY_DIRS, read_ld_cache
-from ctk.host.root import HostRoot, PathEscapeError
-from ctk.node import CharDevice, DriverFacts, HostFile, NodeFacts
-from ctk.nvproc import MigMinors, parse_mig_minors
+from ctk.host.root import HostRoot, PathEscapeError, existing_root
+from ctk.node import DriverFacts, HostFile, NodeFacts
 
 BINARY_DIRS = ("/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin")
 BINARIES = (
@@ -39,12 +41,6 @@ IPC_PATHS: tuple[tuple[tuple[str, ...], Callable[[int], bool]], ...] = (
     (("/run/nvidia-persistenced/socket", "/var/run/nvidia-persistenced/socket"), stat.S_ISSOCK),
     (("/run/nvidia-fabricmanager/socket", "/var/run/nvidia-fabricmanager/socket"), stat.S_ISSOCK),
     (("/tmp/nvidia-mps",), stat.S_ISDIR),
-)
-CONTROL_NODES = (
-    "/dev/nvidia-modeset",
-    "/dev/nvidia-uvm",
-    "/dev/nvidia-uvm-tools",
-    "/dev/nvidiactl",
 )
 CONFIG_DIRS = ("/etc", "/usr/local/share", "/usr/share")
 # (file under a config dir, the container path it is mounted at; None: where it was found)
@@ -115,7 +111,7 @@ class SearchPaths:
 def driver_version_from_files(driver_root: Path, search: Iterable[str] = ()) -> str | None:
     """The driver version from `libcuda.so.<version>` file names, for use without NVML."""
     for directory in _library_dirs_in(HostRoot(driver_root), search):
-        for entry in _listing(directory):
+        for entry in scan_dir(directory):
             match = DRIVER_VERSION_FILE.match(entry.name)
             if match:
                 return match.group(2)
@@ -134,18 +130,6 @@ def _library_dirs_in(root: HostRoot, search: Iterable[str] = ()) -> Iterator[Pat
         if path not in seen and path.is_dir():
             seen.add(path)
             yield path
-
-
-def _listing(directory: Path) -> list[os.DirEntry[str]]:
-    try:
-        with os.scandir(directory) as entries:
-            return sorted(entries, key=lambda e: e.name)
-    except FileNotFoundError:
-        return []
-    except NotADirectoryError:
-        return []
-    except OSError as exc:
-        raise CtkError(f"{directory}: cannot list: {exc.strerror}", hint="run as root") from exc
 
 
 class _Scan:
@@ -226,7 +210,7 @@ class _Scan:
         dirs: list[str] = []
         links: list[tuple[str, str]] = []
         for directory in _library_dirs_in(self.driver, self.search.libraries):
-            listing = _listing(directory)
+            listing = scan_dir(directory)
             own = self.versioned(listing, suffix)
             if not any(name.endswith(suffix) for name in own):
                 continue  # no library of this driver (dangling links do not count)
@@ -235,7 +219,7 @@ class _Scan:
             found = [(directory, listing, own)]
             vdpau = self.find(f"{inside}/vdpau", kind=stat.S_ISDIR)
             if vdpau is not None:
-                entries = _listing(vdpau)
+                entries = scan_dir(vdpau)
                 found.append((vdpau, entries, self.versioned(entries, suffix)))
             for sub, entries, mounted in found:
                 files += [mounted[name] for name in sorted(mounted)]
@@ -268,7 +252,7 @@ class _Scan:
         for path in found:
             by_dir.setdefault(path.parent, set()).add(path.name)
         for directory, names in sorted(by_dir.items()):
-            links += _soname_links(directory, _listing(directory), names, self.driver)
+            links += _soname_links(directory, scan_dir(directory), names, self.driver)
         return sorted(found.values(), key=lambda f: f.container_path), links
 
     def binaries(self) -> list[HostFile]:
@@ -286,7 +270,7 @@ class _Scan:
             directory = self.find(f"{base}/nvidia/{self.version}", kind=stat.S_ISDIR)
             if directory is None:
                 continue
-            for entry in _listing(directory):
+            for entry in scan_dir(directory):
                 if entry.name.startswith("gsp") and entry.name.endswith(".bin"):
                     file = self.listed_file(entry)  # a link: resolved inside the root
                     if file is not None:
@@ -295,8 +279,8 @@ class _Scan:
 
     def _firmware_dirs(self) -> list[str]:
         try:
-            custom = self.dev.path(FIRMWARE_CLASS_PATH).read_text().strip()
-        except (OSError, PathEscapeError, UnicodeDecodeError):
+            custom = files.read_text(self.dev.path(FIRMWARE_CLASS_PATH), limit=PROC_LIMIT).strip()
+        except (CtkError, PathEscapeError):
             custom = ""
         kernel = [f"/lib/firmware/updates/{self.kernel}"] if self.kernel else []
         plain = [f"/lib/firmware/{self.kernel}"] if self.kernel else []
@@ -346,56 +330,6 @@ class _Scan:
                 links.append((glx, f"{inside}/libglxserver_nvidia.so"))
         return files, links
 
-    def node(self, container_path: str) -> CharDevice | None:
-        try:
-            host = self.dev.path(container_path)
-            info = os.stat(host)
-        except (OSError, PathEscapeError):
-            return None
-        if not stat.S_ISCHR(info.st_mode):
-            return None
-        return CharDevice(
-            container_path=container_path,
-            host_path=str(host),
-            major=os.major(info.st_rdev),
-            minor=os.minor(info.st_rdev),
-            file_mode=stat.S_IMODE(info.st_mode),
-            gid=info.st_gid,
-        )
-
-    def nodes(self, paths: Iterable[str]) -> list[CharDevice]:
-        return [node for node in map(self.node, paths) if node is not None]
-
-    def dev_listing(self, directory: str) -> list[str]:
-        try:
-            host = self.dev.path(directory)
-        except PathEscapeError:
-            return []
-        return [f"{directory}/{e.name}" for e in _listing(host)]
-
-    def mig_minors(self) -> MigMinors:
-        """The `<capability> <minor>` lines of mig-minors, and the lines that are not that."""
-        try:
-            data = self.dev.path("/proc/driver/nvidia-caps/mig-minors").read_bytes()
-        except (OSError, PathEscapeError):
-            return MigMinors()
-        return parse_mig_minors(data.decode("utf-8", "backslashreplace"))
-
-    def drm(self, bus_id: str) -> tuple[list[CharDevice], list[tuple[str, str]]]:
-        names = [
-            p.rsplit("/", 1)[1] for p in self.dev_listing(f"/sys/bus/pci/devices/{bus_id}/drm")
-        ]
-        nodes = self.nodes(f"/dev/dri/{n}" for n in names if n.startswith(("card", "renderD")))
-        links = []
-        for kind in ("card", "render"):
-            link = f"/dev/dri/by-path/pci-{bus_id}-{kind}"
-            try:
-                target = os.readlink(self.dev.path("/dev/dri/by-path") / f"pci-{bus_id}-{kind}")
-            except (OSError, PathEscapeError):
-                continue
-            links.append((target, link))
-        return nodes, links
-
 
 def _is(path: Path, kind: Callable[[int], bool]) -> bool:
     """Whether ``path`` itself (not what a link at it leads to) is a ``kind`` of file."""
@@ -443,21 +377,14 @@ def read_driver(
     graphics, graphics_links = scan.graphics(library_dirs)
     graphics = egl + graphics
     explicit, explicit_links = scan.explicit_libraries(library_dirs, libraries)
-    mig = scan.mig_minors()
-    dev_entries = scan.dev_listing("/dev")
-    gpu_nodes = [p for p in dev_entries if re.fullmatch(r"/dev/nvidia\d+", p)]
-    gpu_nodes.sort(key=lambda p: int(p.removeprefix("/dev/nvidia")))
-    known = {*gpu_nodes, *CONTROL_NODES}
-    other = [p for p in dev_entries if p.startswith("/dev/nvidia") and p not in known]
-    other += scan.dev_listing("/dev/nvidia-caps-imex-channels")
-    caps = scan.dev_listing("/dev/nvidia-caps")
-    caps.sort(key=lambda p: (len(p), p))
+    mig = devnodes.read_mig_minors(scan.dev)
+    nodes = devnodes.nvidia_nodes(scan.dev)
     drm = []
     drm_links = []
     ldconfig = scan.find(LDCONFIG_REAL)
     for bus_id in bus_ids:
-        nodes, by_path = scan.drm(bus_id)
-        drm.append((bus_id, tuple(nodes)))
+        found, by_path = devnodes.drm_nodes(scan.dev, bus_id)
+        drm.append((bus_id, tuple(found)))
         drm_links.append((bus_id, tuple(by_path)))
     return DriverFacts(
         driver_root=str(driver_root),
@@ -472,10 +399,10 @@ def read_driver(
         ipc=tuple(scan.ipc()),
         graphics=tuple(graphics),
         graphics_links=tuple(graphics_links),
-        control_nodes=tuple(scan.nodes(CONTROL_NODES)),
-        gpu_nodes=tuple(scan.nodes(gpu_nodes)),
-        cap_nodes=tuple(scan.nodes(caps)),
-        other_nodes=tuple(scan.nodes(sorted(other))),
+        control_nodes=nodes.control,
+        gpu_nodes=nodes.gpus,
+        cap_nodes=nodes.caps,
+        other_nodes=nodes.other,
         mig_minors=mig.minors,
         mig_minors_malformed=mig.malformed,
         drm=tuple(drm),
@@ -488,10 +415,8 @@ def gather(
     driver_root: Path, dev_root: Path, mode: Mode, *, search: SearchPaths = SearchPaths()
 ) -> NodeFacts:
     """Read NVML (nvml mode), then scan the driver root and the dev root once."""
-    for what, root in (("--driver-root", driver_root), ("--dev-root", dev_root)):
-        if not root.is_dir():
-            problem = "not a directory" if root.exists() else "no such directory"
-            raise CtkError(f"{what} {root}: {problem}", hint="pass an existing directory")
+    existing_root("--driver-root", driver_root)
+    existing_root("--dev-root", dev_root)
     nvml = None
     if mode is Mode.NVML:
         from ctk.host.nvml import read_nvml

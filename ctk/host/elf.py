@@ -10,6 +10,9 @@ import struct
 from pathlib import Path
 from typing import BinaryIO
 
+from ctk.errors import CtkError
+from ctk.host import files
+
 _MAGIC = b"\x7fELF"
 _MAX_SECTION = 1 << 20  # a note or a name table larger than this is not what we look for
 
@@ -17,9 +20,9 @@ _MAX_SECTION = 1 << 20  # a note or a name table larger than this is not what we
 def read_note(path: Path, section: str) -> bytes | None:
     """The descriptor of the first note in section ``section``; None when absent or not ELF."""
     try:
-        with path.open("rb") as handle:
+        with files.open_regular(path) as handle:
             return _note(handle, section)
-    except (OSError, struct.error, ValueError):
+    except (CtkError, OSError, struct.error, ValueError):
         return None
 
 

@@ -11,6 +11,8 @@ import struct
 from collections.abc import Iterable
 from pathlib import Path
 
+from ctk.errors import CtkError
+from ctk.host import files
 from ctk.host.root import HostRoot, PathEscapeError
 
 # Where drivers put their libraries (as nvidia-ctk searches them), before the ld.so.cache.
@@ -32,8 +34,8 @@ LD_CACHE_MAGIC = b"glibc-ld.so.cache1.1"
 def read_ld_cache(root: HostRoot) -> tuple[tuple[str, str], ...]:
     """The (library name, path) entries of the root's /etc/ld.so.cache (new format)."""
     try:
-        data = root.path("/etc/ld.so.cache").read_bytes()
-    except (OSError, PathEscapeError):
+        data = files.read_bytes(root.path("/etc/ld.so.cache"), limit=files.LD_CACHE_LIMIT)
+    except (CtkError, PathEscapeError):
         return ()
     return parse_ld_cache(data)
 

@@ -49,6 +49,14 @@ def resolve_in_root(root: str | os.PathLike[str], path: str | PurePosixPath) -> 
         ) from exc
 
 
+def existing_root(flag: str, path: Path) -> HostRoot:
+    """``path`` as a root, if it is a directory: else the one error every command gives (exit 1)."""
+    if not path.is_dir():
+        problem = "not a directory" if path.exists() else "no such directory"
+        raise CtkError(f"{flag} {path}: {problem}", hint="pass an existing directory")
+    return HostRoot(path)
+
+
 @dataclass(frozen=True, slots=True)
 class HostRoot:
     """A directory that stands for `/` of the host being looked at (default: `/` itself)."""

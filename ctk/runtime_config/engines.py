@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import PurePosixPath
 from typing import Final
+
+from ctk.enums import StrEnum
 
 
 class Runtime(StrEnum):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
+from ctk.enums import StrEnum
 from ctk.errors import CtkError
 from ctk.runtime_config.engines import CONTAINERD_CRI_PLUGIN, Runtime
 from ctk.runtime_config.parse import (

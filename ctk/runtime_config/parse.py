@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from typing import Any
 
+from ctk import toml_compat as tomllib
 from ctk.errors import CtkError
 
 JSONValue = Any  # parsed data enters here and is narrowed by the callers

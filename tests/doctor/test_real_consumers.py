@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import tomllib
 from pathlib import Path
 
 import pytest
 
+from ctk import toml_compat as tomllib
 from ctk.host.facts.engines import gather_containerd
 from ctk.host.facts.gatherer import Gatherer
 from ctk.host.facts.kernel import gather_libs

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import yaml
 
 from ctk.cli.app import main
 from tests.fake_nvml import FakeNode
+from tests.hook.native import hook_binary
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -109,15 +109,12 @@ def test_podman_runs_a_container_with_generated_devices(
 
 
 def _hook_wrapper(tmp_path: Path) -> Path:
-    """A `ctk-hook` that runs this checkout's code (the spec names it by absolute path)."""
-    wrapper = tmp_path / "bin" / "ctk-hook"
-    wrapper.parent.mkdir()
-    wrapper.write_text(
-        f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(REPO)!r})\n"
-        "from ctk.hook.main import main\nsys.exit(main())\n"
-    )
-    wrapper.chmod(0o755)
-    return wrapper
+    """The native `ctk-hook`, copied out of the Python environment as `ctk install` does (the
+    spec names it by absolute path)."""
+    installed = tmp_path / "bin" / "ctk-hook"
+    installed.parent.mkdir()
+    shutil.copy2(hook_binary(), installed)
+    return installed
 
 
 @pytest.mark.skipif(not os.path.exists("/sbin/ldconfig"), reason="needs a static /sbin/ldconfig")

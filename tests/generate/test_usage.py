@@ -114,7 +114,10 @@ def test_bad_flags(
     [
         pytest.param(["--format", "toml"], "'toml' is not one of 'yaml', 'json'", id="format"),
         pytest.param(
-            ["--mode", "csv"], "'csv' is not one of 'auto', 'nvml', 'management'", id="mode"
+            ["--mode", "bogus"],
+            "'bogus' is not one of 'auto', 'nvml', 'management', 'csv', 'wsl', 'imex', 'gds', "
+            "'gdrcopy', 'mofed', 'nvswitch'",
+            id="mode",
         ),
         pytest.param(
             ["--device-name-strategy", "serial"],

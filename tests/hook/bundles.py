@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import stat
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ctk.hook.main import main
+from tests.hook.native import run_native
 
 Snapshot = dict[str, tuple[str, str]]
 
@@ -73,6 +72,7 @@ def snapshot(top: Path) -> Snapshot:
 
 
 def run_hook(monkeypatch: pytest.MonkeyPatch, bundle: Bundle, *args: str) -> int:
-    """Run ctk-hook with the bundle's state on stdin, as an OCI runtime does."""
-    monkeypatch.setattr("sys.stdin", io.StringIO(bundle.state))
-    return main(list(args))
+    """Run the native ctk-hook with the bundle's state on stdin, as an OCI runtime does
+    (``monkeypatch`` carries a CTK_HOOK_SWAP set by a race test into the hook's environment)."""
+    del monkeypatch
+    return run_native(list(args), bundle.state)

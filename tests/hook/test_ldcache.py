@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ctk.hook.params import modified_params
 from tests.hook.bundles import Bundle, make_bundle, run_hook, snapshot
+from tests.hook.native import run_native
+from tests.hook.test_params_mount import needs_namespace, run_with_host_params
 
 LDCONFIG = "/sbin/ldconfig"
 LIBDIR = "usr/lib/ctk-test"
@@ -277,8 +278,21 @@ def test_enable_cuda_compat_needs_a_version(
         pytest.param("DeviceFileUID: 0\n", None, id="absent"),
     ],
 )
-def test_modified_params(params: str, expected: str | None) -> None:
-    assert modified_params(params) == expected
+@needs_namespace
+def test_modified_params(tmp_path: Path, params: str, expected: str | None) -> None:
+    """What the container sees of the host's params: ModifyDeviceFiles turned off, or, when the
+    host's file does not say 1, the container's own file, untouched and nothing mounted."""
+    bundle = make_bundle(tmp_path)
+    container_params = bundle.rootfs / "proc/driver/nvidia/params"
+    container_params.parent.mkdir(parents=True)
+    container_params.write_text("the container's own\n")
+    result = run_with_host_params(tmp_path, bundle, params, container_params)
+    assert result.returncode == 0, result.stderr
+    if expected is None:
+        assert result.stdout == "the container's own\nwritable\n"
+        assert not (bundle.rootfs / "run").exists()
+    else:
+        assert result.stdout == expected + "read-only\n"
 
 
 @pytest.mark.skipif(os.path.exists("/proc/driver/nvidia/params"), reason="a real driver is loaded")
@@ -289,3 +303,35 @@ def test_disable_device_node_modification_without_driver_is_a_no_op(
     before = snapshot(tmp_path)
     assert run_hook(monkeypatch, bundle, "disable-device-node-modification") == 0
     assert snapshot(tmp_path) == before
+
+
+@needs_ldconfig
+def test_a_fifo_as_ld_so_conf_does_not_hang(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundle = make_bundle(tmp_path)
+    os.mkfifo(bundle.rootfs / "etc/ld.so.conf")
+    assert run_native(["update-ldcache", "--folder", "/usr/lib"], bundle.state) == 1
+    assert capsys.readouterr().err == (
+        "ctk-hook update-ldcache: error: /etc/ld.so.conf: not a regular file in the container;"
+        " refusing to run ldconfig\n"
+    )
+
+
+@needs_ldconfig
+def test_ldconfig_that_hangs_is_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ldconfig runs with a time limit (60 s; the test build shortens it): a static program that
+    never exits stands in for an ldconfig stuck on something the image holds."""
+    bundle = make_bundle(tmp_path)
+    source = tmp_path / "sleep.c"
+    source.write_text("#include <unistd.h>\nint main(void) { for (;;) pause(); }\n")
+    sleeper = tmp_path / "ldconfig"
+    subprocess.run(["gcc", "-static", "-o", str(sleeper), str(source)], check=True)
+    monkeypatch.setenv("CTK_HOOK_LDCONFIG_TIMEOUT", "0.5")
+    assert run_hook(monkeypatch, bundle, "update-ldcache", "--ldconfig-path", str(sleeper)) == 1
+    assert capsys.readouterr().err == (
+        f"ctk-hook update-ldcache: error: ldconfig did not finish within 500ms in {bundle.rootfs};"
+        " stopped it\n"
+    )

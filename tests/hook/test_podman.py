@@ -13,7 +13,6 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import pytest
 
 from ctk.cli.app import main as ctk_main
 from tests.fake_nvml import FakeNode
+from tests.hook.native import hook_binary
 from tests.hook.test_ldcache import build_library
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,16 +48,12 @@ pytestmark = [
 
 
 def hook_wrapper(tmp_path: Path) -> Path:
-    """A `ctk-hook` program that runs this worktree's code (the spec names it by absolute path)."""
-    wrapper = tmp_path / "bin/ctk-hook"
-    wrapper.parent.mkdir()
-    wrapper.write_text(
-        f"#!{sys.executable}\n"
-        f"import sys\nsys.path.insert(0, {str(REPO)!r})\n"
-        "from ctk.hook.main import main\nsys.exit(main())\n"
-    )
-    wrapper.chmod(0o755)
-    return wrapper
+    """The native `ctk-hook`, copied out of the Python environment as `ctk install` does (the
+    spec names it by absolute path)."""
+    installed = tmp_path / "bin/ctk-hook"
+    installed.parent.mkdir()
+    shutil.copy2(hook_binary(), installed)
+    return installed
 
 
 def busybox_rootfs(tmp_path: Path) -> Path:

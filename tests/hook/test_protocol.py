@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import io
-import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from ctk.cli.app import main as ctk_main
-from ctk.hook.main import main
 from tests.hook.bundles import make_bundle, run_hook, snapshot
+from tests.hook.native import hook_binary, run_native
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def main(argv: list[str]) -> int:
+    """The hook program run black-box (stdin: a test's sys.stdin stand-in, else empty)."""
+    return run_native(argv)
 
 
 @pytest.mark.parametrize(
@@ -160,55 +164,39 @@ def test_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.splitlines()[0] == "usage: ctk-hook [-h] [--debug] COMMAND ..."
 
 
-def test_ctk_hook_runs_the_same_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ctk_hook_runs_the_same_code(tmp_path: Path) -> None:
+    """`ctk hook` replaces itself by the native program: same arguments, same stdin."""
     bundle = make_bundle(tmp_path)
-    monkeypatch.setattr("sys.stdin", io.StringIO(bundle.state))
-    assert ctk_main(["hook", "create-symlinks", "--link", "a::/etc/b"]) == 0
+    result = subprocess.run(
+        [sys.executable, "-c", "from ctk.cli.app import main; raise SystemExit(main())",
+         "hook", "create-symlinks", "--link", "a::/etc/b"],
+        input=bundle.state, capture_output=True, text=True, cwd=REPO, check=False,
+    )  # fmt: skip
+    assert (result.returncode, result.stderr) == (0, "")
     assert (bundle.rootfs / "etc/b").readlink() == Path("a")
 
 
-HEAVY = [
-    "argparse",
-    "typing",
-    "dataclasses",
-    "pathlib",
-    "typer",
-    "click",
-    "rich",
-    "yaml",
-    "jsonschema",
-    "pynvml",
-    "subprocess",
-    "json",
-    "re",
-    "enum",
-]
-
-
-def test_a_hook_run_imports_nothing_heavy(tmp_path: Path) -> None:
-    """Start-up is the hook's cost: a run must not load argparse, typing, typer and the like.
-
-    What the interpreter loads before the hook (site, .pth files of an editable install) is
-    measured in the same run and not counted against the hook.
-    """
+def test_a_hook_run_needs_no_interpreter(tmp_path: Path) -> None:
+    """Start-up is the hook's cost, and nodes without Python must run it: the program is one
+    statically linked file (no ELF interpreter, so no shared library and no Python) and runs with
+    an empty environment."""
+    program = hook_binary()
+    header = program.read_bytes()
+    assert header[:4] == b"\x7fELF"
+    assert b"/ld-linux" not in header and b"libc.so" not in header
+    readelf = subprocess.run(
+        ["readelf", "-l", str(program)], capture_output=True, text=True, check=False
+    )
+    if readelf.returncode == 0:
+        assert "INTERP" not in readelf.stdout
     bundle = make_bundle(tmp_path)
-    heavy = f"set({HEAVY!r})"
-    code = (
-        f"import sys; before = {heavy} & set(sys.modules); "
-        "from ctk.hook.main import main; "
-        "rc = main(['create-symlinks', '--link', 'a::/etc/b']); "
-        f"print(rc, sorted(({heavy} & set(sys.modules)) - before))"
-    )
     result = subprocess.run(
-        [sys.executable, "-c", code],
-        input=bundle.state,
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        check=True,
-    )
-    assert result.stdout == "0 []\n"
-    assert json.loads(bundle.state)["bundle"] == str(bundle.path)
+        [str(program), "create-symlinks", "--link", "a::/etc/b"],
+        input=bundle.state, capture_output=True, text=True, env={}, cwd="/", check=False,
+    )  # fmt: skip
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert (bundle.rootfs / "etc/b").readlink() == Path("a")
+    assert os.path.getsize(program) < 8 << 20
 
 
 @pytest.mark.parametrize(
@@ -226,16 +214,55 @@ def test_a_hook_run_imports_nothing_heavy(tmp_path: Path) -> None:
     ],
 )
 def test_bad_json_in_a_fresh_process(stdin: str, message: str) -> None:
-    """The C scanner fails differently before `json` is imported: the message must not."""
+    """The hook's JSON reader names problems as Python's json does, position in characters."""
     result = subprocess.run(
-        [sys.executable, "-c", "from ctk.hook.main import main; raise SystemExit(main())", "chmod"],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        check=False,
+        [str(hook_binary()), "chmod"], input=stdin, capture_output=True, text=True, check=False
     )
     assert (result.returncode, result.stderr) == (
         1,
         f"ctk-hook chmod: error: container state on stdin: not valid JSON: {message}\n",
     )
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "huge"])
+def test_config_json_that_is_not_a_small_file_is_refused_at_once(tmp_path: Path, kind: str) -> None:
+    """A FIFO as config.json (or --container-spec) never blocks the hook; /dev/zero or a huge
+    file is not read into memory."""
+    bundle = make_bundle(tmp_path)
+    config = bundle.path / "config.json"
+    config.unlink()
+    if kind == "fifo":
+        os.mkfifo(config)
+        reason = "Not a regular file"
+    elif kind == "dev-zero":
+        config.symlink_to("/dev/zero")
+        reason = "Not a regular file"
+    else:
+        with config.open("wb") as handle:
+            handle.truncate(64 << 20)
+        reason = "Larger than 16 MiB"
+    result = subprocess.run(
+        [str(hook_binary()), "create-symlinks", "--link", "a::/b"],
+        input=bundle.state, capture_output=True, text=True, timeout=10, check=False,
+    )  # fmt: skip
+    assert (result.returncode, result.stderr) == (
+        1,
+        f"ctk-hook create-symlinks: error: {config}: cannot read the bundle's config: {reason}\n",
+    )
+    state = tmp_path / "state"
+    os.mkfifo(state)
+    result = subprocess.run(
+        [str(hook_binary()), "chmod", "--container-spec", str(state)],
+        capture_output=True, text=True, timeout=10, check=False,
+    )  # fmt: skip
+    assert result.stderr == (
+        f"ctk-hook chmod: error: {state}: cannot read container state: Not a regular file\n"
+    )
+
+
+def test_version() -> None:
+    result = subprocess.run(
+        [str(hook_binary()), "--version"], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0
+    assert result.stdout.startswith("ctk-hook version ")

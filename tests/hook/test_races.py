@@ -1,16 +1,16 @@
 """A folder of the root swapped for a symlink to the host between check and use (the
 CVE-2024-0132 class): the hooks' writes, chmods and mkdirs must still land inside the root.
 
-The swap is made deterministic by wrapping the `os` function that acts: just before the hook's
-first such call, the folder is renamed to `<name>.orig` and a symlink to a host folder takes its
-place, as a process writing into the root (a sibling container sharing a volume) could do.
+The swap is made deterministic by the hook's test build (native/testhook_on.go): just before
+the hook's first such operation, the folder is renamed to `<name>.orig` and a symlink to a host
+folder takes its place, as a process writing into the root (a sibling container sharing a volume)
+could do.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,32 +18,14 @@ import pytest
 from tests.hook.bundles import Bundle, make_bundle, run_hook, snapshot
 
 LIB = "usr/lib/x86_64-linux-gnu"
-_rename, _symlink = os.rename, os.symlink
 
 
 def swap_before(
-    monkeypatch: pytest.MonkeyPatch,
-    function: str,
-    folder: Path,
-    outside: Path,
-    when: Callable[..., bool] = lambda *args, **kwargs: True,
+    monkeypatch: pytest.MonkeyPatch, operation: str, folder: Path, outside: Path, name: str = ""
 ) -> None:
-    """Before the first call of ``os.<function>`` that ``when`` accepts, swap ``folder``."""
-    real = getattr(os, function)
-    swapped: list[bool] = []
-
-    def wrapper(*args: object, **kwargs: object) -> object:
-        if not swapped and when(*args, **kwargs):
-            swapped.append(True)
-            _rename(folder, folder.with_name(folder.name + ".orig"))
-            _symlink(outside, folder)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(os, function, wrapper)
-
-
-def creates(_path: object, flags: int, *args: object, **kwargs: object) -> bool:
-    return bool(flags & os.O_CREAT)
+    """Before the hook's first ``operation`` (symlink, mkdir, rename, chmod, create, open; opened:
+    just after) on ``name`` (any when empty), swap ``folder`` for a symlink to ``outside``."""
+    monkeypatch.setenv("CTK_HOOK_SWAP", "\t".join((operation, name, str(folder), str(outside))))
 
 
 @pytest.mark.parametrize(
@@ -94,7 +76,7 @@ def test_ld_so_conf_d(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (bundle.rootfs / "usr/local/cuda/compat").mkdir(parents=True)
     (bundle.rootfs / "usr/local/cuda/compat/libcuda.so.580.65.06").write_bytes(b"\x7fELF")
     before = snapshot(bundle.outside)
-    swap_before(monkeypatch, "open", bundle.rootfs / "etc/ld.so.conf.d", bundle.outside, creates)
+    swap_before(monkeypatch, "create", bundle.rootfs / "etc/ld.so.conf.d", bundle.outside)
     args = ("enable-cuda-compat", "--host-driver-version", "570.1")
     assert run_hook(monkeypatch, bundle, *args) == 0
     assert snapshot(bundle.outside) == before
@@ -109,7 +91,7 @@ def test_application_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     folder = bundle.rootfs / "etc/nvidia/nvidia-application-profiles-rc.d"
     folder.mkdir(parents=True)
     before = snapshot(bundle.outside)
-    swap_before(monkeypatch, "open", folder, bundle.outside / "etc", creates)
+    swap_before(monkeypatch, "create", folder, bundle.outside / "etc")
     assert run_hook(monkeypatch, bundle, "update-application-profile") == 0
     assert snapshot(bundle.outside) == before
     written = folder.with_name(folder.name + ".orig") / "10-container.conf"
@@ -120,21 +102,12 @@ def test_folder_swapped_while_walking(tmp_path: Path, monkeypatch: pytest.Monkey
     """Swapped right after the walk opened it: the walk holds the folder, not its name."""
     bundle = make_bundle(tmp_path)
     before = snapshot(bundle.outside)
-    real_open = os.open
-    swapped: list[bool] = []
-
-    def open_then_swap(path: str, flags: int, *args: object, **kwargs: object) -> int:
-        fd = real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
-        if path == "x86_64-linux-gnu" and not swapped:
-            swapped.append(True)
-            _rename(bundle.rootfs / LIB, bundle.rootfs / (LIB + ".orig"))
-            _symlink(bundle.outside / "lib", bundle.rootfs / LIB)
-        return fd
-
-    monkeypatch.setattr(os, "open", open_then_swap)
+    swap_before(
+        monkeypatch, "opened", bundle.rootfs / LIB, bundle.outside / "lib", "x86_64-linux-gnu"
+    )
     link = f"libcuda.so.1::/{LIB}/gbm/libcuda.so"
     assert run_hook(monkeypatch, bundle, "create-symlinks", "--link", link) == 0
-    assert swapped
+    assert (bundle.rootfs / LIB).is_symlink()  # the swap did happen
     assert snapshot(bundle.outside) == before
     assert os.readlink(bundle.rootfs / (LIB + ".orig") / "gbm/libcuda.so") == "libcuda.so.1"
 
@@ -153,13 +126,7 @@ def test_chmod_refuses_a_file_that_became_a_symlink(
     """Swapped between reading the last name and opening it: the hook holds the symlink itself."""
     bundle = make_bundle(tmp_path)
     before = snapshot(bundle.outside)
-    swap_before(
-        monkeypatch,
-        "open",
-        bundle.rootfs / "dev/dri",
-        bundle.outside / "lib",
-        lambda path, flags, *args, **kwargs: path == "dri",
-    )
+    swap_before(monkeypatch, "open", bundle.rootfs / "dev/dri", bundle.outside / "lib", "dri")
     assert run_hook(monkeypatch, bundle, "chmod", "--mode", "755", "--path", "/dev/dri") == 1
     assert capsys.readouterr().err == (
         f"ctk-hook chmod: error: {bundle.rootfs}/dev/dri: became a symlink;"

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from ctk import toml_compat as tomllib
 from ctk.errors import CtkError
 from ctk.runtime_config import imports
 

@@ -16,13 +16,13 @@ import signal
 import subprocess
 import tempfile
 import time
-import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ctk import toml_compat as tomllib
 from ctk.cli.app import main
 from ctk.runtime_config.inspect import deep_merge
 from tests.runtime.corpus import Case, cases

@@ -342,3 +342,50 @@ def test_dev_char_path_not_a_directory(
         "hint: pass the directory for the <major>:<minor> links, e.g. /dev/char\n",
     )
     assert tree(root) == before
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(["create-device-nodes"], id="nodes"),
+        pytest.param(["create-dev-char-symlinks", "--dry-run"], id="links"),
+    ],
+)
+def test_missing_driver_root_is_the_message_generate_gives(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    missing = tmp_path / "no-such-root"
+    assert main(["system", *command, "--driver-root", str(missing)]) == 1
+    assert capsys.readouterr().err == (
+        f"error: --driver-root {missing}: no such directory\nhint: pass an existing directory\n"
+    )
+    assert main(["cdi", "generate", "--driver-root", str(missing)]) == 1
+    assert capsys.readouterr().err == (
+        f"error: --driver-root {missing}: no such directory\nhint: pass an existing directory\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(["create-device-nodes"], id="nodes"),
+        pytest.param(
+            ["create-dev-char-symlinks", "--dev-char-path", "{root}/dev/char"], id="links"
+        ),
+    ],
+)
+def test_root_without_proc_is_an_error_not_this_machines_proc(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    """A root without /proc once silently read this machine's /proc/devices instead."""
+    root = tmp_path / "root"
+    (root / "dev").mkdir(parents=True)
+    before = tree(root)
+    args = [arg.format(root=root) for arg in command]
+    assert main(["system", *args, "--driver-root", str(root)]) == 1
+    assert capsys.readouterr().err == (
+        f"error: {root}/proc/devices: no such file; the driver's majors are read under "
+        "--driver-root\nhint: pass the root whose /proc is the running kernel's (/, or a host "
+        "mounted with its /proc), or bind-mount /proc there\n"
+    )
+    assert tree(root) == before

@@ -14,6 +14,8 @@ from ctk.doctor.facts import (
     Unavailable,
 )
 from ctk.doctor.model import Where
+from ctk.errors import CtkError
+from ctk.host import files
 from ctk.host.facts.gatherer import (
     LIB_VERSION,
     LIBRARY_DIRS,
@@ -31,8 +33,8 @@ def read_environ(g: Gatherer) -> dict[str, str]:
     """The environment of the diagnosed process (`/proc/self/environ` under the root)."""
     host = g.host("/proc/self/environ")
     try:
-        data = host.read_bytes() if host is not None else b""
-    except OSError:
+        data = files.read_bytes(host, limit=files.PROC_LIMIT) if host is not None else b""
+    except CtkError:
         return {}
     env = {}
     for item in data.split(b"\0"):

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+from ctk import toml_compat as tomllib
 
 if TYPE_CHECKING:
     from ctk.runtime_config.imports import Loaded

@@ -15,6 +15,8 @@ from pathlib import Path, PurePosixPath
 from typing import TypeVar, cast
 
 from ctk.doctor.facts import TimedOut
+from ctk.errors import CtkError
+from ctk.host import files
 from ctk.host.root import HostRoot, PathEscapeError, PathUnreadableError
 
 T = TypeVar("T")
@@ -113,8 +115,8 @@ class Gatherer:
         if host is None:
             return None
         try:
-            return host.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            return files.read_text(host, lenient=True)
+        except CtkError:
             return None
 
     def readable(self, path: str) -> bool | None:

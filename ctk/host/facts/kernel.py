@@ -24,6 +24,8 @@ from ctk.doctor.facts import (
     ProcGpu,
     Unavailable,
 )
+from ctk.errors import CtkError
+from ctk.host import files
 from ctk.host.facts.gatherer import (
     DRIVER_VERSION,
     LIBRARY_DIRS,
@@ -104,8 +106,8 @@ def _secure_boot(g: Gatherer) -> bool | None:
     if host is None or not g.exists("/sys/firmware/efi"):
         return None
     try:
-        data = host.read_bytes()
-    except OSError:
+        data = files.read_bytes(host, limit=files.PROC_LIMIT)
+    except CtkError:
         return None
     return len(data) >= 5 and data[4] == 1
 
@@ -348,9 +350,8 @@ def _is_nvidia_fd(path: str) -> bool:
 
 def _process(path: str, pid: int) -> GpuProcess:
     try:
-        with open(os.path.join(path, "stat"), encoding="utf-8", errors="replace") as handle:
-            stat_line = handle.read()
-    except OSError:
+        stat_line = files.read_text(Path(path, "stat"), limit=files.PROC_LIMIT, lenient=True)
+    except CtkError:
         return GpuProcess(pid=pid, state="?", command="?")
     command = stat_line[stat_line.find("(") + 1 : stat_line.rfind(")")]
     state = stat_line[stat_line.rfind(")") + 2 :].split(" ", 1)[0]

@@ -1,0 +1,3 @@
+module ctk/native
+
+go 1.22

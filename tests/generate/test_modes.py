@@ -1,0 +1,232 @@
+"""`ctk cdi generate --mode csv|wsl|imex|gds|gdrcopy|mofed|nvswitch` on fixture nodes.
+
+Whole specs against golden files (tests/fixtures/expected/, the node's root written `/HOST`;
+regenerate with `CTK_UPDATE_GOLDEN=1`), each also checked by `ctk cdi validate`'s rules.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ctk.cdi.validate import validate_text
+from ctk.cli.app import main
+from tests.fake_nvml import FakeNode
+
+EXPECTED = Path(__file__).resolve().parent.parent / "fixtures" / "expected"
+HOOK = "/usr/bin/nvidia-cdi-hook"
+UPDATE = os.environ.get("CTK_UPDATE_GOLDEN") == "1"
+
+MakeNode = Callable[[str], FakeNode]
+
+
+def _roots(node: FakeNode) -> list[str]:
+    return ["--driver-root", str(node.driver_root), "--dev-root", str(node.dev_root)]
+
+
+def _golden(name: str, text: str) -> str:
+    path = EXPECTED / name
+    if UPDATE:
+        path.write_text(text)
+    return path.read_text()
+
+
+@pytest.mark.parametrize(
+    ("node_name", "flags", "golden"),
+    [
+        pytest.param("gpudirect", ["--mode=gds"], "gpudirect-gds.yaml", id="gds"),
+        pytest.param("gpudirect", ["--mode=gdrcopy"], "gpudirect-gdrcopy.yaml", id="gdrcopy"),
+        pytest.param("gpudirect", ["--mode=mofed"], "gpudirect-mofed.yaml", id="mofed"),
+        pytest.param("dgx-a100", ["--mode=nvswitch"], "dgx-a100-nvswitch.yaml", id="nvswitch"),
+        pytest.param("gb200-imex", ["--mode=imex"], "gb200-imex.yaml", id="imex"),
+        pytest.param(
+            "gb200-imex",
+            ["--mode=imex", "--device-id=channel2", "--device-id=0", "--format=json"],
+            "gb200-imex-selected.json",
+            id="imex-selected",
+        ),
+        pytest.param("wsl2", ["--mode=wsl"], "wsl2.yaml", id="wsl"),
+        pytest.param("wsl2", [], "wsl2.yaml", id="auto-is-wsl-on-wsl2"),
+        pytest.param("jetson-orin", ["--mode=csv"], "jetson-orin.yaml", id="csv"),
+        pytest.param(
+            "jetson-orin", ["--mode=auto"], "jetson-orin.yaml", id="auto-is-csv-on-jetson"
+        ),
+        pytest.param(
+            "jetson-orin",
+            [
+                "--mode=csv",
+                "--csv.ignore-pattern=**/libv4l2.so.*",
+                "--device-name-strategy=type-index",
+                "--disable-hook=update-ldcache",
+            ],
+            "jetson-orin-ignore.yaml",
+            id="csv-ignore-type-index",
+        ),
+    ],
+)
+def test_mode_golden(
+    node_name: str,
+    flags: list[str],
+    golden: str,
+    *,
+    fake_node: MakeNode,
+    hook_program: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    node = fake_node(node_name)
+    code = main(["cdi", "generate", "--hook-path", str(hook_program), *_roots(node), *flags])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    report = validate_text(out, golden)
+    text = out.replace(str(hook_program), HOOK).replace(str(node.root), "/HOST")
+    assert text == _golden(golden, text)
+    assert (report.problems, report.minimum_version) == (
+        (),
+        report.spec and report.spec["cdiVersion"],
+    )
+
+
+@pytest.mark.parametrize(
+    ("node_name", "flags", "code", "message"),
+    [
+        pytest.param(
+            "workstation",
+            ["--mode=gds"],
+            1,
+            "error: no /dev/nvidia-fs* device nodes found under {root}\n"
+            "hint: load the gds driver on this node, or pass the right --dev-root\n",
+            id="gds-without-nvidia-fs",
+        ),
+        pytest.param(
+            "dgx-a100",
+            ["--mode=wsl"],
+            1,
+            "error: /dev/dxg not found under {root}: not a WSL2 node\n"
+            "hint: --mode wsl is for WSL2 with NVIDIA's Windows driver; "
+            "elsewhere use --mode nvml\n",
+            id="wsl-without-dxg",
+        ),
+        pytest.param(
+            "gb200-imex",
+            ["--mode=imex", "--device-id=5"],
+            1,
+            "error: IMEX channel 5 not found under {root}/dev/nvidia-caps-imex-channels\n"
+            "hint: found: 0, 1, 2, 10\n",
+            id="imex-missing-channel",
+        ),
+        pytest.param(
+            "gb200-imex",
+            ["--mode=imex", "--device-id=GPU-1"],
+            2,
+            "error: --device-id GPU-1: not an IMEX channel\n"
+            "hint: a channel number 0-1048575 (or channel<N>), or all\n",
+            id="imex-not-a-channel",
+        ),
+        pytest.param(
+            "jetson-orin",
+            ["--mode=csv", "--device-name-strategy=uuid"],
+            2,
+            "error: --device-name-strategy uuid: the integrated GPU of csv mode has no UUID\n"
+            "hint: use --device-name-strategy index or type-index\n",
+            id="csv-uuid",
+        ),
+        pytest.param(
+            "workstation",
+            ["--mode=csv"],
+            1,
+            "error: no mount specifications in the CSV files: {root}/etc/nvidia-container-runtime/"
+            "host-files-for-container.d/devices.csv, {root}/etc/nvidia-container-runtime/"
+            "host-files-for-container.d/drivers.csv, {root}/etc/nvidia-container-runtime/"
+            "host-files-for-container.d/l4t.csv\n"
+            "hint: pass --csv.file with the files of the board's L4T release (in "
+            "/etc/nvidia-container-runtime/host-files-for-container.d on Jetson)\n",
+            id="csv-without-files",
+        ),
+    ],
+)
+def test_mode_refuses_a_node_without_its_devices(
+    node_name: str,
+    flags: list[str],
+    code: int,
+    message: str,
+    *,
+    fake_node: MakeNode,
+    hook_program: Path,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    node = fake_node(node_name)
+    output = tmp_path / "out.yaml"
+    args = ["cdi", "generate", "--hook-path", str(hook_program), *_roots(node), "-o", str(output)]
+    assert main([*args, *flags]) == code
+    assert capsys.readouterr() == ("", message.format(root=node.root))
+    assert not output.exists()
+
+
+def test_csv_file_flag_reads_the_given_files(
+    fake_node: MakeNode, hook_program: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """--csv.file names host paths; a missing one is a warning while another one is usable."""
+    node = fake_node("jetson-orin")
+    given = tmp_path / "only-devices.csv"
+    given.write_text("dev, /dev/nvmap\n")
+    missing = tmp_path / "missing.csv"
+    flags = ["--mode=csv", f"--csv.file={given}", f"--csv.file={missing}", "--format=json"]
+    assert main(["cdi", "generate", "--hook-path", str(hook_program), *_roots(node), *flags]) == 0
+    out, err = capsys.readouterr()
+    assert err == f"warning: skipping CSV file {missing}: no such file\n"
+    nvmap = {
+        "path": "/dev/nvmap",
+        "hostPath": f"{node.root}/dev/nvmap",
+        "major": 10,
+        "minor": 125,
+        "fileMode": 0o660,
+        "permissions": "rwm",
+        "gid": 44,
+    }
+    edits = {"deviceNodes": [nvmap], "additionalGids": [44]}
+    release = {
+        "hostPath": f"{node.root}/etc/nv_tegra_release",
+        "containerPath": "/etc/nv_tegra_release",
+        "options": ["ro", "nosuid", "nodev", "rbind", "rprivate"],
+    }
+    assert json.loads(out) == {
+        "cdiVersion": "0.7.0",
+        "kind": "nvidia.com/gpu",
+        "devices": [{"name": name, "containerEdits": edits} for name in ("0", "all")],
+        "containerEdits": {"env": ["NVIDIA_VISIBLE_DEVICES=void"], "mounts": [release]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("mode", "node_name"),
+    [
+        pytest.param("management", "dgx-a100", id="management"),
+        pytest.param("gds", "gpudirect", id="gds"),
+        pytest.param("imex", "gb200-imex", id="imex"),
+        pytest.param("wsl", "wsl2", id="wsl"),
+        pytest.param("csv", "jetson-orin", id="csv"),
+    ],
+)
+def test_modes_without_nvml_never_import_pynvml(
+    mode: str, node_name: str, fake_node: MakeNode, hook_program: Path
+) -> None:
+    """The import budget of issue 13: no pynvml (nor the NVML adapter) without NVML."""
+    import subprocess
+    import sys
+
+    node = fake_node(node_name)
+    argv = ["cdi", "generate", f"--mode={mode}", "--hook-path", str(hook_program), *_roots(node)]
+    script = (
+        "import sys\nfrom ctk.cli.app import main\n"
+        f"code = main({argv!r})\n"
+        "print(code, sorted(m for m in sys.modules if 'nvml' in m))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False
+    )
+    assert result.stdout.splitlines()[-1] == "0 []"
