@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from enum import StrEnum
+from ctk.enums import StrEnum
 from typing import TYPE_CHECKING, Final
 
 from ctk.runtime_config.engines import Runtime
