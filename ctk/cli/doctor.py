@@ -130,6 +130,8 @@ def _cuda_need(cuda_version: str | None, image_env: Path | None) -> CudaNeed | N
         raise UsageError(f"--image-env {image_env}: no such file", hint=ENV_HINT)
     if image_env.is_dir():
         raise UsageError(f"--image-env {image_env}: is a directory", hint=ENV_HINT)
+    if not image_env.is_file():  # a FIFO would block, a device never ends
+        raise UsageError(f"--image-env {image_env}: not a regular file", hint=ENV_HINT)
     text = files.read_text(image_env) or ""
     try:
         env = parse_env_file(text)
@@ -151,6 +153,8 @@ def _json_env(text: str) -> list[str]:
         data = json.loads(text)
     except ValueError as exc:
         raise CtkError(f"not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise CtkError("not valid JSON: nested too deeply to read") from exc
     if isinstance(data, list) and data and all(isinstance(item, dict) for item in data):
         data = data[0]  # `docker inspect` prints a list, one object per image
     if isinstance(data, dict):

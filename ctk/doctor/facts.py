@@ -27,11 +27,16 @@ class Unavailable:
 
 
 class FactTimedOut(Exception):
-    """Raised when a check uses a fact whose gather step did not finish in time."""
+    """Raised when a check uses a fact whose gather step did not finish in time (or failed)."""
 
-    def __init__(self, step: str) -> None:
-        super().__init__(f"gathering {step} did not finish in time")
+    def __init__(self, step: str, reason: str | None = None) -> None:
+        super().__init__(
+            f"gathering {step} did not finish in time"
+            if reason is None
+            else f"gathering {step} failed ({reason})"
+        )
         self.step = step
+        self.reason = reason
 
 
 class TimedOut:
@@ -42,29 +47,32 @@ class TimedOut:
     need it run as usual.
     """
 
-    __slots__ = ("step",)
+    __slots__ = ("reason", "step")
     step: str
+    reason: str | None
+    """Why the step gave no facts when it did finish: the error it raised."""
 
-    def __init__(self, step: str) -> None:
+    def __init__(self, step: str, reason: str | None = None) -> None:
         object.__setattr__(self, "step", step)
+        object.__setattr__(self, "reason", reason)
 
     def __getattr__(self, name: str) -> Any:
-        raise FactTimedOut(self.step)
+        raise FactTimedOut(self.step, self.reason)
 
     def __iter__(self) -> Any:
-        raise FactTimedOut(self.step)
+        raise FactTimedOut(self.step, self.reason)
 
     def __bool__(self) -> bool:
-        raise FactTimedOut(self.step)
+        raise FactTimedOut(self.step, self.reason)
 
     def __len__(self) -> int:
-        raise FactTimedOut(self.step)
+        raise FactTimedOut(self.step, self.reason)
 
     def __contains__(self, item: object) -> bool:
-        raise FactTimedOut(self.step)
+        raise FactTimedOut(self.step, self.reason)
 
     def __getitem__(self, key: object) -> Any:
-        raise FactTimedOut(self.step)
+        raise FactTimedOut(self.step, self.reason)
 
     def __repr__(self) -> str:
         return f"TimedOut({self.step!r})"

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from ctk.enums import StrEnum
 from typing import TYPE_CHECKING, Final
 
+from ctk.enums import StrEnum
 from ctk.runtime_config.engines import Runtime
 
 if TYPE_CHECKING:

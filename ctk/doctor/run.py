@@ -68,10 +68,9 @@ def _evaluate(check: Check, facts: NodeFacts, done: dict[str, Finding]) -> Findi
         return _finding(check, Result(status=Status.SKIP, summary=summary))
     try:
         result = check.run(facts)
-    except FactTimedOut as exc:  # the fact's gather step hung: this check cannot tell
-        result = Result(
-            status=Status.UNKNOWN, summary=f"{exc}: cannot tell (a hung driver or /proc read)"
-        )
+    except FactTimedOut as exc:  # the fact's gather step hung or failed: this check cannot tell
+        why = " (a hung driver or /proc read)" if exc.reason is None else ""
+        result = Result(status=Status.UNKNOWN, summary=f"{exc}: cannot tell{why}")
     except Exception as exc:  # a broken check must not take the whole report down
         result = Result(
             status=Status.UNKNOWN,

@@ -39,6 +39,7 @@ from ctk.host.facts.engines import (
     kubelet_cgroup_driver,
 )
 from ctk.host.facts.gatherer import (
+    DOCTOR_DEADLINE_S,
     KUBELET_PATHS,
     NVML_TIMEOUT_S,
     STEP_TIMEOUT_S,
@@ -73,12 +74,12 @@ def gather(
     root: Path, *, cuda_need: CudaNeed | None = None, nvml_timeout: float = NVML_TIMEOUT_S
 ) -> tuple[NodeFacts, tuple[Timing, ...]]:
     """All facts about the node under ``root``; NVML runs in parallel with the file reads."""
-    g = Gatherer(HostRoot(root))
+    start = time.monotonic()
+    g = Gatherer(HostRoot(root), deadline=start + max(DOCTOR_DEADLINE_S, nvml_timeout))
     nvml_box: list[NvmlFacts | Unavailable] = []
     nvml_thread = threading.Thread(
         target=lambda: nvml_box.append(_safe_nvml(root)), name="ctk-doctor-nvml", daemon=True
     )
-    start = time.monotonic()
     nvml_thread.start()
     # Every step that reads /proc, /sys or config files runs bounded: a step that hangs (a broken
     # driver's /proc file, a dead NFS mount) leaves a `TimedOut` stand-in, and only the checks that
