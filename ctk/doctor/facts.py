@@ -192,6 +192,14 @@ class NvmlGpu:
     memory_used: int | None = None
     processes: tuple[NvmlProcess, ...] | None = None
     """None: NVML would not list them (not supported, or no permission with MIG on)."""
+    ecc_uncorrected: int | None = None
+    """Volatile uncorrected ECC errors since the driver loaded; None: not supported."""
+    retired_pages_pending: bool | None = None
+    remap_pending: bool | None = None
+    remap_failed: bool | None = None
+    clock_reasons: int | None = None
+    """The `nvmlClocksEventReason*` bits slowing the clocks now."""
+    persistence: bool | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -377,5 +385,7 @@ class NodeFacts:
     """`/proc/<pid>/stat` state of each PID NVML lists; "" when `/proc/<pid>` does not exist."""
     advisories: tuple[Advisory, ...] = ()
     kubelet: bool = False
+    persistenced: bool = False
+    """nvidia-persistenced runs (its socket exists): it keeps the GPUs initialised."""
     kubelet_cgroup_driver: str | Unavailable | None = None
     host_mount: str | None = None

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,7 +86,7 @@ def node(
                     H100_BYTES,
                     0,
                     (ComputeProcess(5151, 4 * GIB),),
-                    ("nvmlDeviceGetComputeRunningProcesses: Insufficient Permissions",),
+                    errors=("nvmlDeviceGetComputeRunningProcesses: Insufficient Permissions",),
                 ),
                 GpuHealth(1, "nvidia", 0, 0, H100_BYTES, 0, ()),
             ),
@@ -94,9 +96,53 @@ def node(
     indirect=["node"],
 )
 def test_report_health(node: Node, health: tuple[GpuHealth, ...]) -> None:
-    """Whole per-GPU details; older topology files get the fake's defaults."""
+    """Whole per-GPU details; older topology files get the fake's defaults (a healthy GPU in
+    persistence mode, idle)."""
     report = read_nvml_report(node.root)
-    assert (report.facts, report.health) == (read_nvml(node.root), health)
+    healthy = tuple(replace(h, **HEALTHY) for h in health)
+    assert (report.facts, report.health) == (read_nvml(node.root), healthy)
+
+
+HEALTHY: dict[str, Any] = {
+    "ecc_uncorrected": 0,
+    "retired_pages_pending": False,
+    "remap_pending": False,
+    "remap_failed": False,
+    "clock_reasons": 1,
+    "persistence": True,
+}
+
+
+@pytest.mark.parametrize(
+    ("node", "health"),
+    [
+        pytest.param(
+            "gpu-ecc",
+            replace(
+                GpuHealth(0, "nvidia", 0, 0, H100_BYTES, 0, ()), **{**HEALTHY, "ecc_uncorrected": 3}
+            ),
+            id="ecc",
+        ),
+        pytest.param(
+            "gpu-remap-failed",
+            replace(
+                GpuHealth(0, "nvidia", 0, 0, H100_BYTES, 0, ()), **{**HEALTHY, "remap_failed": True}
+            ),
+            id="remap-failed",
+        ),
+        pytest.param(
+            "gpu-throttled",
+            replace(
+                GpuHealth(0, "nvidia", 0, 0, H100_BYTES, 0, ()),
+                **{**HEALTHY, "clock_reasons": 0x40},
+            ),
+            id="throttled",
+        ),
+    ],
+    indirect=["node"],
+)
+def test_health_fields_come_from_nvml(node: Node, health: GpuHealth) -> None:
+    assert read_nvml_report(node.root).health[0] == health
 
 
 LEFTOVER = """\

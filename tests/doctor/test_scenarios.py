@@ -728,6 +728,60 @@ SCENARIOS = [
         set(),
         id="nvml-no-permission-alone",
     ),
+    pytest.param(
+        "gpu-ecc",
+        {
+            "gpu.ecc-uncorrectable": "GPU 0 had uncorrectable ECC errors since the driver loaded: its work may have failed, and CUDA contexts on it can be lost",
+        },
+        set(),
+        id="gpu-uncorrectable-ecc",
+    ),
+    pytest.param(
+        "gpu-remap-pending",
+        {
+            "gpu.memory-remap-pending": "GPU 0 has a memory repair pending: it takes effect at the next GPU reset, until then the bad memory stays in use",
+        },
+        set(),
+        id="gpu-row-remap-pending",
+    ),
+    pytest.param(
+        "gpu-remap-failed",
+        {
+            "gpu.memory-remap-pending": "row remapping failed on GPU 0: the GPU has memory it cannot repair and should be replaced",
+        },
+        set(),
+        id="gpu-row-remap-failed",
+    ),
+    pytest.param(
+        "gpu-retired-pending",
+        {
+            "gpu.memory-remap-pending": "GPU 0 has a memory repair pending: it takes effect at the next GPU reset, until then the bad memory stays in use",
+        },
+        set(),
+        id="gpu-page-retirement-pending",
+    ),
+    pytest.param(
+        "gpu-throttled",
+        {
+            "gpu.clocks-throttled": "GPU 0 runs below its clocks now because of hardware thermal slowdown",
+        },
+        set(),
+        id="gpu-thermal-slowdown-now",
+    ),
+    pytest.param(
+        "persistence-off",
+        {
+            "driver.persistence-off": "persistence mode is off on GPU 0, 1 and nvidia-persistenced is not running: the driver tears the GPU down whenever no process uses it (slow job starts, lost settings)",
+        },
+        set(),
+        id="persistence-off-on-a-server",
+    ),
+    pytest.param(
+        "persistence-daemon",
+        {},
+        set(),
+        id="persistence-off-but-daemon-runs-healthy",
+    ),
 ]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ctk.doctor.facts import LibFacts, NodeFacts, NvmlFacts, TimedOut
+from ctk.doctor.facts import LibFacts, NodeFacts, NvmlFacts, TimedOut, Unavailable
 from ctk.doctor.model import (
     HOST_ONLY,
     Evidence,
@@ -15,6 +15,7 @@ from ctk.doctor.model import (
     fail,
     ok,
     skip,
+    unknown,
     warn,
 )
 
@@ -319,4 +320,52 @@ def kernel_module_flavor(facts: NodeFacts) -> Result:
         Evidence(PROC_VERSION, kernel.version_line or flavour),
         *(Evidence(f"/proc/driver/nvidia/gpus/{gpu.bdf}/information", gpu.model) for gpu in wrong),
         commands=(f"sudo apt-get install {package}", "sudo reboot"),
+    )
+
+
+DATA_CENTER_BRANDS = frozenset({"tesla", "nvidia"})
+
+
+@check(
+    "driver.persistence-off",
+    severity=Severity.WARNING,
+    title="the GPUs stay initialised between jobs (persistence mode or nvidia-persistenced)",
+    remedy="Enable the nvidia-persistenced service.",
+    sources=("https://docs.nvidia.com/deploy/driver-persistence/index.html",),
+    depends_on=(
+        "driver.not-loaded",
+        "driver.library-mismatch",
+        "lib.nvml-not-found",
+        "gpu.lost",
+        "dev.permission-denied",
+    ),
+    where=HOST_ONLY,
+)
+def persistence_off(facts: NodeFacts) -> Result:
+    """Persistence mode off and no daemon: each job pays the GPU's init, and state resets.
+
+    A warning on data-center GPUs (servers), information on others.
+    """
+    nvml = facts.nvml
+    if isinstance(nvml, Unavailable):
+        return unknown(f"NVML facts unavailable: {nvml.reason}", needs_root=nvml.needs_root)
+    if nvml.error_code is not None:
+        return skip(f"NVML did not initialise ({nvml.error}): see the checks that name the cause")
+    if facts.persistenced:
+        return ok("nvidia-persistenced is running")
+    off = [g for g in nvml.gpus if g.persistence is False]
+    if not off:
+        return ok("persistence mode is on" if nvml.gpus else "no GPU")
+    server = any(g.brand in DATA_CENTER_BRANDS for g in off)
+    return warn(
+        f"persistence mode is off on GPU {', '.join(str(g.index) for g in off)} and "
+        "nvidia-persistenced is not running: the driver tears the GPU down whenever no "
+        "process uses it (slow job starts, lost settings)",
+        *(
+            Evidence(f"NVML GPU {g.index}", f"{g.brand or 'unknown brand'}: persistence off")
+            for g in off
+        ),
+        Evidence("/run/nvidia-persistenced/socket", "missing"),
+        commands=("sudo systemctl enable --now nvidia-persistenced",),
+        severity=Severity.WARNING if server else Severity.INFO,
     )

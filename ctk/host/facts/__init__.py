@@ -57,6 +57,8 @@ from ctk.host.facts.kernel import (
 from ctk.host.root import HostRoot
 from ctk.runtime_config.engines import ENGINES, Runtime
 
+PERSISTENCED_SOCKETS = ("/run/nvidia-persistenced/socket", "/var/run/nvidia-persistenced/socket")
+
 
 def advisories() -> tuple[Advisory, ...]:
     """The packaged toolkit CVE table."""
@@ -169,6 +171,7 @@ def gather(
         nvml_process_states=states,
         advisories=g.timed("advisories", advisories),
         kubelet=any(g.exists(p) for p in KUBELET_PATHS),
+        persistenced=any(g.exists(p) for p in PERSISTENCED_SOCKETS),
         kubelet_cgroup_driver=g.step("kubelet", lambda: kubelet_cgroup_driver(g)),
         host_mount="/host"
         if where is not Where.HOST and g.exists("/host/etc/os-release")
