@@ -6,7 +6,7 @@ import click
 import typer
 
 from ctk import __version__
-from ctk.cli import cdi, doctor, hook, runtime, system
+from ctk.cli import agent, cdi, doctor, hook, install, runtime, system
 
 
 def _version(value: bool) -> None:
@@ -44,4 +44,6 @@ def build_app() -> click.Command:
     doctor.register(app)
     app.add_typer(system.app, name="system")
     hook.register(app)
+    install.register(app)
+    agent.register(app)
     return typer.main.get_command(app)
