@@ -379,7 +379,8 @@ class NodeFacts:
     crio: EngineFacts = field(default_factory=lambda: EngineFacts(engine="crio"))
     cdi: CdiFacts = field(default_factory=CdiFacts)
     container: ContainerFacts = field(default_factory=ContainerFacts)
-    kubernetes: Mapping[str, Any] | None = None
+    kubernetes: Mapping[str, Any] | Unavailable | None = None
+    """The API server's view of this node (and pod): `ctk.host.facts.kubernetes`."""
     gpu_processes: tuple[GpuProcess, ...] | Unavailable = ()
     nvml_process_states: Mapping[int, str] | Unavailable = field(default_factory=dict)
     """`/proc/<pid>/stat` state of each PID NVML lists; "" when `/proc/<pid>` does not exist."""

@@ -269,6 +269,48 @@ CASES = [
         id="no-default-no-runtimeclass",
     ),
     pytest.param(
+        "k8s.runtimeclass-handler-missing",
+        NodeFacts(
+            containerd=EngineFacts(
+                engine="containerd", installed=True, config_path="/etc/containerd/config.toml"
+            ),
+            kubernetes={"runtimeclass_handlers": ["nvidia"]},
+        ),
+        Result(
+            status=Status.FAIL,
+            summary="a RuntimeClass sends pods to handler nvidia, which this node's runtime does "
+            "not define: they fail with 'no runtime for \"nvidia\" is configured'",
+            evidence=(
+                Evidence("RuntimeClasses", "handler nvidia"),
+                Evidence("/etc/containerd/config.toml", "runtimes: none (no nvidia)"),
+            ),
+            commands=("sudo systemctl restart containerd",),
+            fixes=(ConfigureRuntime(runtime=Runtime.CONTAINERD),),
+        ),
+        id="runtimeclass-handler-missing",
+    ),
+    pytest.param(
+        "k8s.gpu-not-allocatable",
+        NodeFacts(
+            kernel=DRIVER,
+            kubernetes={"node": "n1", "allocatable": {"nvidia.com/gpu": "0"}},
+        ),
+        Result(
+            status=Status.FAIL,
+            summary="the node has 1 GPU(s) but offers none to the scheduler: GPU pods stay "
+            "Pending with 'Insufficient nvidia.com/gpu'",
+            evidence=(
+                Evidence("node n1", "allocatable: no nvidia.com/gpu or mig-*"),
+                Evidence("/proc/driver/nvidia/gpus", "1 GPU(s)"),
+            ),
+            notes=(
+                "look at the device plugin pod on this node and its log (NVML errors, "
+                "'No devices found', a MIG strategy error)",
+            ),
+        ),
+        id="gpu-not-allocatable",
+    ),
+    pytest.param(
         "cdi.management-spec-missing",
         NodeFacts(kubernetes={"device_list_strategy": "cdi-cri"}),
         Result(

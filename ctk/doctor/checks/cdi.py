@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 
-from ctk.doctor.checks.mig import GPU_KIND, regenerate
+from ctk.doctor.checks.mig import GPU_KIND, kube, regenerate
 from ctk.doctor.checks.toolkit import runtime_mode, toolkit_version
 from ctk.doctor.expected import expected_devices, missing_from, unknown_uuids
 from ctk.doctor.facts import NodeFacts, NvmlFacts, SpecFile
@@ -376,8 +376,10 @@ def refresh_disabled(facts: NodeFacts) -> Result:
 )
 def management_spec_missing(facts: NodeFacts) -> Result:
     """The device plugin in CDI mode requests `management.nvidia.com/gpu` devices."""
-    kube = facts.kubernetes
-    if kube is None or kube.get("device_list_strategy") not in ("cdi-cri", "cdi-annotations"):
+    node = kube(facts)
+    if isinstance(node, Result):
+        return node
+    if node.get("device_list_strategy") not in ("cdi-cri", "cdi-annotations"):
         return skip("no Kubernetes device plugin in CDI mode")
     if any(spec.kind == "management.nvidia.com/gpu" for spec in facts.cdi.specs):
         return ok("management.nvidia.com/gpu spec present")

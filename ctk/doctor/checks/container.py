@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from ctk.doctor.checks.driver import visible_devices
 from ctk.doctor.checks.mig import nvml_gpus
@@ -212,6 +213,10 @@ def unrequested_gpu_access(facts: NodeFacts) -> Result:
     gpus = _gpu_nodes(facts)
     if not gpus:
         return ok("the pod sees no GPU")
+    pod = facts.kubernetes.get("pod") if isinstance(facts.kubernetes, Mapping) else None
+    if isinstance(pod, Mapping) and pod.get("limits"):
+        limits = ", ".join(f"{k}={v}" for k, v in sorted(pod["limits"].items()))
+        return ok(f"the pod requested {limits}")
     if facts.container.allocation_markers or visible_devices(facts) != "all":
         return ok("GPUs were allocated by the device plugin")
     return warn(
@@ -220,6 +225,11 @@ def unrequested_gpu_access(facts: NodeFacts) -> Result:
         Evidence("NVIDIA_VISIBLE_DEVICES", "all"),
         Evidence("/dev", ", ".join(gpus)),
         Evidence("/var/run/nvidia-container-devices", "no allocation markers"),
+        *(
+            (Evidence("pod spec", "no nvidia.com/gpu or mig-* limit"),)
+            if isinstance(pod, Mapping)
+            else ()
+        ),
         fixes=(
             SetToolkitConfig(
                 settings=(("accept-nvidia-visible-devices-envvar-when-unprivileged", "false"),)

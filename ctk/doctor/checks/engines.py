@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Mapping
 
+from ctk.doctor.checks.mig import kube
 from ctk.doctor.checks.toolkit import INSTALL_GUIDE, runtime_mode
 from ctk.doctor.facts import EngineFacts, NodeFacts, RuntimeEntry, Unavailable
 from ctk.doctor.fixes import ConfigureRuntime
@@ -442,12 +444,13 @@ def systemd_cgroup_mismatch(facts: NodeFacts) -> Result:
 )
 def not_default_no_runtimeclass(facts: NodeFacts) -> Result:
     """Neither default runtime nor a RuntimeClass: GPU pods run under runc."""
-    if facts.kubernetes is None:
-        return skip("no Kubernetes node facts")
+    node = kube(facts)
+    if isinstance(node, Result):
+        return node
     containerd = facts.containerd
     if containerd.default_runtime == "nvidia":
         return ok("nvidia is containerd's default runtime")
-    handlers = set(facts.kubernetes.get("runtimeclass_handlers", ()))
+    handlers = set(node.get("runtimeclass_handlers", ()))
     if "nvidia" in handlers:
         return ok("a RuntimeClass has handler nvidia")
     return fail(
@@ -477,7 +480,8 @@ def containerd_cdi(facts: NodeFacts) -> Result:
     if unused is not None:
         return unused
     wanted = bool(containerd.cdi_spec_dirs) or bool(
-        facts.kubernetes and facts.kubernetes.get("device_list_strategy") == "cdi-cri"
+        isinstance(facts.kubernetes, Mapping)
+        and facts.kubernetes.get("device_list_strategy") == "cdi-cri"
     )
     if not wanted:
         return ok("native CDI is not requested")
@@ -549,4 +553,77 @@ def crio_runtime(facts: NodeFacts) -> Result:
         *evidence,
         commands=("sudo systemctl restart crio",),
         fixes=(_configure("crio"),),
+    )
+
+
+K8S_DEVICE_PLUGIN = "https://github.com/NVIDIA/k8s-device-plugin"
+
+
+@check(
+    "k8s.runtimeclass-handler-missing",
+    severity=Severity.ERROR,
+    title="the node's runtime has the handler of the nvidia RuntimeClass",
+    remedy="Add the nvidia runtime to the node's container runtime (containerd or CRI-O).",
+    sources=("https://github.com/NVIDIA/gpu-operator/issues/413",),
+    where=HOST_ONLY,
+)
+def runtimeclass_handler_missing(facts: NodeFacts) -> Result:
+    """A RuntimeClass with handler nvidia, but neither containerd nor CRI-O defines it."""
+    node = kube(facts)
+    if isinstance(node, Result):
+        return node
+    if "nvidia" not in node.get("runtimeclass_handlers", ()):
+        return skip("no RuntimeClass has handler nvidia")
+    engines = [e for e in (facts.containerd, facts.crio) if e.installed and not e.error]
+    if not engines:
+        return skip("no containerd or CRI-O config to compare with")
+    if any(_nvidia_runtime(engine)[0] is not None for engine in engines):
+        return ok("a RuntimeClass has handler nvidia and the runtime defines it")
+    first = engines[0]
+    return fail(
+        "a RuntimeClass sends pods to handler nvidia, which this node's runtime does not "
+        "define: they fail with 'no runtime for \"nvidia\" is configured'",
+        Evidence("RuntimeClasses", "handler nvidia"),
+        *(_nvidia_runtime(engine)[1][0] for engine in engines),
+        commands=(f"sudo systemctl restart {_service(first)}",),
+        fixes=(_configure(_service(first)),),
+    )
+
+
+def _service(engine: EngineFacts) -> str:
+    return "crio" if engine.engine == "crio" else "containerd"
+
+
+@check(
+    "k8s.gpu-not-allocatable",
+    severity=Severity.ERROR,
+    title="the node offers its GPUs to the scheduler (allocatable nvidia.com/gpu or mig-*)",
+    remedy="Check the device plugin's pod and logs on this node (NVML errors, no devices).",
+    sources=(K8S_DEVICE_PLUGIN, "https://github.com/NVIDIA/k8s-device-plugin/issues/479"),
+    depends_on=("driver.not-loaded", "lib.nvml-not-found", "gpu.lost"),
+    where=HOST_ONLY,
+)
+def gpu_not_allocatable(facts: NodeFacts) -> Result:
+    """GPUs on the node, none in `status.allocatable`: GPU pods stay Pending."""
+    node = kube(facts)
+    if isinstance(node, Result):
+        return node
+    if "allocatable" not in node:
+        return unknown("the API server did not return this node (no node name, or no access)")
+    gpus = len(facts.kernel.gpus)
+    if not gpus:
+        return skip("the node has no GPU")
+    offered = {k: v for k, v in node["allocatable"].items() if v not in ("0", "")}
+    if offered:
+        listed = ", ".join(f"{k}={v}" for k, v in sorted(offered.items()))
+        return ok(f"allocatable: {listed}")
+    return fail(
+        f"the node has {gpus} GPU(s) but offers none to the scheduler: GPU pods stay Pending "
+        "with 'Insufficient nvidia.com/gpu'",
+        Evidence(f"node {node.get('node', '')}", "allocatable: no nvidia.com/gpu or mig-*"),
+        Evidence("/proc/driver/nvidia/gpus", f"{gpus} GPU(s)"),
+        notes=(
+            "look at the device plugin pod on this node and its log (NVML errors, "
+            "'No devices found', a MIG strategy error)",
+        ),
     )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from ctk.doctor.expected import expected_devices
 from ctk.doctor.facts import NodeFacts, NvmlGpu, Unavailable
 from ctk.doctor.fixes import DEFAULT_SPEC, GenerateSpec
@@ -204,10 +207,14 @@ def whole_gpu_in_container(facts: NodeFacts) -> Result:
     )
 
 
-def _kube(facts: NodeFacts) -> Result | None:
-    if facts.kubernetes is None:
+def kube(facts: NodeFacts) -> Mapping[str, Any] | Result:
+    """The Kubernetes facts, or the result of a check that needs them when there are none."""
+    found = facts.kubernetes
+    if found is None:
         return skip("no Kubernetes node facts (not a Kubernetes node or no kubeconfig)")
-    return None
+    if isinstance(found, Unavailable):
+        return unknown(f"Kubernetes facts unavailable: {found.reason}", needs_root=found.needs_root)
+    return found
 
 
 @check(
@@ -221,23 +228,26 @@ def _kube(facts: NodeFacts) -> Result | None:
 )
 def strategy_mismatch(facts: NodeFacts) -> Result:
     """`single` needs every GPU MIG-enabled with one profile."""
-    blocked = _kube(facts)
-    if blocked is not None:
-        return blocked
+    node = kube(facts)
+    if isinstance(node, Result):
+        return node
     gpus = nvml_gpus(facts)
     if isinstance(gpus, Result):
         return gpus
-    assert facts.kubernetes is not None
-    labels = facts.kubernetes.get("labels", {})
-    if labels.get("nvidia.com/mig.strategy") != "single":
-        return ok("the MIG strategy is not 'single'")
+    labels = node.get("labels", {})
+    strategy = node.get("mig_strategy") or labels.get("nvidia.com/mig.strategy")
+    source = "device plugin MIG_STRATEGY" if node.get("mig_strategy") else "node label"
+    if strategy != "single":
+        return ok(f"the MIG strategy is {strategy or 'not set'}, not 'single'")
     profiles = {m.profile for g in gpus for m in g.mig_devices}
     mixed = any(g.mig_current != 1 for g in gpus) and any(g.mig_current == 1 for g in gpus)
     if len(profiles) <= 1 and not mixed:
         return ok("uniform MIG layout under the single strategy")
     return fail(
         "MIG strategy 'single' with a mixed layout: the device plugin advertises nothing",
-        Evidence("node label nvidia.com/mig.strategy", "single"),
+        Evidence(
+            "node label nvidia.com/mig.strategy" if source == "node label" else source, "single"
+        ),
         Evidence("NVML", "profiles " + ", ".join(sorted(profiles)) if profiles else "MIG mixed"),
         notes=("switch the device plugin to the mixed strategy (Helm: --set mig.strategy=mixed)",),
     )
@@ -254,14 +264,13 @@ def strategy_mismatch(facts: NodeFacts) -> Result:
 )
 def device_plugin_stale(facts: NodeFacts) -> Result:
     """Allocatable `nvidia.com/mig-*` counts differ from NVML's layout."""
-    blocked = _kube(facts)
-    if blocked is not None:
-        return blocked
+    node = kube(facts)
+    if isinstance(node, Result):
+        return node
     gpus = nvml_gpus(facts)
     if isinstance(gpus, Result):
         return gpus
-    assert facts.kubernetes is not None
-    allocatable = facts.kubernetes.get("allocatable", {})
+    allocatable = node.get("allocatable", {})
     layout: dict[str, int] = {}
     for gpu in gpus:
         for mig in gpu.mig_devices:

@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from ctk.doctor.advisories import Advisory, parse_advisories
 from ctk.doctor.cuda import need_from_env, parse_table
@@ -54,6 +56,7 @@ from ctk.host.facts.kernel import (
     gather_nvml,
     gather_process_states,
 )
+from ctk.host.facts.kubernetes import gather_kubernetes
 from ctk.host.root import HostRoot
 from ctk.runtime_config.engines import ENGINES, Runtime
 
@@ -89,6 +92,14 @@ def gather(
     no_env: dict[str, str] = {}
     env = g.bounded("environment", lambda: read_environ(g), no_env, STEP_TIMEOUT_S)
     where = g.bounded("context", lambda: detect_where(g, env), Where.HOST, STEP_TIMEOUT_S)
+    # the API server is asked while the files are read: network waits overlap the rest
+    kube_box: list[Mapping[str, Any] | Unavailable | None] = []
+    kube_thread = threading.Thread(
+        target=lambda: kube_box.append(_safe_kubernetes(g, env, where)),
+        name="ctk-doctor-kubernetes",
+        daemon=True,
+    )
+    kube_thread.start()
     kernel = g.step("kernel", lambda: gather_kernel(g))
     dev = g.step("dev", lambda: gather_dev(g))
     libs = g.step("libraries", lambda: gather_libs(g, env if where is not Where.HOST else {}))
@@ -170,6 +181,7 @@ def gather(
         gpu_processes=processes,
         nvml_process_states=states,
         advisories=g.timed("advisories", advisories),
+        kubernetes=_joined(g, kube_thread, kube_box),
         kubelet=any(g.exists(p) for p in KUBELET_PATHS),
         persistenced=any(g.exists(p) for p in PERSISTENCED_SOCKETS),
         kubelet_cgroup_driver=g.step("kubelet", lambda: kubelet_cgroup_driver(g)),
@@ -178,6 +190,28 @@ def gather(
         else None,
     )
     return facts, tuple(g.timings)
+
+
+def _safe_kubernetes(
+    g: Gatherer, env: Mapping[str, str], where: Where
+) -> Mapping[str, Any] | Unavailable | None:
+    try:
+        return gather_kubernetes(g, env, where)
+    except Exception as exc:  # an adapter bug must not hide every other fact
+        return Unavailable(f"Kubernetes facts failed: {type(exc).__name__}: {exc}")
+
+
+def _joined(
+    g: Gatherer, thread: threading.Thread, box: list[Mapping[str, Any] | Unavailable | None]
+) -> Mapping[str, Any] | Unavailable | None:
+    """The Kubernetes facts, waiting for them no longer than the deadline leaves."""
+    start = time.monotonic()
+    thread.join(g.wait(STEP_TIMEOUT_S))
+    timed_out = thread.is_alive()
+    g.timings.append(Timing("kubernetes", time.monotonic() - start, timed_out=timed_out))
+    if timed_out:
+        return Unavailable("the Kubernetes API did not answer in time")
+    return box[0]
 
 
 def _safe_nvml(root: Path) -> NvmlFacts | Unavailable:
