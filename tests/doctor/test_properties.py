@@ -115,7 +115,8 @@ def test_expected_devices_are_the_devices_generate_writes(
     from ctk.host.nvml import read_nvml_report
 
     node = fake_node("dgx-a100")
-    code = main(["cdi", "generate", "--driver-root", str(node.root), "--format", "json"])
+    argv = ["cdi", "generate", "--driver-root", str(node.root), "--format", "json"]
+    code = main([*argv, "--hook-path", "/usr/bin/nvidia-cdi-hook"])
     written = [d["name"] for d in json.loads(capsys.readouterr().out)["devices"]]
     expected = device_names(read_nvml_report(node.root).facts)
     assert code == 0
