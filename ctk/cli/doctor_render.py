@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ctk import __version__
+from ctk.cli import render
 from ctk.doctor.facts import NodeFacts
 from ctk.doctor.model import Finding, Severity, Status
 from ctk.doctor.run import summarize
@@ -42,17 +43,7 @@ INFO = ("i", "cyan", "[info]")
 INDENT = "  "
 
 
-def _plain(console: Console) -> bool:
-    # no-color.org: only a non-empty NO_COLOR counts
-    return (
-        not console.is_terminal
-        or bool(os.environ.get("NO_COLOR"))
-        or os.environ.get("TERM") == "dumb"
-        or console.no_color
-    )
-
-
-def _mark(finding: Finding, *, plain: bool) -> Text:
+def mark(finding: Finding, *, plain: bool) -> Text:
     """The status mark: a coloured symbol, or a text label."""
     if finding.severity is Severity.INFO and finding.status is Status.WARN:
         symbol, style, label = INFO
@@ -131,10 +122,8 @@ def _shown(finding: Finding, *, verbose: bool) -> bool:
 
 def report(facts: NodeFacts, findings: Sequence[Finding], *, verbose: bool, strict: bool) -> None:
     """Print the report to stdout: problems and the summary; with ``verbose`` every check."""
-    console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
-    plain = _plain(console)
-    if plain:  # no escape codes at all: no colour, and no bold or dim either
-        console = Console(file=sys.stdout, highlight=False, soft_wrap=True, color_system=None)
+    console = render.console(sys.stdout)
+    plain = render.plain(sys.stdout)
     width = width_of(console)
     user = "root" if facts.is_root else "not root"
     head = f"ctk doctor: {facts.where.value}, root {facts.root}, {user}, ctk {__version__}"
@@ -165,7 +154,7 @@ def report(facts: NodeFacts, findings: Sequence[Finding], *, verbose: bool, stri
 
 def _line(finding: Finding, *, plain: bool, id_width: int, width: int | None) -> list[Text]:
     """The finding's status line(s): a problem by its id and summary, an ok one as a state."""
-    mark = _mark(finding, plain=plain)
+    symbol = mark(finding, plain=plain)
     lead = len(INDENT) + (6 if plain else 1) + 1
     if finding.status is Status.OK:
         text = f"{finding.title}: {finding.summary}"
@@ -178,8 +167,8 @@ def _line(finding: Finding, *, plain: bool, id_width: int, width: int | None) ->
             rows = [" " * lead + finding.check]
             rows += _wrapped(finding.summary, " " * (lead + 2), " " * (lead + 2), width)
     first = Text(INDENT)
-    first.append(mark)
-    first.append(rows[0][len(INDENT) + mark.cell_len :])
+    first.append(symbol)
+    first.append(rows[0][len(INDENT) + symbol.cell_len :])
     return [first, *(Text(row) for row in rows[1:])]
 
 
