@@ -26,6 +26,7 @@ from ctk.doctor.facts import (
 )
 from ctk.errors import CtkError
 from ctk.host import files
+from ctk.host.devnodes import read_mig_minors
 from ctk.host.facts.gatherer import (
     DRIVER_VERSION,
     LIBRARY_DIRS,
@@ -41,7 +42,6 @@ from ctk.node import NvmlReturn
 from ctk.nvproc import (
     parse_gpu_information,
     parse_key_values,
-    parse_mig_minors,
     parse_proc_devices,
 )
 
@@ -181,7 +181,7 @@ def gather_dev(g: Gatherer) -> DevFacts:
     """NVIDIA device nodes, their /dev/char links, MIG capability minors and files."""
     paths = g.glob("/dev/nvidia*") + g.glob("/dev/nvidia-caps/nvidia-cap*")
     nodes = {path: _node(g, path) for path in paths if not path.endswith("/nvidia-caps")}
-    minors = parse_mig_minors(g.text("/proc/driver/nvidia-caps/mig-minors") or "").as_dict()
+    minors = read_mig_minors(g.root).as_dict()  # the reader cdi generate uses
     caps_base = "/proc/driver/nvidia/capabilities/"
     caps = g.glob(caps_base + "gpu*/mig/gi*/access") + g.glob(caps_base + "gpu*/mig/gi*/ci*/access")
     names = frozenset(path[len(caps_base) :].replace("/mig/", "/") for path in caps)
