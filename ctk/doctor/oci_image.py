@@ -67,7 +67,8 @@ def verify(descriptor: Descriptor, data: bytes, what: str) -> None:
     """Refuse a blob whose size or digest differs from its descriptor."""
     if descriptor.size is not None and len(data) != descriptor.size:
         raise MalformedImage(
-            f"{what}: blob {descriptor.digest} has {len(data)} bytes, its descriptor says {descriptor.size}"
+            f"{what}: blob {descriptor.digest} has {len(data)} bytes, "
+            f"its descriptor says {descriptor.size}"
         )
     algorithm, _, encoded = descriptor.digest.partition(":")
     if hashlib.new(algorithm, data).hexdigest() != encoded:
