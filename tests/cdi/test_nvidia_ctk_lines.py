@@ -401,3 +401,8 @@ def test_install_guide_rootless_line(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert config.read_text() == DEFAULT_CONFIG.replace(
         "#no-cgroups = false\n", "#no-cgroups = false\n"
     ).replace('#user = "root:video"\n', '#user = "root:video"\nno-cgroups = true\n')
+
+
+def test_an_option_value_named_help_is_a_value(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--config", "help", "cdi", "list", "--spec-dir", str(RUN)]) == 0
+    assert capsys.readouterr().out == "nvidia.com/gpu=1\n"
