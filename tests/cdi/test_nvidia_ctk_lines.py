@@ -92,6 +92,13 @@ def test_list_spec_dirs_variable(
     assert capsys.readouterr() == ("example.com/x=a\nnvidia.com/gpu=1\n", "")
     assert main(["cdi", "list", "--spec-dir", str(other)]) == 0  # the flag beats the variable
     assert capsys.readouterr() == ("example.com/x=a\n", "")
+    monkeypatch.setenv("NVIDIA_CTK_CDI_SPEC_DIRS", f"{tmp_path}/missing,{other}")
+    assert main(["cdi", "list"]) == 0
+    assert capsys.readouterr() == (
+        "example.com/x=a\n",
+        f"{tmp_path}/missing: warning: spec directory does not exist; CDI runtimes skip it "
+        "[spec-dir.missing]\n",
+    )
 
 
 # --- cdi generate ------------------------------------------------------------------------------
