@@ -11,8 +11,9 @@ from typing import Any
 import typer
 
 from ctk import __version__
+from ctk.cli import render
 from ctk.doctor.facts import CudaNeed, NodeFacts
-from ctk.doctor.model import Finding, Fix, Group, Status
+from ctk.doctor.model import Finding, Group
 from ctk.errors import CtkError, UsageError
 
 SCHEMA_ID = "ctk.doctor/v1"
@@ -88,8 +89,7 @@ def doctor(
 
     summary = summarize(findings, strict=strict)
     if as_json:
-        sys.stdout.write(json.dumps(to_json(facts, findings, timings, strict=strict), indent=2))
-        sys.stdout.write("\n")
+        render.dump_json(to_json(facts, findings, timings, strict=strict), sys.stdout)
         raise typer.Exit(summary.exit_code)
     from ctk.cli import doctor_render
 
@@ -143,6 +143,8 @@ def _cuda_need(cuda_version: str | None, image_env: Path | None) -> CudaNeed | N
         raise UsageError(f"--image-env {image_env}: no such file", hint=ENV_HINT)
     if image_env.is_dir():
         raise UsageError(f"--image-env {image_env}: is a directory", hint=ENV_HINT)
+    if not image_env.is_file():  # a FIFO would block, a device never ends
+        raise UsageError(f"--image-env {image_env}: not a regular file", hint=ENV_HINT)
     text = files.read_text(image_env) or ""
     try:
         env = parse_env_file(text)
@@ -164,6 +166,8 @@ def _json_env(text: str) -> list[str]:
         data = json.loads(text)
     except ValueError as exc:
         raise CtkError(f"not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise CtkError("not valid JSON: nested too deeply to read") from exc
     if isinstance(data, list) and data and all(isinstance(item, dict) for item in data):
         data = data[0]  # `docker inspect` prints a list, one object per image
     if isinstance(data, dict):
@@ -213,7 +217,7 @@ def _print_list(*, as_json: bool) -> None:
             }
             for c in checks
         ]
-        sys.stdout.write(json.dumps(listing, indent=2) + "\n")
+        render.dump_json(listing, sys.stdout)
         return
     width = max(len(c.id) for c in checks)
     for item in checks:
@@ -252,6 +256,8 @@ def to_json(
 
 
 def _finding_json(finding: Finding) -> dict[str, Any]:
+    from ctk.doctor.fixes import APPLIABLE
+
     return {
         "id": finding.check,
         "group": finding.group.value,
@@ -264,7 +270,8 @@ def _finding_json(finding: Finding) -> dict[str, Any]:
             {
                 "text": finding.remedy,
                 "commands": list(finding.commands),
-                "fixable": bool(finding.fixes),
+                "notes": list(finding.notes),
+                "fixable": any(isinstance(fix, APPLIABLE) for fix in finding.fixes),
             }
             if finding.remedy is not None
             else None
@@ -277,39 +284,6 @@ def _finding_json(finding: Finding) -> dict[str, Any]:
 # --- --fix --------------------------------------------------------------------------------
 
 
-def fix_argv(fix: Fix, root: Path) -> list[str] | None:
-    """The ctk command line that applies ``fix`` to the node under ``root`` (None: not there)."""
-    from ctk.host.root import HostRoot
-    from ctk.runtime_config.engines import ENGINES, Runtime
-
-    argv = list(fix.argv)
-    if str(root) == "/":
-        return argv
-    # Paths go through HostRoot, so a symlink in the node's tree never leads a write out of it.
-    host = HostRoot(root)
-    if argv[:2] == ["runtime", "configure"]:
-        engine = Runtime(next(a.split("=", 1)[1] for a in argv if a.startswith("--runtime=")))
-        # in place: a drop-in's import line would name the path under --root
-        drop_in = [] if engine is Runtime.DOCKER else ["--drop-in-config="]
-        config = host.path(ENGINES[engine].config_path)
-        return [*argv, f"--config={config}", *drop_in]
-    if argv[:2] == ["system", "create-dev-char-symlinks"]:
-        return [*argv, f"--root={root}", f"--dev-char-path={host.path('/dev/char')}"]
-    # a spec generated under --root would name host paths with the root's prefix
-    return None
-
-
-def planned_fixes(findings: Sequence[Finding]) -> list[tuple[Fix, list[str]]]:
-    """Each distinct fix of a failing or warning finding, with the findings it answers."""
-    plan: dict[tuple[str, ...], tuple[Fix, list[str]]] = {}
-    for finding in findings:
-        if finding.status not in (Status.FAIL, Status.WARN):
-            continue
-        for fix in finding.fixes:
-            plan.setdefault(fix.argv, (fix, []))[1].append(finding.check)
-    return list(plan.values())
-
-
 def _fix(
     root: Path,
     need: CudaNeed | None,
@@ -319,37 +293,35 @@ def _fix(
     yes: bool,
     nvml_timeout: float,
 ) -> int:
-    from ctk.cli.app import main
+    from ctk.cli import doctor_fix
+    from ctk.doctor.fixes import describe
     from ctk.doctor.run import summarize
 
-    plan = planned_fixes(findings)
+    plan = doctor_fix.planned(findings)
     out = sys.stdout
     if not plan:
         out.write("\nNothing that ctk can fix by itself; apply the commands shown above.\n")
         return summarize(findings).exit_code
-    commands = []
+    todo = []
     out.write("\nctk can fix these findings itself:\n")
     for fix, ids in plan:
-        argv = fix_argv(fix, root)
-        shown_argv = (
-            "ctk " + " ".join(argv)
-            if argv
-            else "(run it on the node itself: not possible under --root)"
-        )
-        out.write(f"  {fix.description} ({', '.join(ids)})\n    {shown_argv}\n")
-        if argv:
-            commands.append(argv)
-    if not commands:
+        line = doctor_fix.shown(fix, root)
+        out.write(f"  {describe(fix)} ({', '.join(ids)})\n")
+        out.write(f"    {line or '(run it on the node itself: not possible under --root)'}\n")
+        if line is not None:
+            todo.append((fix, line))
+    if not todo:
         return summarize(findings).exit_code
     if not yes and not typer.confirm("Apply these fixes?", default=False):
         out.write("Nothing changed.\n")
         return summarize(findings).exit_code
-    for argv in commands:
-        out.write(f"$ ctk {' '.join(argv)}\n")
+    for fix, line in todo:
+        out.write(f"$ {line}\n")
         out.flush()
-        code = main(argv)
-        if code != 0:
-            out.write(f"fix failed (exit {code}); stopping\n")
+        try:
+            doctor_fix.apply(fix, root)
+        except CtkError as exc:
+            out.write(f"fix failed: {exc.message}; stopping\n")
             return 1
     affected = sorted({i for _, ids in plan for i in ids})
     _, after, _ = _diagnose(root, need, shown, nvml_timeout)
@@ -367,6 +339,5 @@ def _fix(
     return summarize(after).exit_code
 
 
-def register(app: typer.Typer) -> None:
-    """Add the doctor command to the root app."""
-    app.command("doctor")(doctor)
+app = typer.Typer()
+app.command("doctor")(doctor)
