@@ -36,6 +36,12 @@ IMAGE_ENV = typer.Option(
     help="An image's environment to check CUDA against: KEY=VALUE lines or docker inspect's "
     "JSON list of Config.Env.",
 )
+IMAGE = typer.Option(
+    None,
+    "--image",
+    help="Check CUDA against this image's environment: oci:DIR[:TAG], oci-archive:FILE[:TAG], "
+    "or an image docker, podman or containerd (k8s.io) has locally.",
+)
 NVML_TIMEOUT = typer.Option(5.0, "--nvml-timeout", help="Seconds to wait for NVML.", min=0.1)
 NPD = typer.Option(
     False,
@@ -58,6 +64,7 @@ def doctor(
     yes: bool = YES,
     cuda_version: str | None = CUDA,
     image_env: Path | None = IMAGE_ENV,
+    image: str | None = IMAGE,
     nvml_timeout: float = NVML_TIMEOUT,
     npd: bool = NPD,
 ) -> None:
@@ -76,7 +83,13 @@ def doctor(
     if fix and as_json:
         raise UsageError("--fix and --json cannot be combined", hint="run --fix without --json")
     root = _root(root_arg)
-    need = _cuda_need(cuda_version, image_env)
+    need: CudaNeed | None
+    if image is not None:
+        from ctk.cli.doctor_image import image_need
+
+        need = image_need(image, cuda_version=cuda_version, image_env=image_env)
+    else:
+        need = _cuda_need(cuda_version, image_env)
     shown = select(ids=check, groups=[g.value for g in group])
     facts, findings, timings = _diagnose(root, need, shown, nvml_timeout)
     if npd:

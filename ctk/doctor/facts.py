@@ -234,6 +234,7 @@ class CudaNeed:
     requirements: tuple[str, ...] = ()
     cuda_version: str | None = None
     disable_require: bool = False
+    unknown: str | None = None  # why the workload's needs could not be read (`--image`)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -65,6 +65,8 @@ def _judge(facts: NodeFacts) -> tuple[CudaNeed, compat.HostCuda, compat.Verdict]
     need = facts.cuda_need
     if need is None:
         return skip(NO_NEED)
+    if need.unknown is not None:
+        return unknown(need.unknown)
     bad = compat.malformed(need)
     if bad:
         shown = ", ".join(repr(condition) for condition in bad)
