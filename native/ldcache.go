@@ -231,7 +231,10 @@ func updateLdcache(rootPath string, folders []string, ldconfigPath string) error
 // runChrooted runs the program fd with args, chrooted into the root, in a child of this
 // program; it is killed when it takes longer than ldTimeout.
 func runChrooted(root *Root, program int, args []string) error {
-	self, err := os.Executable()
+	self, err := os.Executable() // /proc/self/exe
+	if err != nil && strings.HasPrefix(os.Args[0], "/") {
+		self, err = os.Args[0], nil // no /proc (a bare chroot): the path it was started by
+	}
 	if err != nil {
 		return hookErrorf("cannot find this program to run ldconfig: %s", strerror(err))
 	}
@@ -240,7 +243,8 @@ func runChrooted(root *Root, program int, args []string) error {
 	cmd := exec.CommandContext(ctx, self, append([]string{childMode, root.path}, args...)...)
 	cmd.Args[0] = "ctk-hook"
 	cmd.Env = ldconfigEnv
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	// its own descriptors, not /dev/null (which a bare chroot lacks)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stderr, os.Stderr
 	var files []*os.File
 	for _, fd := range []int{root.fd, program} {
 		dup, err := syscall.Dup(fd) // the child gets copies; these are closed below

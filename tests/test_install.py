@@ -3,6 +3,9 @@ hook built from native/ by the wheel's build step, no checkout."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -11,6 +14,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
+from ctk.cli.app import main
+from ctk.cli.install import running_ctk
 
 REPO = Path(__file__).resolve().parents[1]
 GOOD_SPEC = REPO / "tests/fixtures/conformance/cdi-upstream/good/spec-example.json"
@@ -92,3 +98,128 @@ def test_wheel_in_a_fresh_venv(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         assert "ctk/_bin/ctk-hook" in archive.namelist()
     assert not (REPO / "native/ctk-hook").exists()
+
+
+def _tree_snapshot(top: Path) -> dict[str, str]:
+    seen = {}
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in dirnames + filenames:
+            path = Path(dirpath, name)
+            rel = str(path.relative_to(top))
+            if path.is_symlink():
+                seen[rel] = "link " + os.readlink(path)
+            elif path.is_dir():
+                seen[rel] = "dir"
+            else:
+                seen[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return seen
+
+
+def node_tree(tmp_path: Path) -> Path:
+    """A node tree: systemd's own units (so verify finds its targets) and a ctk program."""
+    tree = tmp_path / "node"
+    for folder in ("usr/lib/systemd/system", "lib/systemd/system"):
+        if Path("/", folder).is_dir() and not Path("/", folder).is_symlink():
+            shutil.copytree(Path("/", folder), tree / folder, symlinks=True)
+    ctk = tree / "opt/ctk/bin/ctk"
+    ctk.parent.mkdir(parents=True)
+    ctk.write_text("#!/bin/sh\n")
+    ctk.chmod(0o755)
+    return tree
+
+
+UNITS = ["ctk-cdi-refresh.service", "ctk-cdi-refresh.path", "ctk-dev-char-symlinks.service"]
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="needs systemd-analyze")
+def test_install_into_a_node_tree(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tree = node_tree(tmp_path)
+    before = _tree_snapshot(tree)
+    argv = ["install", "--root", str(tree), "--ctk", "/opt/ctk/bin/ctk"]
+    assert main([*argv, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    written = {entry["path"]: entry["sha256"] for entry in report["written"]}
+    assert sorted(written) == [
+        "/etc/systemd/system/ctk-cdi-refresh.path",
+        "/etc/systemd/system/ctk-cdi-refresh.service",
+        "/etc/systemd/system/ctk-dev-char-symlinks.service",
+        "/etc/udev/rules.d/71-ctk-dev-char.rules",
+        "/usr/local/libexec/ctk/ctk-hook",
+    ]
+    for path, sha256 in written.items():
+        assert hashlib.sha256((tree / path.lstrip("/")).read_bytes()).hexdigest() == sha256
+    service = (tree / "etc/systemd/system/ctk-cdi-refresh.service").read_text()
+    assert "ExecStart=/opt/ctk/bin/ctk cdi refresh --output /etc/cdi/nvidia.yaml" in service
+    rule = (tree / "etc/udev/rules.d/71-ctk-dev-char.rules").read_text()
+    assert 'RUN+="/opt/ctk/bin/ctk system create-dev-char-symlinks' in rule
+    # idempotent
+    assert main(argv) == 0
+    assert capsys.readouterr().out == "already installed; nothing written\n"
+    # systemd accepts the units as installed in the tree
+    verify = subprocess.run(
+        ["systemd-analyze", "verify", f"--root={tree}", *UNITS],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert (verify.returncode, verify.stderr) == (0, ""), verify.stderr
+    # the hook in the tree runs
+    hook = tree / "usr/local/libexec/ctk/ctk-hook"
+    assert oct(hook.stat().st_mode & 0o777) == "0o755"
+    ran = subprocess.run([hook, "--version"], capture_output=True, text=True, check=False)
+    assert ran.stdout.startswith("ctk-hook version ")
+    # uninstall leaves the tree as it was
+    assert main(["uninstall", "--root", str(tree)]) == 0
+    assert capsys.readouterr().out.count("removed ") == 5
+    assert _tree_snapshot(tree) == before
+    assert main(["uninstall", "--root", str(tree)]) == 1
+    assert "nothing to uninstall" in capsys.readouterr().err
+
+
+def test_uninstall_keeps_what_a_user_changed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = tmp_path / "node"
+    tree.mkdir()
+    assert (
+        main(["install", "--root", str(tree), "--ctk", "/opt/ctk/bin/ctk", "--prefix", "/opt/x"])
+        == 0
+    )
+    capsys.readouterr()
+    service = tree / "etc/systemd/system/ctk-cdi-refresh.service"
+    service.write_text(service.read_text() + "# tuned by the admin\n")
+    assert main(["uninstall", "--root", str(tree), "--prefix", "/opt/x"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "kept /etc/systemd/system/ctk-cdi-refresh.service: changed since ctk install wrote it"
+        in out
+    )
+    assert service.read_text().endswith("# tuned by the admin\n")
+    assert sorted(_tree_snapshot(tree)) == [
+        "etc",
+        "etc/systemd",
+        "etc/systemd/system",
+        "etc/systemd/system/ctk-cdi-refresh.service",
+    ]
+
+
+def test_units_run_the_real_path_of_the_running_ctk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = tmp_path / "opt/ctk/bin/ctk"
+    real.parent.mkdir(parents=True)
+    real.write_text("#!/bin/sh\n")
+    real.chmod(0o755)
+    link = tmp_path / "usr/local/bin/ctk"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(real)
+    monkeypatch.setattr("sys.argv", [str(link), "install"])
+    assert running_ctk() == str(real)
+
+
+def test_install_refuses_a_relative_prefix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["install", "--root", str(tmp_path), "--ctk", "/x/ctk", "--prefix", "usr/local"]
+    assert main(argv) == 1
+    assert capsys.readouterr().err.startswith("error: --prefix usr/local: must be an absolute path")
+    assert list(tmp_path.iterdir()) == []

@@ -1,4 +1,4 @@
-"""The refresh units under packaging/systemd pass `systemd-analyze verify`."""
+"""The refresh units `ctk install` writes (ctk/data/units) pass `systemd-analyze verify`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-UNITS = Path(__file__).resolve().parents[2] / "packaging" / "systemd"
+UNITS = Path(__file__).resolve().parents[2] / "ctk" / "data" / "units"
 
 
 @pytest.mark.integration
@@ -17,8 +17,8 @@ UNITS = Path(__file__).resolve().parents[2] / "packaging" / "systemd"
 def test_units_verify(tmp_path: Path) -> None:
     for unit in ("ctk-cdi-refresh.service", "ctk-cdi-refresh.path"):
         text = (UNITS / unit).read_text()
-        # the unit names /usr/bin/ctk; verify checks that the program exists, so point it at one
-        (tmp_path / unit).write_text(text.replace("/usr/bin/ctk ", f"{sys.executable} "))
+        # `ctk install` puts the real path of ctk for @CTK@; verify checks that it exists
+        (tmp_path / unit).write_text(text.replace("@CTK@ ", f"{sys.executable} "))
     result = subprocess.run(
         ["systemd-analyze", "verify", "ctk-cdi-refresh.service", "ctk-cdi-refresh.path"],
         cwd=tmp_path,
@@ -29,4 +29,4 @@ def test_units_verify(tmp_path: Path) -> None:
     )
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
     service = (UNITS / "ctk-cdi-refresh.service").read_text()
-    assert "ExecStart=/usr/bin/ctk cdi refresh --output /etc/cdi/nvidia.yaml" in service
+    assert "ExecStart=@CTK@ cdi refresh --output /etc/cdi/nvidia.yaml" in service

@@ -10,7 +10,7 @@ import pytest
 
 from ctk.cli.app import main
 
-PACKAGING = Path(__file__).resolve().parents[2] / "packaging"
+UNITS = Path(__file__).resolve().parents[2] / "ctk" / "data" / "units"  # what ctk install writes
 
 
 def command_of(path: Path) -> list[str]:
@@ -23,16 +23,16 @@ def command_of(path: Path) -> list[str]:
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param("udev/71-ctk-dev-char.rules", id="udev-rule"),
-        pytest.param("systemd/ctk-dev-char-symlinks.service", id="systemd-unit"),
+        pytest.param("71-ctk-dev-char.rules", id="udev-rule"),
+        pytest.param("ctk-dev-char-symlinks.service", id="systemd-unit"),
     ],
 )
 def test_packaged_command_is_valid(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = command_of(PACKAGING / name)
+    argv = command_of(UNITS / name)
     assert argv == [
-        "/usr/bin/ctk",
+        "@CTK@",
         "system",
         "create-dev-char-symlinks",
         "--create-device-nodes",

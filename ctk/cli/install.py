@@ -1,0 +1,132 @@
+"""`ctk install` and `ctk uninstall`: the native hook at a stable path, the systemd units and the
+udev rule, written under --root (default /) and recorded in a manifest."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path, PurePosixPath
+from typing import Annotated
+
+import typer
+
+from ctk.errors import CtkError
+
+Root = Annotated[
+    Path, typer.Option("--root", help="Write into this node tree instead of / (images, tests).")
+]
+Prefix = Annotated[
+    str, typer.Option("--prefix", help="The hook goes to PREFIX/libexec/ctk/ctk-hook.")
+]
+Json = Annotated[bool, typer.Option("--json", help="Print what was done as JSON.")]
+CtkProgram = Annotated[
+    str | None,
+    typer.Option(
+        "--ctk",
+        help="The ctk program the units and the rule run [default: the ctk running now, its real "
+        "path].",
+    ),
+]
+
+
+def running_ctk() -> str:
+    """The real path of the `ctk` program that is running (for ExecStart=)."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    candidates = [argv0] if os.path.basename(argv0) == "ctk" else []
+    found = shutil.which("ctk")
+    candidates += [found] if found else []
+    for candidate in candidates:
+        if os.access(candidate, os.X_OK):
+            return os.path.realpath(candidate)
+    raise CtkError(
+        "cannot tell which ctk program is running, for the units' ExecStart=",
+        hint="run the installed `ctk` command, or pass --ctk /path/to/ctk",
+    )
+
+
+def _prefix(text: str) -> PurePosixPath:
+    prefix = PurePosixPath(text)
+    if not prefix.is_absolute() or ".." in prefix.parts:
+        raise CtkError(f"--prefix {text}: must be an absolute path without '..'")
+    return prefix
+
+
+def register(app: typer.Typer) -> None:
+    """Add `ctk install` and `ctk uninstall`."""
+
+    @app.command("install")
+    def install(
+        root: Root = Path("/"),
+        prefix: Prefix = "/usr/local",
+        as_json: Json = False,
+        ctk_program: CtkProgram = None,
+    ) -> None:
+        """Install the native hook, the systemd units and the udev rule (idempotent)."""
+        from ctk.host import files, installation
+        from ctk.host.hook_program import packaged_hook
+        from ctk.install import install_plan
+
+        where = _prefix(prefix)
+        plan = install_plan(  # gather, then decide
+            prefix=where,
+            ctk_program=ctk_program or running_ctk(),
+            hook=files.read_bytes(packaged_hook(), limit=64 << 20),
+            units=installation.unit_templates(),
+        )
+        outcome = installation.install(root, where, plan)  # write
+        if as_json:
+            typer.echo(
+                json.dumps(
+                    {
+                        "written": [
+                            {"path": str(f.path), "sha256": f.sha256} for f in outcome.written
+                        ],
+                        "unchanged": [
+                            {"path": str(f.path), "sha256": f.sha256} for f in outcome.unchanged
+                        ],
+                        "manifest": str(outcome.manifest),
+                    },
+                    indent=2,
+                )
+            )
+            return
+        for item in outcome.written:
+            typer.echo(f"wrote {item.path}")
+        if not outcome.written:
+            typer.echo("already installed; nothing written")
+        elif str(root) == "/":
+            typer.echo(
+                "next: systemctl daemon-reload && systemctl enable --now ctk-cdi-refresh.path "
+                "ctk-cdi-refresh.service ctk-dev-char-symlinks.service && udevadm control --reload"
+            )
+
+    @app.command("uninstall")
+    def uninstall(
+        root: Root = Path("/"), prefix: Prefix = "/usr/local", as_json: Json = False
+    ) -> None:
+        """Remove what `ctk install` wrote (files changed since are kept)."""
+        from ctk.host import installation
+
+        outcome = installation.uninstall(root, _prefix(prefix))
+        if outcome is None:
+            raise CtkError(
+                f"nothing to uninstall: no install manifest under {prefix}/libexec/ctk",
+                hint="pass the --prefix (and --root) that ctk install was given",
+            )
+        if as_json:
+            typer.echo(
+                json.dumps(
+                    {
+                        "removed": [str(p) for p in outcome.removed],
+                        "kept": [str(p) for p in outcome.kept],
+                    },
+                    indent=2,
+                )
+            )
+            return
+        for path in outcome.removed:
+            typer.echo(f"removed {path}")
+        for path in outcome.kept:
+            typer.echo(f"kept {path}: changed since ctk install wrote it")

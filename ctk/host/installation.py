@@ -1,0 +1,111 @@
+"""`ctk install` / `ctk uninstall` on a node (or a node tree under --root): read what is there,
+write what the plan (`ctk.install`) says, and remove only what the manifest says was written."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ctk.host import files
+from ctk.host.root import HostRoot
+from ctk.install import (
+    UNIT_FOLDERS,
+    InstallFile,
+    Manifest,
+    manifest_path,
+    merged,
+    parse_manifest,
+    render_manifest,
+)
+
+UNITS_DIR = Path(__file__).resolve().parents[1] / "data" / "units"
+
+
+def unit_templates() -> dict[str, str]:
+    """The systemd units and udev rule shipped as package data, with `@CTK@` placeholders."""
+    return {name: files.read_text(UNITS_DIR / name) for name in UNIT_FOLDERS}
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What an install or uninstall did: paths as on the node."""
+
+    written: tuple[InstallFile, ...] = ()
+    unchanged: tuple[InstallFile, ...] = ()
+    removed: tuple[PurePosixPath, ...] = ()
+    kept: tuple[PurePosixPath, ...] = ()  # changed since the install: left alone
+    manifest: PurePosixPath | None = None
+
+
+def _on_node(root: Path, path: PurePosixPath) -> Path:
+    """Where ``path`` (as on the node) is here: under ``root``, its symlinks resolved inside it."""
+    return HostRoot(root).path(path)
+
+
+def _missing_folders(root: Path, folder: PurePosixPath) -> list[PurePosixPath]:
+    missing = []
+    for candidate in (folder, *folder.parents):
+        if os.path.lexists(_on_node(root, candidate)):
+            break
+        missing.append(candidate)
+    return missing
+
+
+def _read_manifest(root: Path, prefix: PurePosixPath) -> Manifest | None:
+    path = _on_node(root, manifest_path(prefix))
+    text = files.read_text(path, missing_ok=True)
+    return None if text is None else parse_manifest(text, str(path))
+
+
+def _same(path: Path, wanted: InstallFile) -> bool:
+    current = files.read_bytes(path, missing_ok=True, limit=64 << 20)
+    return current == wanted.content and (os.stat(path).st_mode & 0o7777) == wanted.mode
+
+
+def install(root: Path, prefix: PurePosixPath, plan: tuple[InstallFile, ...]) -> Outcome:
+    """Write the plan's files that differ; record them (and the folders made) in the manifest."""
+    old = _read_manifest(root, prefix) or Manifest()
+    written, unchanged, made = [], [], []
+    for item in plan:
+        target = _on_node(root, item.path)
+        if _same(target, item):
+            unchanged.append(item)
+            continue
+        made.extend(_missing_folders(root, item.path.parent))
+        files.write_atomic(target, item.content, mode=item.mode, make_parents=True)
+        written.append(item)
+    manifest_file = manifest_path(prefix)
+    made.extend(_missing_folders(root, manifest_file.parent))
+    text = render_manifest(merged(old, plan, tuple(made)))
+    target = _on_node(root, manifest_file)
+    if files.read_text(target, missing_ok=True) != text:
+        files.write_atomic(target, text, mode=0o644, make_parents=True)
+    return Outcome(tuple(written), tuple(unchanged), manifest=manifest_file)
+
+
+def uninstall(root: Path, prefix: PurePosixPath) -> Outcome | None:
+    """Remove the files the manifest names that are as the install wrote them, then the manifest
+    and the folders the installs made (when empty). None when nothing is installed there."""
+    manifest = _read_manifest(root, prefix)
+    if manifest is None:
+        return None
+    removed, kept = [], []
+    for path, sha256 in manifest.files:
+        target = _on_node(root, path)
+        current = files.read_bytes(target, missing_ok=True, limit=64 << 20)
+        if current is None:
+            continue
+        if hashlib.sha256(current).hexdigest() != sha256:
+            kept.append(path)
+            continue
+        files.remove(target)
+        removed.append(path)
+    files.remove(_on_node(root, manifest_path(prefix)))
+    for folder in manifest.folders:  # deepest first; one that is not empty stays
+        try:
+            _on_node(root, folder).rmdir()
+        except OSError:
+            continue
+    return Outcome(removed=tuple(removed), kept=tuple(kept), manifest=manifest_path(prefix))
