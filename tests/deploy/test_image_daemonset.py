@@ -53,25 +53,12 @@ class Run:
     host: Path
     ctl: Path
     pod: Path
-    done: subprocess.CompletedProcess[str]
-
-    def dump(self) -> str:
-        return subprocess.run(
-            [
-                sys.executable,
-                supervisor.__file__,
-                str(self.ctl),
-                "containerd",
-                "--config",
-                "/etc/containerd/config.toml",
-                "config",
-                "dump",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=60,
-        ).stdout
+    done: subprocess.CompletedProcess[str]  # the first `ctk agent --once`
+    again: subprocess.CompletedProcess[str]  # a second one (a new pod: an upgrade)
+    uninstall: subprocess.CompletedProcess[str]  # `ctk agent --uninstall` (the pre-delete hook)
+    original: str  # the host's containerd config before
+    after_once: str  # ... after the passes
+    seen: dict[str, str]  # what the passes left on the host and in the pod
 
 
 def serve_bridge(ctl: Path, stop: threading.Event) -> None:
@@ -187,7 +174,7 @@ def ran(image_dir: Path, fake_nvml_library: Path) -> Iterator[Run]:  # noqa: F81
     spec = json.loads((bundle / "config.json").read_text())
     process = spec["process"]
     process["terminal"] = False
-    process["args"] = ["ctk", "agent", "--once"]
+    process["args"] = ["ctk", "agent", "--once"]  # the entrypoint, once
     process["env"] = [
         *process["env"],
         *agent_env(),
@@ -212,28 +199,83 @@ def ran(image_dir: Path, fake_nvml_library: Path) -> Iterator[Run]:  # noqa: F81
             "options": ["rbind", "ro"],
         },
     ]
-    (bundle / "config.json").write_text(json.dumps(spec))
     stop = threading.Event()
     thread = threading.Thread(target=serve_bridge, args=(ctl, stop), daemon=True)
     thread.start()
-    try:
-        done = subprocess.run(
-            ["runc", "run", "--bundle", str(bundle), f"ctk-test-{os.getpid()}"],
+    name = f"ctk-test-{os.getpid()}"
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        process["args"] = ["ctk", "agent", *args]  # the image's entrypoint plus one option
+        (bundle / "config.json").write_text(json.dumps(spec))
+        return subprocess.run(
+            ["runc", "run", "--bundle", str(bundle), name],
             capture_output=True,
             text=True,
             check=False,
             timeout=300,
         )
-        yield Run(host, ctl, pod, done)
+
+    original = config.read_text()
+    try:
+        done = run("--once")
+        again = run("--once")  # a new pod on the same node (an upgrade, a reschedule)
+        after_once = config.read_text()
+        seen = snapshot(host, pod, ctl)
+        undo = run("--uninstall")  # what the chart's pre-delete hook runs
+        yield Run(host, ctl, pod, done, again, undo, original, after_once, seen)
     finally:
         stop.set()
-        subprocess.run(
-            ["runc", "delete", "--force", f"ctk-test-{os.getpid()}"],
-            capture_output=True,
-            check=False,
-        )
+        subprocess.run(["runc", "delete", "--force", name], capture_output=True, check=False)
         supervisor.stop(ctl)
         shutil.rmtree(short, ignore_errors=True)
+
+
+def dump(ctl: Path) -> str:
+    """`containerd config dump` of the host's config, run on the host."""
+    return subprocess.run(
+        [
+            sys.executable,
+            supervisor.__file__,
+            str(ctl),
+            "containerd",
+            "--config",
+            "/etc/containerd/config.toml",
+            "config",
+            "dump",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    ).stdout
+
+
+def snapshot(host: Path, pod: Path, ctl: Path) -> dict[str, str]:
+    """What the passes left on the host and in the pod, and the hook run in the host's root."""
+    seen = {}
+    for key, path in {
+        "ready": pod / "ready",
+        "spec": host / "run/cdi/nvidia.yaml",
+        "prom": host / "var/lib/node_exporter/textfile_collector/ctk.prom",
+        "nfd": host / "etc/kubernetes/node-feature-discovery/features.d",
+    }.items():
+        if path.is_dir():
+            seen[key] = "".join(p.read_text() for p in sorted(path.iterdir()))
+        elif path.exists():
+            seen[key] = path.read_text()
+    seen["dump"] = dump(ctl)
+    seen["python in host"] = " ".join(str(p) for p in host.glob("usr/*bin/python*"))
+    if (host / "usr/local/libexec/ctk/ctk-hook").exists():
+        # The fake host has no Python: run the installed hook there, as the engine would.
+        hook = subprocess.run(
+            ["chroot", str(host), "/usr/local/libexec/ctk/ctk-hook", "--version"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=30,
+        )
+        seen["hook"] = f"{hook.returncode} {hook.stdout}{hook.stderr}"
+    return seen
 
 
 def image_version(image_dir: Path) -> str:
@@ -242,64 +284,95 @@ def image_version(image_dir: Path) -> str:
     return name
 
 
+CAPABILITIES = (
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "DAC_READ_SEARCH",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "SETGID",
+    "SETUID",
+    "SETPCAP",
+    "LINUX_IMMUTABLE",
+    "NET_BIND_SERVICE",
+    "NET_BROADCAST",
+    "NET_ADMIN",
+    "NET_RAW",
+    "IPC_LOCK",
+    "IPC_OWNER",
+    "SYS_MODULE",
+    "SYS_RAWIO",
+    "SYS_CHROOT",
+    "SYS_PTRACE",
+    "SYS_PACCT",
+    "SYS_ADMIN",
+    "SYS_BOOT",
+    "SYS_NICE",
+    "SYS_RESOURCE",
+    "SYS_TIME",
+    "SYS_TTY_CONFIG",
+    "MKNOD",
+    "LEASE",
+    "AUDIT_WRITE",
+    "AUDIT_CONTROL",
+    "SETFCAP",
+    "MAC_OVERRIDE",
+    "MAC_ADMIN",
+    "SYSLOG",
+    "WAKE_ALARM",
+    "BLOCK_SUSPEND",
+    "AUDIT_READ",
+    "PERFMON",
+    "BPF",
+    "CHECKPOINT_RESTORE",
+)
+
+
 def all_capabilities() -> list[str]:
-    last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
-    names = subprocess.run(
-        ["capsh", f"--decode={(1 << (last + 1)) - 1:x}"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout
-    if "=" in names:
-        return [c.strip().upper() for c in names.split("=", 1)[1].split(",")]
-    return [
-        "CAP_CHOWN",
-        "CAP_DAC_OVERRIDE",
-        "CAP_FOWNER",
-        "CAP_FSETID",
-        "CAP_KILL",
-        "CAP_SETGID",
-        "CAP_SETUID",
-        "CAP_SYS_CHROOT",
-        "CAP_MKNOD",
-        "CAP_SYS_ADMIN",
-        "CAP_SYS_PTRACE",
-        "CAP_AUDIT_WRITE",
-        "CAP_NET_BIND_SERVICE",
-    ]
-
-
-def test_once_passes_and_restarts_containerd_once(ran: Run) -> None:
-    assert ran.done.returncode == 0, ran.done.stdout + ran.done.stderr
-    restarts = (ran.ctl / "restarts.log").read_text().splitlines()
-    assert restarts == ["systemctl restart containerd"]
-
-
-def test_effective_config_gains_nvidia(ran: Run) -> None:
-    dump = ran.dump()
-    assert "runtimes.nvidia]" in dump or 'runtimes."nvidia"]' in dump, dump[-2000:]
-    # The path written into the host's config is the host's, never /host/...
-    assert "/host/" not in (ran.host / "etc/containerd/config.toml").read_text()
-
-
-def test_ready_file_and_spec(ran: Run) -> None:
-    assert (ran.pod / "ready").exists(), ran.done.stderr
-    specs = list((ran.host / "run/cdi").glob("*.yaml")) + list(
-        (ran.host / "run/cdi").glob("*.json")
+    """Every capability this process may grant (privileged: all of them, as far as we have)."""
+    line = next(
+        x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith("CapBnd:")
     )
-    assert specs, ran.done.stderr
+    mask = int(line.split()[1], 16)
+    return [f"CAP_{name}" for bit, name in enumerate(CAPABILITIES) if mask >> bit & 1]
+
+
+def test_once_passes_and_a_new_pod_restarts_nothing(ran: Run) -> None:
+    assert ran.done.returncode == 0, ran.done.stdout + ran.done.stderr
+    assert ran.again.returncode == 0, ran.again.stdout + ran.again.stderr
+    assert "restarted" not in ran.again.stderr
+    # One restart for the configure, none for the second pod, one for the uninstall.
+    restarts = (ran.ctl / "restarts.log").read_text().splitlines()
+    assert restarts == ["systemctl restart containerd"] * 2
+
+
+def test_effective_config_gains_nvidia_with_host_paths(ran: Run) -> None:
+    assert ran.after_once != ran.original
+    # The path written into the host's config is the host's, never /host/...
+    assert '"/etc/containerd/conf.d/99-nvidia.toml"' in ran.after_once
+    assert "/host/" not in ran.after_once
+    assert '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]' in ran.seen["dump"]
+
+
+def test_ready_file_spec_and_outlets_land_where_the_chart_mounts_them(ran: Run) -> None:
+    assert ran.seen["ready"] == ""
+    # The spec went to /var/run/cdi on the host: through the /var/run -> /run symlink into the
+    # chart's /run/cdi mount; the hook it names is the host's path.
+    assert "/usr/local/libexec/ctk/ctk-hook" in ran.seen["spec"]
+    assert "/host/" not in ran.seen["spec"]
+    assert "ctk_engine_restarts_total 1" in ran.seen["prom"]
+    assert "ctk.nvidia.com/runtime.configured=true" in ran.seen["nfd"]
 
 
 def test_hook_lands_in_the_host_and_runs_there_without_python(ran: Run) -> None:
-    hook = ran.host / "usr/local/libexec/ctk/ctk-hook"
-    if not hook.exists():
-        pytest.skip("this agent does not install the hook yet (issue 9's ctk install)")
-    assert not list(ran.host.glob("usr/bin/python*"))
-    done = subprocess.run(
-        ["chroot", str(ran.host), "/usr/local/libexec/ctk/ctk-hook", "--version"],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=30,
-    )
-    assert done.returncode == 0, done.stderr
+    assert ran.seen["python in host"] == ""
+    assert ran.seen["hook"].startswith("0 "), ran.seen["hook"]
+
+
+def test_uninstall_restores_the_original_config(ran: Run) -> None:
+    assert ran.uninstall.returncode == 0, ran.uninstall.stdout + ran.uninstall.stderr
+    assert (ran.host / "etc/containerd/config.toml").read_text() == ran.original
+    assert not (ran.host / "etc/containerd/conf.d/99-nvidia.toml").exists()
+    assert not (ran.host / "usr/local/libexec/ctk/ctk-hook").exists()
+    assert "nvidia" not in dump(ran.ctl)
