@@ -39,19 +39,21 @@ mirror="${CTK_IMAGE_MIRROR:-http://deb.debian.org/debian}"
 packages="python3"
 # Docs, man pages, locales go (copyright files stay); merged /usr without the usrmerge package
 # (which would pull in perl).
-trim='cd "$1" && find usr/share/doc -mindepth 2 ! -name copyright ! -type d -delete &&
-    rm -rf usr/share/man/* usr/share/info/* usr/share/locale/* usr/share/lintian/* var/cache/apt/*
-    var/lib/apt/lists/* var/log/* var/cache/ldconfig/aux-cache var/cache/debconf/*-old'
-key="$(printf '%s\n' "$suite" "$mirror" "$packages" "$trim" "$SOURCE_DATE_EPOCH" | sha256sum | cut -c1-16)"
+trim='cd "$1" && find usr/share/doc -mindepth 2 ! -name copyright ! -type d -delete && rm -rf usr/share/man/* usr/share/info/* usr/share/locale/* usr/share/lintian/* var/log/* var/cache/debconf/*-old'
+# The key leaves SOURCE_DATE_EPOCH out: the base is reused across commits (its file times are those
+# of its first build); delete the cache to pick up Debian updates.
+key="$(printf '%s\n' "$suite" "$mirror" "$packages" "$trim" | sha256sum | cut -c1-16)"
 cache="${CTK_IMAGE_CACHE:-$HOME/.cache/ctk-image}"
 base="$cache/base-$suite-$key.tar"
 if [ ! -s "$base" ]; then
     mkdir -p "$cache"
     echo "build.sh: building the base root (mmdebstrap $suite)" >&2
+    trap 'rm -f "$base.$$.tmp"' EXIT
     mmdebstrap --quiet --format=tar --variant=essential --include="$packages" \
         --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr --customize-hook="$trim" \
-        "$suite" "$base.tmp" "$mirror" >&2
-    mv "$base.tmp" "$base"
+        "$suite" "$base.$$.tmp" "$mirror" >&2
+    mv "$base.$$.tmp" "$base"
+    trap - EXIT
 fi
 
 # 2. The wheelhouse, built outside: ctk's wheel (with the native hook when the build has it) and
@@ -62,7 +64,8 @@ python3 -m pip download --quiet --dest "$work/wheels" --only-binary=:all: \
     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64 \
     "$work"/wheels/ctk-*.whl pip >&2
 
-# 3. The ctk layer: install into an unpacked copy of the base, keep only /usr/local.
+# 3. The ctk layer: install into an unpacked copy of the base (Debian's python3 puts it under
+# /usr/local: lib/python3.11/dist-packages and bin), keep only /usr/local.
 root="$work/root"
 mkdir -p "$root"
 tar -xf "$base" -C "$root"
@@ -70,7 +73,7 @@ mkdir -p "$root/tmp/wheels"
 cp "$work"/wheels/*.whl "$root/tmp/wheels/"
 pipwhl="$(cd "$root/tmp/wheels" && ls pip-*.whl | head -1)"
 chroot "$root" /usr/bin/python3 "/tmp/wheels/$pipwhl/pip" install --quiet --no-index --no-compile \
-    --disable-pip-version-check --root-user-action=ignore --find-links /tmp/wheels --prefix /usr/local ctk >&2
+    --disable-pip-version-check --root-user-action=ignore --break-system-packages --find-links /tmp/wheels ctk >&2
 install -m 0755 "$here/uninstall_wait.py" "$root/usr/local/bin/ctk-uninstall-wait"
 rm -rf "$root/tmp/wheels" "$root"/usr/local/lib/python3*/dist-packages/pip "$root"/usr/local/lib/python3*/dist-packages/pip-*
 chroot "$root" /usr/bin/python3 -m compileall -q --invalidation-mode unchecked-hash /usr/local/lib >&2
