@@ -622,6 +622,61 @@ def decode(root: Node) -> tuple[dict[str, object] | None, list[Problem]]:
     return (value if isinstance(value, dict) else None), problems
 
 
+ALIAS_EXPANSION_LIMIT = 100_000
+"""Nodes YAML aliases may expand a document to, beyond 10 times its own nodes (see below)."""
+
+
+def _expanded_size(root: Node) -> tuple[int, int] | None:
+    """The number of distinct nodes and of nodes once aliases are expanded (None: a loop)."""
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children = _children(node)
+        if done:
+            on_path.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in children)
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            return None
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if id(child) not in sizes)
+    return len(sizes), sizes[id(root)]
+
+
+def _children(node: Node) -> list[Node]:
+    if isinstance(node, MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _aliasing_problem(root: Node) -> Problem | None:
+    """An error when aliases expand the document far beyond its text (a billion laughs).
+
+    Each alias is read as a full copy, as CDI runtimes read it; a spec that multiplies itself
+    more than tenfold into over 100,000 nodes is refused before it is walked, so that reading
+    it stays fast and its errors few.
+    """
+    sizes = _expanded_size(root)
+    if sizes is None:  # the decoder walks only what the schema describes and reports the loop
+        return None
+    distinct, expanded = sizes
+    if expanded > ALIAS_EXPANSION_LIMIT and expanded > 10 * distinct:
+        return Problem(
+            "parse.aliases",
+            f"YAML aliases expand {distinct} nodes to {expanded} (more than "
+            f"{ALIAS_EXPANSION_LIMIT}); not read",
+        )
+    return None
+
+
 def load_text(text: str, *, strict_json: bool = False) -> Loaded:
     """Compose and decode ``text``; ``strict_json`` also warns when it is not strict JSON."""
     root, problems = compose(text)
@@ -629,6 +684,9 @@ def load_text(text: str, *, strict_json: bool = False) -> Loaded:
         root, problems = None, [Problem("parse.empty", "the file holds no spec (empty document)")]
     if root is None:
         return Loaded(None, None, tuple(problems))
+    aliasing = _aliasing_problem(root)
+    if aliasing is not None:
+        return Loaded(root, None, (*problems, aliasing))
     if strict_json:
         try:
             json.loads(text)

@@ -10,9 +10,10 @@ the devices whose own edits changed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ctk.cdi.diff import AREAS, driver_version, grouped
 from ctk.cdi.load import Loaded, load_text
 from ctk.enums import StrEnum
 
@@ -94,48 +95,6 @@ def _list(value: object) -> list[object]:
     return value if isinstance(value, list) else []
 
 
-Key = Callable[[object], tuple[str, object]]
-
-
-def _env(entry: object) -> tuple[str, object]:
-    return str(entry).partition("=")[0], entry
-
-
-def _node(entry: object) -> tuple[str, object]:
-    return str(_mapping(entry).get("path", "?")), entry
-
-
-def _mount(entry: object) -> tuple[str, object]:
-    return str(_mapping(entry).get("containerPath", "?")), entry
-
-
-def _hook(entry: object) -> tuple[str, object]:
-    """A hook's subcommand, and all of it but the program (which is reported on its own)."""
-    hook = _mapping(entry)
-    rest = [str(a) for a in _list(hook.get("args"))][1:]
-    if rest[:1] == ["hook"]:  # nvidia-ctk hook <name>
-        rest = rest[1:]
-    name = rest[0] if rest else "?"
-    return name, (hook.get("hookName"), rest[1:], hook.get("env"))
-
-
-AREAS: tuple[tuple[str, str, Key], ...] = (
-    ("env", "env", _env),
-    ("deviceNodes", "device nodes", _node),
-    ("hooks", "hooks", _hook),
-    ("mounts", "mounts", _mount),
-)
-
-
-def _grouped(items: list[object], key: Key) -> dict[str, list[object]]:
-    """Entries by name, in order; a name can repeat (`create-symlinks` hooks)."""
-    grouped: dict[str, list[object]] = {}
-    for item in items:
-        name, value = key(item)
-        grouped.setdefault(name, []).append(value)
-    return grouped
-
-
 def _listed(what: str, verb: str, names: list[str]) -> list[str]:
     """`mounts added a, b`, or `12 mounts added` when there are many."""
     if not names:
@@ -156,8 +115,8 @@ def _edits_changes(
     """(area, phrase) for what differs between two `containerEdits`, hook programs aside."""
     found: list[tuple[str, str]] = []
     for field, area, key in AREAS:
-        before = _grouped(_list(old.get(field)), key)
-        after = _grouped(_list(new.get(field)), key)
+        before = grouped(_list(old.get(field)), key)
+        after = grouped(_list(new.get(field)), key)
         what = scope + area
         phrases = _listed(what, "added", [k for k in after if k not in before])
         phrases += _listed(what, "removed", [k for k in before if k not in after])
@@ -216,6 +175,9 @@ def spec_changes(old: Mapping[str, object], new: Mapping[str, object]) -> list[s
     removed = [n for n in old_names if n not in new_names]
     phrases += [f"added {_names(added)}"] if added else []
     phrases += [f"removed {_names(removed)}"] if removed else []
+    old_driver, new_driver = driver_version(old), driver_version(new)
+    if old_driver and new_driver and old_driver != new_driver:
+        phrases.append(f"driver {old_driver} -> {new_driver}")
     old_programs, new_programs = _hook_programs(old), _hook_programs(new)
     if old_programs and new_programs and old_programs != new_programs:
         phrases.append(f"hook program {_names(old_programs)} -> {_names(new_programs)}")

@@ -97,7 +97,11 @@ def _compact(values: dict[str, JSONValue]) -> dict[str, JSONValue]:
 
 def render(spec: Spec, spec_format: SpecFormat) -> str:
     """The spec as text in ``spec_format``."""
-    data = spec_data(spec)
+    return render_data(spec_data(spec), spec_format)
+
+
+def render_data(data: dict[str, JSONValue], spec_format: SpecFormat) -> str:
+    """Plain spec data (keys in the order given) as text in ``spec_format``."""
     if spec_format is SpecFormat.JSON:
         return json.dumps(data, separators=(",", ":")) + "\n"
     return "---\n" + "".join(_yaml(data, 0)) + ""

@@ -23,6 +23,8 @@ RULES: Final[Mapping[str, str]] = {
     "parse.empty": "the file holds no spec",
     "parse.multi-document": "(warning) later YAML documents are ignored, as CDI runtimes do",
     "parse.not-json": "(warning) a .json file that is not strict JSON",
+    "parse.aliases": "YAML aliases that expand the spec tenfold, past 100,000 nodes",
+    "problems.more": "more problems than are listed (at most 100 per spec)",
     "parse.duplicate-key": "a key appears twice in one mapping",
     "parse.case-duplicate": "two keys of one object differ only in case",
     "parse.key-case": "(warning) a field spelled with other letter case than the specification",
@@ -397,6 +399,26 @@ def _broken_edits(problems: tuple[Problem, ...] | list[Problem]) -> set[Path]:
     return {p.path[:3] for p in problems if p.is_error and p.path[:1] == ("devices",)}
 
 
+PROBLEM_LIMIT: Final = 100
+
+
+def _bounded(problems: list[Problem]) -> list[Problem]:
+    """The first `PROBLEM_LIMIT` problems by position, then one that counts the others."""
+    if len(problems) <= PROBLEM_LIMIT:
+        return sorted(problems, key=lambda p: (p.line or 0, p.column or 0))
+    shown = sorted(problems[:PROBLEM_LIMIT], key=lambda p: (p.line or 0, p.column or 0))
+    rest = problems[PROBLEM_LIMIT:]
+    errors = sum(p.is_error for p in rest)
+    severity = Severity.ERROR if errors else Severity.WARNING
+
+    def count(n: int, word: str) -> str:
+        return f"{n} {word}{'' if n == 1 else 's'}"
+
+    counts = f"{count(errors, 'error')}, {count(len(rest) - errors, 'warning')}"
+    more = Problem("problems.more", f"{count(len(rest), 'more problem')} not listed ({counts})")
+    return [*shown, replace(more, severity=severity)]
+
+
 def validate_text(text: str, source: str = "<text>") -> SpecReport:
     """Validate the CDI spec ``text`` (YAML or JSON); ``source`` names it in the report."""
     loaded = load_text(text, strict_json=source.endswith(".json"))
@@ -408,11 +430,14 @@ def validate_text(text: str, source: str = "<text>") -> SpecReport:
         return SpecReport(source, None, tuple(problems), None)
     broken = _broken_edits(problems)
     for issue in _check_spec(spec, broken):
+        if len(problems) > PROBLEM_LIMIT:  # not worth locating: only counted
+            problems.append(Problem(issue.rule, issue.message, severity=issue.severity))
+            continue
         line, column = locate(loaded.root, issue.path, at_key=issue.at_key)
         problems.append(
             Problem(issue.rule, issue.message, issue.path, line, column, issue.severity)
         )
-    problems.sort(key=lambda p: (p.line or 0, p.column or 0))
+    problems = _bounded(problems)
     declared, kind = spec.get("cdiVersion"), spec.get("kind")
     return SpecReport(
         source,

@@ -39,13 +39,18 @@ def _split_debug(args: list[str]) -> tuple[bool, list[str]]:
     return debug, args
 
 
+def _env_debug() -> bool:
+    """nvidia-ctk's NVIDIA_CTK_DEBUG (its refresh unit's env file may set it): a Go boolean."""
+    return os.environ.get("NVIDIA_CTK_DEBUG", "").strip().lower() in ("1", "t", "true")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ctk with ``argv`` (default: the process arguments) and return its exit code."""
     debug, args = _split_debug(list(sys.argv[1:] if argv is None else argv))
     if args in (["--version"], ["-V"], ["-v"]):
         sys.stdout.write(f"ctk {__version__}\n")
         return 0
-    debug = debug or os.environ.get("CTK_DEBUG", "") not in ("", "0")
+    debug = debug or os.environ.get("CTK_DEBUG", "") not in ("", "0") or _env_debug()
     try:
         return _run(args)
     except CtkError as exc:
@@ -71,10 +76,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: list[str]) -> int:
     import click
 
+    from ctk.cli import compat
     from ctk.cli.commands import build_app
 
     command = build_app()
     try:
+        args = compat.normalize(command, args)  # nvidia-ctk's help/h and --flag=true
         result = command.main(args=args, prog_name="ctk", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:
         exc.show()

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import typer
 
-from ctk.cli import cdi_check, cdi_generate
+from ctk.cli import cdi_check, cdi_generate, cdi_tools
 
 app = typer.Typer(no_args_is_help=True, help="Generate, validate and list CDI specs.")
 cdi_check.register(app)
 cdi_generate.register(app)
+cdi_tools.register(app)

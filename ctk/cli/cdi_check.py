@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 FILES_HELP = "Spec files to check ('-' reads standard input). Default: every spec in --spec-dir."
 SPEC_DIR_HELP = (
     "A CDI spec directory, lowest priority first; repeat for more. "
-    "Default: /etc/cdi, then /var/run/cdi."
+    "Default: NVIDIA_CTK_CDI_SPEC_DIRS (comma-separated), else /etc/cdi, then /var/run/cdi."
 )
 JSON_HELP = "Print the result as JSON."
 ROOT_HELP = (
@@ -34,11 +34,13 @@ ROOT_HELP = (
 )
 
 SpecDirOption = Annotated[
-    list[Path] | None, typer.Option("--spec-dir", help=SPEC_DIR_HELP, show_default=False)
+    list[Path] | None,
+    typer.Option("--spec-dir", help=SPEC_DIR_HELP, show_default=False, readable=False),
 ]
 AsJson = Annotated[bool, typer.Option("--json", help=JSON_HELP)]
 Root = Annotated[
-    Path | None, typer.Option("--root", metavar="DIR", help=ROOT_HELP, show_default=False)
+    Path | None,
+    typer.Option("--root", metavar="DIR", help=ROOT_HELP, show_default=False, readable=False),
 ]
 
 
@@ -50,6 +52,10 @@ def _spec_dirs(given: Sequence[Path] | None, root: Path | None) -> list[PurePosi
         raise UsageError(
             f"--root {root}: {reason}", hint="pass the directory that stands for / of the node"
         )
+    if not given:  # nvidia-ctk's variable, as its cdi list reads it (comma-separated)
+        from ctk.cli.compat import env_list
+
+        given = [Path(d) for d in env_list("NVIDIA_CTK_CDI_SPEC_DIRS")]
     if not given:
         return list(DEFAULT_SPEC_DIRS)
     if root is None:
@@ -77,7 +83,9 @@ def _dir_problems(dirs: Sequence[SpecDir], *, given: bool) -> list[tuple[str, Pr
 
 
 def validate(
-    files: Annotated[list[Path] | None, typer.Argument(help=FILES_HELP, show_default=False)] = None,
+    files: Annotated[
+        list[Path] | None, typer.Argument(help=FILES_HELP, show_default=False, readable=False)
+    ] = None,
     spec_dir: SpecDirOption = None,
     root: Root = None,
     as_json: AsJson = False,

@@ -18,6 +18,7 @@ from ctk.cdi.options import (
     NameStrategy,
     SpecFormat,
 )
+from ctk.cli import compat
 from ctk.enums import StrEnum
 from ctk.errors import CtkError, UsageError
 from ctk.host.hook_program import default_hook_path, hook_path_warning
@@ -54,23 +55,72 @@ class DiscoveryMode(StrEnum):
 
 
 EXTENSIONS = {".yaml": SpecFormat.YAML, ".json": SpecFormat.JSON}
+IMPLIED = {**EXTENSIONS, ".yml": SpecFormat.YAML}
 
 
 def _spec_format(output: Path | None, requested: SpecFormat | None) -> SpecFormat:
-    if output is None:
-        return requested or SpecFormat.YAML
-    implied = EXTENSIONS.get(output.suffix)
+    """The format: implied by the output's extension, else --format, else YAML.
+
+    As nvidia-ctk: a --format that contradicts the extension is a warning, and the extension wins.
+    """
+    implied = None if output is None else IMPLIED.get(output.suffix.lower())
     if implied is None:
-        raise UsageError(
-            f"--output {output}: a CDI spec file must end in .yaml or .json",
-            hint="container runtimes ignore other files in /etc/cdi and /var/run/cdi",
-        )
+        return requested or SpecFormat.YAML
     if requested is not None and requested is not implied:
-        raise UsageError(
-            f"--format {requested} does not match --output {output}",
-            hint=f"name the file {output.with_suffix('.' + requested.value)} or drop --format",
+        compat.warn(
+            f"--format {requested} does not match --output {output}; writing {implied} as the "
+            "file name says"
         )
     return implied
+
+
+def _spec_path(output: Path, spec_format: SpecFormat) -> Path:
+    """``output``, with the format's extension added when it lacks .yaml or .json.
+
+    CDI runtimes read only `*.yaml` and `*.json`: nvidia-ctk appends the extension to any other
+    name (`nvidia.yml` becomes `nvidia.yml.yaml`), so ctk does too, and says so.
+    """
+    if output.suffix in EXTENSIONS:
+        return output
+    path = output.with_name(f"{output.name}.{spec_format.value}")
+    compat.warn(
+        f"--output {output}: CDI runtimes read only .yaml and .json files; writing {path}, as "
+        "nvidia-ctk does"
+    )
+    return path
+
+
+ENV = "NVIDIA_CTK_CDI_GENERATE"
+"""The prefix of nvidia-ctk's environment variables for cdi generate's list flags."""
+
+
+def _strategies(given: list[NameStrategy]) -> list[NameStrategy]:
+    """--device-name-strategy, else NVIDIA_CTK_CDI_GENERATE_DEVICE_NAME_STRATEGIES."""
+    if given:
+        return given
+    names = compat.env_list(f"{ENV}_DEVICE_NAME_STRATEGIES")
+    choices = {s.value for s in NameStrategy}
+    for name in names:
+        if name not in choices:
+            raise UsageError(
+                f"{ENV}_DEVICE_NAME_STRATEGIES: invalid device name strategy: {name}",
+                hint="choose from " + ", ".join(sorted(choices)),
+            )
+    return [NameStrategy(name) for name in names]
+
+
+def _driver_root(given: Path | None) -> Path:
+    """--driver-root (or NVIDIA_CTK_DRIVER_ROOT), else the toolkit config's root, else /."""
+    if given is not None:
+        return given
+    from ctk.host import files
+    from ctk.toolkit_config import DEFAULT_PATH, driver_root
+
+    named = compat.global_options().config
+    path = Path(named) if named else Path(DEFAULT_PATH)
+    text = files.read_text(path, missing_ok=not named)
+    root = None if text is None else driver_root(text, str(path))
+    return Path(root) if root else Path("/")
 
 
 def _check_output(output: Path) -> None:
@@ -89,6 +139,31 @@ def _check_output(output: Path) -> None:
                     "are created)",
                 )
             return
+
+
+def _check_link(output: Path) -> None:
+    """Refuse an --output symlink whose target is missing or is not a CDI spec.
+
+    The user named the link, not its target: a spec is written through a link only onto a
+    spec, never onto another file, and never creates a missing target (or its directories).
+    """
+    if not output.is_symlink():
+        return
+    from ctk.cdi.refresh import read_spec
+    from ctk.host import files
+
+    target = Path(os.path.realpath(output))
+    hint = "remove the link, or pass the path of the spec file itself"
+    if not os.path.lexists(target) or target.is_symlink():
+        raise CtkError(f"--output {output}: a symlink to {target}, which does not exist", hint=hint)
+    if target.is_dir():
+        return  # _check_output says so
+    data = files.read_bytes(target, missing_ok=True)
+    if data is not None and read_spec(data) is None:
+        raise CtkError(
+            f"--output {output}: a symlink to {target}, which is not a CDI spec; not replacing it",
+            hint=hint,
+        )
 
 
 def _kind(vendor: str | None, class_: str | None, mode: Mode) -> str:
@@ -127,12 +202,12 @@ def _features(given: list[str]) -> frozenset[FeatureFlag]:
                 hint="choose from "
                 + ", ".join(sorted(known - {FeatureFlag.ENABLE_COHERENT_ANNOTATIONS})),
             )
-        if name == FeatureFlag.ENABLE_COHERENT_ANNOTATIONS:
-            raise UsageError(
-                f"--feature-flag {name}: not supported by ctk",
-                hint="ctk writes no coherent/noncoherent specs; leave the flag out",
-            )
-    return frozenset(FeatureFlag(n) for n in names)
+    if FeatureFlag.ENABLE_COHERENT_ANNOTATIONS in names:
+        compat.warn(
+            f"--feature-flag {FeatureFlag.ENABLE_COHERENT_ANNOTATIONS}: ignored; ctk writes no "
+            "gpu.nvidia.com/coherent annotations or .coherent/.noncoherent specs"
+        )
+    return frozenset(FeatureFlag(n) for n in names if n != FeatureFlag.ENABLE_COHERENT_ANNOTATIONS)
 
 
 def _search_paths(flag: str, given: list[str]) -> tuple[str, ...]:
@@ -165,6 +240,12 @@ def _options(
     from ctk.cdi.generate import GenerateOptions
 
     hooks = _enabled_hooks(disable_hook, enable_hook)
+    if hook_path is not None and "/" not in hook_path:  # a program name: nvidia-ctk finds it
+        found = shutil.which(hook_path)
+        if found is None:  # as nvidia-ctk: the usual place, said in a warning
+            found = f"/usr/bin/{hook_path}"
+            compat.warn(f"--hook-path {hook_path}: not found on PATH; using {found}")
+        hook_path = os.path.abspath(found)
     if hook_path is not None and not os.path.isabs(hook_path):
         raise UsageError(
             f"--hook-path {hook_path}: must be an absolute path", hint="the runtime runs it"
@@ -225,8 +306,14 @@ def _generate(
     from ctk.host.driver import SearchPaths, gather
 
     search = SearchPaths(
-        libraries=_search_paths("--library-search-path", library_search_paths),
-        configs=_search_paths("--config-search-path", config_search_paths),
+        libraries=_search_paths(
+            "--library-search-path",
+            library_search_paths or compat.env_list(f"{ENV}_LIBRARY_SEARCH_PATHS"),
+        ),
+        configs=_search_paths(
+            "--config-search-path",
+            config_search_paths or compat.env_list(f"{ENV}_CONFIG_SEARCH_PATHS"),
+        ),
     )
     if options.mode not in (Mode.NVML, Mode.MANAGEMENT):
         return _generate_class(
@@ -291,19 +378,48 @@ def _summary(spec: Spec) -> str:
     return f"cdiVersion {spec.cdi_version}, kind {spec.kind}, {count} device{'s' * (count != 1)}"
 
 
-OUTPUT = typer.Option(None, "--output", "-o", help="Write here (.yaml or .json) [default: stdout].")
-REFRESH_OUTPUT = typer.Option(DEFAULT_OUTPUT, "--output", "-o", help="The spec to refresh.")
-
-
-DRIVER_ROOT = typer.Option(Path("/"), "--driver-root", help="Where the driver files are.")
-DEV_ROOT = typer.Option(
-    None, "--dev-root", help="Where /dev, /proc and /sys are [default: the driver root]."
+OUTPUT_ENV = "NVIDIA_CTK_CDI_OUTPUT_FILE_PATH"
+OUTPUT = typer.Option(
+    None,
+    "--output",
+    "-o",
+    envvar=OUTPUT_ENV,
+    help="Write here (.yaml or .json; '' is stdout) [default: stdout].",
 )
-FORMAT = typer.Option(None, "--format", help="yaml or json [default: from --output, else yaml].")
+REFRESH_OUTPUT = typer.Option(
+    None,
+    "--output",
+    "-o",
+    envvar=OUTPUT_ENV,
+    help=f"The spec to refresh [default: {DEFAULT_OUTPUT}].",
+)
+
+
+DRIVER_ROOT = typer.Option(
+    None,
+    "--driver-root",
+    envvar="NVIDIA_CTK_DRIVER_ROOT",
+    help="Where the driver files are [default: nvidia-container-cli.root of --config, else /].",
+)
+DEV_ROOT = typer.Option(
+    None,
+    "--dev-root",
+    envvar="NVIDIA_CTK_DEV_ROOT",
+    help="Where /dev, /proc and /sys are [default: the driver root].",
+)
+FORMAT = typer.Option(
+    None,
+    "--format",
+    envvar="NVIDIA_CTK_CDI_GENERATE_OUTPUT_FORMAT",
+    case_sensitive=False,
+    help="yaml or json [default: from --output, else yaml].",
+)
 MODE = typer.Option(
     DiscoveryMode.AUTO,
     "--mode",
     "--discovery-mode",
+    envvar="NVIDIA_CTK_CDI_GENERATE_MODE",
+    case_sensitive=False,
     help="How devices are found: nvml, management (device nodes only), csv (Jetson), wsl, or "
     "one device class: imex, gds, gdrcopy, mofed, nvswitch; auto: wsl on WSL2, csv on a "
     "Jetson without NVML, else nvml.",
@@ -319,17 +435,24 @@ DEVICE_ID = typer.Option(
     "--devices",
     help="Only these devices: index, i:j, UUID, all, none.",
 )
-NO_ALL = typer.Option(False, "--no-all-device", help="Leave out the `all` device.")
+NO_ALL = typer.Option(
+    False,
+    "--no-all-device",
+    envvar="NVIDIA_CTK_CDI_GENERATE_NO_ALL_DEVICE",
+    help="Leave out the `all` device.",
+)
 VENDOR = typer.Option(
     None,
     "--vendor",
     "--cdi-vendor",
+    envvar="NVIDIA_CTK_CDI_GENERATE_VENDOR",
     help="The CDI vendor [default: nvidia.com; in management mode: management.nvidia.com].",
 )
 CLASS = typer.Option(
     None,
     "--class",
     "--cdi-class",
+    envvar="NVIDIA_CTK_CDI_GENERATE_CLASS",
     help="The CDI class [default: gpu; imex-channel, gds, gdrcopy, mofed, nvswitch in the mode "
     "of that name].",
 )
@@ -355,6 +478,7 @@ HOOK_PATH = typer.Option(
     "--hook-path",
     "--nvidia-cdi-hook-path",
     "--nvidia-ctk-path",
+    envvar="NVIDIA_CTK_CDI_HOOK_PATH",
     help="Hook program in the spec, a host path [default: nvidia-cdi-hook on PATH, else the "
     "native ctk-hook that `ctk install` put in /usr/local/libexec/ctk].",
 )
@@ -364,7 +488,12 @@ DISABLE_HOOK = typer.Option(
 ENABLE_HOOK = typer.Option(
     [], "--enable-hook", "--enable-hooks", help="Add a hook that is off by default (chmod)."
 )
-LDCONFIG = typer.Option(None, "--ldconfig-path", help="ldconfig for the update-ldcache hook.")
+LDCONFIG = typer.Option(
+    None,
+    "--ldconfig-path",
+    envvar="NVIDIA_CTK_CDI_GENERATE_LDCONFIG_PATH",
+    help="ldconfig for the update-ldcache hook.",
+)
 FEATURE_FLAG = typer.Option(
     [],
     "--feature-flag",
@@ -392,10 +521,10 @@ def register(app: typer.Typer) -> None:
     @app.command("generate")
     def generate(
         *,
-        output: Path | None = OUTPUT,
+        output: str | None = OUTPUT,
         spec_format: SpecFormat | None = FORMAT,
         mode: DiscoveryMode = MODE,
-        driver_root: Path = DRIVER_ROOT,
+        driver_root: Path | None = DRIVER_ROOT,
         dev_root: Path | None = DEV_ROOT,
         strategies: list[NameStrategy] = STRATEGY,
         device_ids: list[str] = DEVICE_ID,
@@ -416,43 +545,50 @@ def register(app: typer.Typer) -> None:
         """Write a CDI spec for every GPU and MIG device of this node."""
         from ctk.host.modes import CsvOptions
 
-        fmt = _spec_format(output, spec_format)
-        if output is not None:
-            _check_output(output)
+        path = Path(output) if output else None  # --output="" is stdout, as in nvidia-ctk
+        fmt = _spec_format(path, spec_format)
+        if path is not None:
+            path = _spec_path(path, fmt)
+            _check_link(path)
+            _check_output(path)
+        root = _driver_root(driver_root)
         options = _options(
-            mode=mode.resolve(driver_root, dev_root or driver_root),
+            mode=mode.resolve(root, dev_root or root),
             vendor=vendor,
             class_=class_,
-            strategies=strategies,
-            device_ids=device_ids,
+            strategies=_strategies(strategies),
+            device_ids=device_ids or compat.env_list(f"{ENV}_DEVICE_IDS"),
             no_all_device=no_all_device,
             hook_path=hook_path,
-            disable_hook=disable_hook,
-            enable_hook=enable_hook,
+            disable_hook=disable_hook or compat.env_list(f"{ENV}_DISABLED_HOOKS"),
+            enable_hook=enable_hook or compat.env_list(f"{ENV}_ENABLED_HOOKS"),
             ldconfig_path=ldconfig_path,
-            feature_flags=feature_flags,
+            feature_flags=feature_flags or compat.env_list(f"{ENV}_FEATURE_FLAGS"),
         )
         spec, text = _generate(
-            driver_root,
-            dev_root or driver_root,
+            root,
+            dev_root or root,
             options,
             fmt,
             library_search_paths=library_search_paths,
             config_search_paths=config_search_paths,
-            csv=CsvOptions(tuple(csv_files), tuple(csv_ignore_patterns)),
+            csv=CsvOptions(
+                tuple(csv_files or compat.env_list(f"{ENV}_CSV_FILES")),
+                tuple(csv_ignore_patterns or compat.env_list(f"{ENV}_CSV_IGNORE_PATTERNS")),
+            ),
         )
-        if output is None:
+        if path is None:
             sys.stdout.write(text)
             return
-        _write(output, text)
-        sys.stderr.write(f"wrote {output} ({_summary(spec)})\n")
+        _write(path, text)
+        compat.info(f"wrote {path} ({_summary(spec)})")
 
     @app.command("refresh")
     def refresh(
         *,
-        output: Path = REFRESH_OUTPUT,
+        output: str | None = REFRESH_OUTPUT,
         mode: DiscoveryMode = MODE,
-        driver_root: Path = DRIVER_ROOT,
+        driver_root: Path | None = DRIVER_ROOT,
         dev_root: Path | None = DEV_ROOT,
         strategies: list[NameStrategy] = STRATEGY,
         vendor: str | None = VENDOR,
@@ -469,24 +605,28 @@ def register(app: typer.Typer) -> None:
 
         A file that is not a readable spec is replaced (a refresh at boot repairs it).
         """
-        fmt = _spec_format(output, None)
-        _check_output(output)
+        output_path = Path(output) if output else DEFAULT_OUTPUT
+        fmt = _spec_format(output_path, None)
+        output_path = _spec_path(output_path, fmt)
+        _check_link(output_path)
+        _check_output(output_path)
+        root = _driver_root(driver_root)
         options = _options(
-            mode=mode.resolve(driver_root, dev_root or driver_root),
+            mode=mode.resolve(root, dev_root or root),
             vendor=vendor,
             class_=class_,
-            strategies=strategies,
+            strategies=_strategies(strategies),
             device_ids=[],
             no_all_device=False,
             hook_path=hook_path,
-            disable_hook=disable_hook,
-            enable_hook=enable_hook,
+            disable_hook=disable_hook or compat.env_list(f"{ENV}_DISABLED_HOOKS"),
+            enable_hook=enable_hook or compat.env_list(f"{ENV}_ENABLED_HOOKS"),
             ldconfig_path=ldconfig_path,
-            feature_flags=feature_flags,
+            feature_flags=feature_flags or compat.env_list(f"{ENV}_FEATURE_FLAGS"),
         )
         spec, text = _generate(
-            driver_root,
-            dev_root or driver_root,
+            root,
+            dev_root or root,
             options,
             fmt,
             library_search_paths=library_search_paths,
@@ -496,15 +636,17 @@ def register(app: typer.Typer) -> None:
         from ctk.cdi.serialize import spec_data
         from ctk.host import files
 
-        plan = plan_refresh(files.read_bytes(output, missing_ok=True), text, spec_data(spec))
+        plan = plan_refresh(files.read_bytes(output_path, missing_ok=True), text, spec_data(spec))
         if plan.outcome is Outcome.KEEP:
-            sys.stderr.write(f"{output} is up to date ({_summary(spec)}); nothing written\n")
+            compat.info(f"{output_path} is up to date ({_summary(spec)}); nothing written")
             return
-        _write(output, text)
+        _write(output_path, text)
         if plan.outcome is Outcome.CREATE:
-            message = f"created {output} ({_summary(spec)})"
+            message = f"created {output_path} ({_summary(spec)})"
         elif plan.outcome is Outcome.REPLACE:
-            message = f"replaced {output}, which was not a readable CDI spec ({_summary(spec)})"
+            message = (
+                f"replaced {output_path}, which was not a readable CDI spec ({_summary(spec)})"
+            )
         else:
-            message = f"updated {output} ({'; '.join([_summary(spec), *plan.changes])})"
-        sys.stderr.write(message + "\n")
+            message = f"updated {output_path} ({'; '.join([_summary(spec), *plan.changes])})"
+        compat.info(message)

@@ -6,7 +6,7 @@ import click
 import typer
 
 from ctk import __version__
-from ctk.cli import cdi, doctor, hook, install, runtime, system
+from ctk.cli import agent, cdi, config, doctor, hook, info, install, runtime, system
 
 
 def _version(value: bool) -> None:
@@ -22,8 +22,21 @@ def _root(
     debug: bool = typer.Option(
         False, "--debug", "-d", help="Show the traceback of an unexpected error."
     ),
+    quiet: bool = typer.Option(
+        False, "--quiet", envvar="NVIDIA_CTK_QUIET", help="Only errors and warnings on stderr."
+    ),
+    config: str | None = typer.Option(
+        None,
+        "--config",
+        envvar="NVIDIA_CTK_CONFIG",
+        help="The toolkit's config.toml (nvidia-ctk's): cdi generate takes its driver root "
+        "from nvidia-container-cli.root.",
+    ),
 ) -> None:
     """ctk: CDI specs, container runtime configuration and diagnosis for GPU nodes."""
+    from ctk.cli.compat import GlobalOptions
+
+    click.get_current_context().obj = GlobalOptions(quiet=quiet, config=config)
 
 
 def build_app() -> click.Command:
@@ -45,4 +58,7 @@ def build_app() -> click.Command:
     app.add_typer(system.app, name="system")
     hook.register(app)
     install.register(app)
+    agent.register(app)
+    app.add_typer(config.app, name="config")
+    info.register(app)
     return typer.main.get_command(app)

@@ -36,6 +36,12 @@ IMAGE_ENV = typer.Option(
     "JSON list of Config.Env.",
 )
 NVML_TIMEOUT = typer.Option(5.0, "--nvml-timeout", help="Seconds to wait for NVML.", min=0.1)
+NPD = typer.Option(
+    False,
+    "--npd",
+    help="node-problem-detector custom plugin: exit 0 ok, 1 problem, 2 unknown; one line of at "
+    "most 80 characters naming the root cause.",
+)
 
 
 def doctor(
@@ -52,6 +58,7 @@ def doctor(
     cuda_version: str | None = CUDA,
     image_env: Path | None = IMAGE_ENV,
     nvml_timeout: float = NVML_TIMEOUT,
+    npd: bool = NPD,
 ) -> None:
     """Find what is broken on a GPU container node and how to fix it."""
     from ctk.doctor.model import REGISTRY
@@ -71,6 +78,12 @@ def doctor(
     need = _cuda_need(cuda_version, image_env)
     shown = select(ids=check, groups=[g.value for g in group])
     facts, findings, timings = _diagnose(root, need, shown, nvml_timeout)
+    if npd:
+        from ctk.agent.outlets import npd_report
+
+        code, line = npd_report(findings)
+        sys.stdout.write(line + "\n")
+        raise typer.Exit(code)
     from ctk.doctor.run import summarize
 
     summary = summarize(findings, strict=strict)

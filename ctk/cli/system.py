@@ -15,15 +15,56 @@ if TYPE_CHECKING:
 
 app = typer.Typer(no_args_is_help=True, help="Prepare the node: device nodes and /dev/char links.")
 
+DRIVER_ROOT_ENV = ["NVIDIA_DRIVER_ROOT", "DRIVER_ROOT"]
 DriverRoot = Annotated[
     Path,
     typer.Option(
         "--driver-root",
         "--root",
+        envvar=DRIVER_ROOT_ENV,
         help="Root of the driver installation; /proc/devices and /dev are read under it.",
     ),
 ]
-DryRun = Annotated[bool, typer.Option("--dry-run", help="Show what would change; change nothing.")]
+DryRun = Annotated[
+    bool,
+    typer.Option("--dry-run", envvar="DRY_RUN", help="Show what would change; change nothing."),
+]
+LoadKernelModules = Annotated[
+    bool,
+    typer.Option(
+        "--load-kernel-modules",
+        envvar="LOAD_KERNEL_MODULES",
+        help="First load the NVIDIA kernel modules (modprobe nvidia, nvidia-uvm, nvidia-modeset).",
+    ),
+]
+KERNEL_MODULES = ("nvidia", "nvidia-uvm", "nvidia-modeset")
+
+
+def _load_kernel_modules(*, dry_run: bool) -> None:
+    """modprobe each NVIDIA module, as nvidia-ctk's --load-kernel-modules does."""
+    import shutil
+    import subprocess
+
+    modprobe = shutil.which("modprobe") or "/sbin/modprobe"
+    for module in KERNEL_MODULES:
+        if dry_run:
+            typer.echo(f"{'would load':<13} {module}")
+            continue
+        try:
+            done = subprocess.run(
+                [modprobe, module], capture_output=True, text=True, timeout=60, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise CtkError(
+                f"cannot load kernel module {module}: {exc}", hint="is kmod installed?"
+            ) from exc
+        if done.returncode != 0:
+            why = (done.stderr or done.stdout).strip().splitlines()
+            raise CtkError(
+                f"cannot load kernel module {module}: {why[-1] if why else done.returncode}",
+                hint="is the NVIDIA driver installed for this kernel?",
+            )
+        typer.echo(f"{'loaded':<13} {module}")
 
 
 def _create_nodes(
@@ -68,11 +109,22 @@ def _create_nodes(
 
 @app.command("create-device-nodes")
 def create_device_nodes(
-    driver_root: DriverRoot = Path("/"),
+    *,
+    driver_root: Annotated[
+        Path,
+        typer.Option(
+            "--driver-root",
+            "--root",
+            envvar=[*DRIVER_ROOT_ENV, "ROOT"],
+            help="Root of the driver installation; /proc/devices is read under it.",
+        ),
+    ] = Path("/"),
     dev_root: Annotated[
         Path | None,
         typer.Option(
-            "--dev-root", help="Root under which /dev is populated (default: the driver root)."
+            "--dev-root",
+            envvar=["NVIDIA_DEV_ROOT", "DEV_ROOT"],
+            help="Root under which /dev is populated (default: the driver root).",
         ),
     ] = None,
     control_devices: Annotated[
@@ -81,12 +133,32 @@ def create_device_nodes(
             "--control-devices", help="Also create nvidiactl, nvidia-modeset, nvidia-uvm(-tools)."
         ),
     ] = False,
+    load_kernel_modules: LoadKernelModules = False,
     dry_run: DryRun = False,
 ) -> None:
     """Create missing /dev/nvidia* nodes from /proc/devices and the driver's GPU list."""
+    if load_kernel_modules:
+        _load_kernel_modules(dry_run=dry_run)
     _create_nodes(
         driver_root, dev_root or driver_root, control_devices=control_devices, dry_run=dry_run
     )
+
+
+def _all_possible(driver_root: Path) -> list[DevNode]:
+    """Every node the loaded driver implies (host paths), existing or not (--create-all)."""
+    from ctk.host.devnodes import read_driver_numbers
+    from ctk.host.root import existing_root
+    from ctk.node import DevNode, expected_nodes
+
+    root = existing_root("--driver-root", driver_root)
+    facts = read_driver_numbers(root)
+    nodes = expected_nodes(facts.majors, facts.gpu_minors, control=True, modeset=True)
+    if not nodes:
+        raise CtkError(
+            f"--create-all: no NVIDIA driver loaded: {facts.source} lists no nvidia major",
+            hint="load the driver first (--load-kernel-modules), or pass --driver-root",
+        )
+    return [DevNode(PurePosixPath(root.path(n.path)), n.major, n.minor) for n in nodes]
 
 
 def _check_dev_char_path(path: Path) -> None:
@@ -109,16 +181,32 @@ def _inside(path: Path, root: Path) -> bool:
 
 @app.command("create-dev-char-symlinks")
 def create_dev_char_symlinks(
+    *,
     dev_char_path: Annotated[
-        Path, typer.Option("--dev-char-path", help="Where the <major>:<minor> links go.")
+        Path,
+        typer.Option(
+            "--dev-char-path", envvar="DEV_CHAR_PATH", help="Where the <major>:<minor> links go."
+        ),
     ] = Path("/dev/char"),
     driver_root: DriverRoot = Path("/"),
+    create_all: Annotated[
+        bool,
+        typer.Option(
+            "--create-all",
+            envvar="CREATE_ALL",
+            help="Link every node the loaded driver implies (its GPUs and control devices), "
+            "whether or not the node exists yet; fails without a driver.",
+        ),
+    ] = False,
     create_device_nodes: Annotated[
         bool,
         typer.Option(
-            "--create-device-nodes", help="First create missing GPU and control device nodes."
+            "--create-device-nodes",
+            envvar="CREATE_DEVICE_NODES",
+            help="First create missing GPU and control device nodes.",
         ),
     ] = False,
+    load_kernel_modules: LoadKernelModules = False,
     dry_run: DryRun = False,
 ) -> None:
     """Create /dev/char links for the NVIDIA device nodes (prevents NVML "Unknown Error")."""
@@ -127,9 +215,13 @@ def create_dev_char_symlinks(
     from ctk.system.devices import CharLink, char_links
 
     _check_dev_char_path(dev_char_path)
+    if load_kernel_modules:
+        _load_kernel_modules(dry_run=dry_run)
     planned: list[DevNode] = []
     if create_device_nodes:
         planned = _create_nodes(driver_root, driver_root, control_devices=True, dry_run=dry_run)
+    elif create_all:
+        planned = _all_possible(driver_root)
     root = existing_root("--driver-root", driver_root)
     # A dry run links the nodes it would have created, as the real run links those it created.
     nodes = sorted(set(dev_nodes(root, read_driver_numbers(root).majors)) | set(planned))

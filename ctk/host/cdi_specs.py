@@ -74,6 +74,14 @@ def _os_reason(exc: OSError, action: str = "read") -> str:
     return reason
 
 
+def _exists(root: HostRoot, directory: PurePosixPath) -> bool:
+    """Whether ``directory`` exists; a parent that denies entry leaves it unknown (False)."""
+    try:
+        return root.exists(directory)
+    except (OSError, CtkError):
+        return False
+
+
 def scan_spec_dir(
     directory: PurePosixPath, priority: int, *, root: HostRoot
 ) -> tuple[list[SpecSource], SpecDir]:
@@ -88,10 +96,11 @@ def scan_spec_dir(
     except CtkError as exc:  # a link that leads out of the root, or cannot be read
         return [], SpecDir(shown_dir, priority, False, Problem("spec-dir.unreadable", exc.message))
     except OSError as exc:
-        is_file = exc.errno == errno.ENOTDIR and root.exists(directory)
+        exists = _exists(root, directory)
+        is_file = exc.errno == errno.ENOTDIR and exists
         reason = "is a file, not a directory" if is_file else _os_reason(exc, "be listed")
         problem = Problem("spec-dir.unreadable", f"spec directory {reason}")
-        return [], SpecDir(shown_dir, priority, root.exists(directory), problem)
+        return [], SpecDir(shown_dir, priority, exists, problem)
     sources = []
     for entry in entries:
         if not entry.name.endswith(SPEC_SUFFIXES):
@@ -108,6 +117,8 @@ def scan_spec_dir(
                 data, error = _read(root.path(directory / entry.name))
         except CtkError as exc:  # a link that leads out of the root, or cannot be read
             data, error = None, exc.message
+        except OSError as exc:  # a link loop, or a link into a directory that denies entry
+            data, error = None, _os_reason(exc)
         sources.append(SpecSource(shown, priority, data, error))
     return sources, SpecDir(shown_dir, priority, True)
 

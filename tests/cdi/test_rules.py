@@ -22,8 +22,44 @@ def spec(devices: str, v: str = "0.3.0", k: str = "example.com/gpu", top: str = 
     return HEAD.format(v=v, k=k) + devices + top
 
 
+def _duplicate(index: int, line: int) -> Problem:
+    message = "device 'gpu0' is already defined at devices[0]"
+    return Problem("device.duplicate", message, ("devices", index, "name"), line, 9, E)
+
+
+ALIASED_DEVICE = "- &d\n  name: gpu0\n  containerEdits:\n    env: [A=1]\n"
+
 TEXT_CASES = [
     pytest.param(spec(DEV), [], id="read-ok"),
+    pytest.param(
+        spec(ALIASED_DEVICE + "- *d\n" * 12_500),
+        [
+            Problem(
+                "parse.aliases",
+                "YAML aliases expand 15 nodes to 100015 (more than 100000); not read",
+                (),
+                None,
+                None,
+                E,
+            )
+        ],
+        id="parse.aliases",
+    ),
+    pytest.param(
+        spec(ALIASED_DEVICE + "- *d\n" * 12_000),
+        [
+            *(_duplicate(index, 5) for index in range(1, 101)),
+            Problem(
+                "problems.more",
+                "11900 more problems not listed (11900 errors, 0 warnings)",
+                (),
+                None,
+                None,
+                E,
+            ),
+        ],
+        id="problems.more",
+    ),
     pytest.param(
         "cdiVersion: 0.3.0\nkind: [\n",
         [
@@ -580,3 +616,12 @@ def test_every_rule_has_a_case() -> None:
         assert isinstance(problems, list)
         if case.id != "read-ok":
             assert str(case.id) in {p.rule for p in problems}, case.id
+
+
+def test_problems_past_the_limit_are_counted_in_one_line() -> None:
+    """101 duplicates: the first 100 by position, then one line for the last (not aliased)."""
+    more = Problem(
+        "problems.more", "1 more problem not listed (1 error, 0 warnings)", (), None, None, E
+    )
+    expected = [*(_duplicate(index, 4 + 3 * index) for index in range(1, 101)), more]
+    assert list(validate_text(spec(DEV * 102), "spec.yaml").problems) == expected

@@ -1,0 +1,133 @@
+"""`ctk agent`: the node agent a DaemonSet runs (configure, CDI, drift repair, outlets)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from pathlib import Path, PurePosixPath
+from types import FrameType
+from typing import Any
+
+import typer
+
+from ctk.agent.model import RestartMode, RuntimeChoice
+from ctk.errors import UsageError
+
+ENV = "CTK_AGENT_"
+
+
+def _opt(default: Any, flag: str, help_text: str) -> Any:
+    env = ENV + flag.lstrip("-").replace("-", "_").upper()
+    return typer.Option(default, flag, envvar=env, help=help_text)
+
+
+HOST_ROOT = _opt(Path("/"), "--host-root", "Where the host's / is mounted (a pod: /host).")
+RUNTIME = _opt(
+    RuntimeChoice.AUTO, "--runtime", "The engine to configure; auto: the one running on the host."
+)
+ONCE = _opt(False, "--once", "Run one pass and exit: 0 when the host's files are right, else 1.")
+INTERVAL = _opt(60.0, "--interval", "Seconds between passes (drift repair, spec refresh).")
+UNINSTALL = _opt(False, "--uninstall", "Revert what the agent wrote, then exit.")
+RESTART = _opt(
+    RestartMode.SYSTEMD,
+    "--restart-mode",
+    "How a changed config takes effect: systemd (systemctl restart in the host's root), "
+    "signal (dockerd only), none (report it).",
+)
+READY = _opt(None, "--ready-file", "A file that exists only while the node can run GPU containers.")
+PROM = _opt(None, "--prometheus-textfile", "Directory for ctk.prom (node-exporter's textfile).")
+NFD = _opt(None, "--nfd-features-dir", "node-feature-discovery's features.d directory.")
+CDI_DIR = _opt("/var/run/cdi", "--cdi-dir", "Where the CDI spec goes on the host.")
+DRIVER_ROOT = _opt("/", "--driver-root", "The driver's root on the host (/run/nvidia/driver).")
+ENABLE_CDI = _opt(
+    False, "--enable-cdi", "Also enable CDI in the engine (containerd, CRI-O, Docker)."
+)
+HOST_EXEC = _opt(
+    None,
+    "--host-exec",
+    "Command line that runs a command in the host's root [default: chroot HOST_ROOT].",
+)
+
+
+def _host_path(flag: str, value: str) -> PurePosixPath:
+    if not value.startswith("/"):
+        raise UsageError(f"{flag} {value!r}: must be an absolute path on the host")
+    return PurePosixPath(value)
+
+
+def agent(
+    *,
+    host_root: Path = HOST_ROOT,
+    runtime: RuntimeChoice = RUNTIME,
+    once: bool = ONCE,
+    interval: float = INTERVAL,
+    uninstall: bool = UNINSTALL,
+    restart_mode: RestartMode = RESTART,
+    ready_file: Path | None = READY,
+    prometheus_textfile: Path | None = PROM,
+    nfd_features_dir: Path | None = NFD,
+    cdi_dir: str = CDI_DIR,
+    driver_root: str = DRIVER_ROOT,
+    enable_cdi: bool = ENABLE_CDI,
+    host_exec: str | None = HOST_EXEC,
+) -> None:
+    """Keep this node's engine, CDI spec and readiness right (the DaemonSet's agent)."""
+    from ctk.agent.model import check_restart_mode, detect_runtime
+    from ctk.cli.agent_pass import Agent, reconcile
+    from ctk.cli.agent_pass import uninstall as revert
+    from ctk.host import agent as host_agent
+    from ctk.host.root import HostRoot
+    from ctk.runtime_config.engines import Runtime
+
+    if interval <= 0:
+        raise UsageError(f"--interval {interval:g}: must be more than 0 seconds")
+    if not host_root.is_dir():
+        raise UsageError(f"--host-root {host_root}: no such directory")
+    host = HostRoot(Path(os.path.realpath(host_root)))
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        sys.stderr.write(f"{signal.Signals(signum).name}: stopping without reverting anything\n")
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    with host_agent.agent_lock(host):
+        state = host_agent.read_state(host)
+        if runtime is not RuntimeChoice.AUTO:
+            chosen = Runtime(runtime.value)
+        elif uninstall and state.runtime is not None:
+            chosen = state.runtime
+        else:
+            chosen = detect_runtime(host_agent.presence(host))
+        check_restart_mode(chosen, restart_mode)
+        settings = Agent(
+            host=host,
+            runtime=chosen,
+            restart_mode=restart_mode,
+            cdi_dir=_host_path("--cdi-dir", cdi_dir),
+            driver_root=_host_path("--driver-root", driver_root),
+            run=host_agent.host_runner(host.root, host_exec),
+            ready_file=ready_file,
+            prometheus_dir=prometheus_textfile,
+            nfd_dir=nfd_features_dir,
+            enable_cdi=enable_cdi,
+        )
+        if uninstall:
+            host_agent.write_state(host, revert(settings, state))
+            raise typer.Exit(0)
+        while True:
+            outcome = reconcile(settings, state)
+            if host_agent.read_state(host) != outcome.state:
+                host_agent.write_state(host, outcome.state)
+            state = outcome.state
+            if once:
+                raise typer.Exit(0 if outcome.ok else 1)
+            if stop.wait(interval):
+                raise typer.Exit(0)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `ctk agent` to the root app."""
+    app.command("agent")(agent)

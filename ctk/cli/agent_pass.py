@@ -1,0 +1,296 @@
+"""One `ctk agent` pass, and its uninstall: gather through `ctk.host.agent`, decide with
+`ctk.agent.model` and the runtime planner, write under the host root."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
+
+from ctk import __version__
+from ctk.agent import outlets
+from ctk.agent.model import (
+    RestartKind,
+    RestartMode,
+    State,
+    after_write,
+    decide_restart,
+    digest,
+    drifted,
+    spec_fresh,
+    untouched,
+)
+from ctk.errors import CtkError
+from ctk.host import agent as host_agent
+from ctk.host import files
+from ctk.host.root import HostRoot
+from ctk.runtime_config.engines import ENGINES, Runtime, RuntimeRequest
+
+SPEC_NAME = "nvidia.yaml"
+
+
+def _stderr(line: str) -> None:
+    sys.stderr.write(line + "\n")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Agent:
+    """What a pass works on: the host, its engine, and where the outlets go."""
+
+    host: HostRoot
+    runtime: Runtime
+    restart_mode: RestartMode
+    cdi_dir: PurePosixPath  # on the host
+    driver_root: PurePosixPath  # on the host
+    run: host_agent.Runner
+    ready_file: Path | None = None  # in the agent's own file system (a pod's mount)
+    prometheus_dir: Path | None = None
+    nfd_dir: Path | None = None
+    enable_cdi: bool = False
+    say: Callable[[str], None] = field(default=_stderr)
+
+
+@dataclass(frozen=True, slots=True)
+class PassResult:
+    """A pass's result: the new state, whether the host's files are right, and readiness."""
+
+    state: State
+    ok: bool
+    ready: bool
+
+
+def _spec_path(agent: Agent) -> PurePosixPath:
+    return agent.cdi_dir / SPEC_NAME
+
+
+def _configure(agent: Agent, state: State) -> tuple[State, bool, bool]:
+    """Apply `ctk runtime configure`'s plan; return the state, whether it changed, and drift."""
+    from ctk.runtime_config.changes import dump_record
+    from ctk.runtime_config.configure import configure
+
+    current = {name: host_agent.read_config(agent.host, name) for name in state.configs}
+    if untouched(state, current):
+        return state, False, False
+    inputs = host_agent.gather_runtime(agent.host, agent.runtime, state.record)
+    plan = configure(agent.runtime, inputs, RuntimeRequest(enable_cdi=agent.enable_cdi))
+    for warning in plan.warnings:
+        agent.say(f"warning: {warning}")
+    changed = plan.changes
+    drift = any(drifted(state, c.path, c.before) for c in changed)
+    for change in plan.files:
+        if change.record is not None:
+            state = replace(state, record=dump_record(change.record))
+        if change.changed:
+            host_agent.write_change(agent.host, change)
+            state = after_write(state, change.path, change.before, change.after)
+            what = "created" if change.before is None else "updated"
+            agent.say(
+                f"{what} {change.path}" + (" (overwritten by someone else: repaired)" * drift)
+            )
+    if drift:
+        state = replace(state, drift_repairs=state.drift_repairs + 1)
+    return state, bool(changed), drift
+
+
+def _live_nvidia(agent: Agent, state: State, *, trust_files: bool) -> tuple[bool, int | None]:
+    """Whether the running engine has the nvidia runtime, and its PID.
+
+    dockerd says so itself (`GET /info`). containerd and CRI-O are asked nothing live: the
+    engine process last seen ready still is; a new process has what its files say
+    (`containerd config dump`), when ``trust_files`` (nothing was written since it started).
+    """
+    pid = host_agent.engine_pid(agent.host, agent.runtime)
+    if agent.runtime is Runtime.DOCKER:
+        runtimes = host_agent.docker_runtimes(agent.host)
+        return runtimes is not None and "nvidia" in runtimes, pid
+    if not host_agent.engine_up(agent.host, agent.runtime):
+        return False, None
+    if pid is not None and pid == state.ready_pid:
+        return True, pid
+    if not trust_files:
+        return False, pid
+    if agent.runtime is Runtime.CONTAINERD:
+        runtimes = host_agent.containerd_runtimes(agent.run, ENGINES[agent.runtime].config_path)
+        return runtimes is not None and "nvidia" in runtimes, pid
+    return True, pid
+
+
+def _restart(agent: Agent, state: State, *, changed: bool, live: bool, removal: bool) -> State:
+    """Restart (or reload) the engine when the change needs it; count it, report downtime."""
+    pending = changed or state.restart_pending
+    decision = decide_restart(
+        agent.runtime, agent.restart_mode, changed=pending, live_ok=live, removal=removal
+    )
+    if decision.kind is RestartKind.NOTHING:
+        return replace(state, restart_pending=False)
+    if decision.kind is RestartKind.REPORT:
+        agent.say(decision.reason)
+        return replace(state, restart_pending=True)
+    start = time.monotonic()
+    if decision.kind is RestartKind.SIGHUP:
+        pid = host_agent.engine_pid(agent.host, agent.runtime)
+        if pid is None:
+            agent.say("restart needed: dockerd's PID is not visible (run with hostPID)")
+            return replace(state, restart_pending=True)
+        host_agent.reload_engine(pid)
+        agent.say(f"reloaded dockerd (SIGHUP to PID {pid}); no downtime")
+        return replace(state, restart_pending=False, engine_restarts=state.engine_restarts + 1)
+    done = agent.run(decision.argv)
+    command = " ".join(decision.argv)
+    if done.returncode != 0:
+        detail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise CtkError(
+            f"{command} failed (exit {done.returncode}): {detail[0]}",
+            hint="the config is written; restart the engine by hand, or use --restart-mode none",
+        )
+    up = host_agent.wait_for_engine(agent.host, agent.runtime)
+    took = time.monotonic() - start
+    if up is None:
+        agent.say(
+            f"restarted {agent.runtime} ({command}); its socket is not back after {took:.1f} s"
+        )
+    else:
+        agent.say(f"restarted {agent.runtime} ({command}); down {took:.2f} s")
+    return replace(state, restart_pending=False, engine_restarts=state.engine_restarts + 1)
+
+
+def _hook(agent: Agent) -> None:
+    """Step 5: install the native hook on the host.
+
+    TODO(issue 9): call `ctk install --root <host>` once it lands; until then the spec names
+    a hook program already on the host (see ctk.agent.spec.HOOK_CANDIDATES).
+    """
+
+
+def _spec(agent: Agent, state: State) -> tuple[State, bool, str | None]:
+    """Refresh the CDI spec on the host; return the state, whether it is valid, driver version."""
+    from ctk.cdi.refresh import Outcome as Refresh
+    from ctk.cdi.refresh import plan_refresh
+
+    target = agent.host.path(_spec_path(agent))
+    inputs = host_agent.nvml_inputs(agent.host, agent.driver_root)
+    if spec_fresh(state, inputs, host_agent.file_digest(target)):
+        return state, True, state.driver
+    try:
+        data, text, version = host_agent.generate_spec(agent.host, agent.driver_root)
+    except CtkError as exc:
+        agent.say(f"cdi: cannot generate the spec: {exc.message}")
+        return state, False, None
+    plan = plan_refresh(files.read_bytes(target, missing_ok=True), text, data)
+    if plan.outcome is not Refresh.KEEP:
+        files.write_atomic(target, text, mode=0o644, make_parents=True)
+        os.chmod(files.write_target(target), 0o644)
+        why = "; ".join(plan.changes)
+        agent.say(f"cdi: {plan.outcome} {_spec_path(agent)}" + (f" ({why})" if why else ""))
+    fresh = replace(
+        state,
+        spec=str(_spec_path(agent)),
+        spec_inputs=inputs,
+        spec_digest=digest(text),
+        driver=version,
+    )
+    return fresh, True, version
+
+
+def _own(state: State, path: str) -> State:
+    return state if path in state.created else replace(state, created=(*state.created, path))
+
+
+def _mark_ready(agent: Agent, state: State, ready: bool) -> State:
+    if agent.ready_file is None:
+        return state
+    if ready and not agent.ready_file.exists():
+        files.write_atomic(agent.ready_file, "", make_parents=True)
+        agent.say(f"ready: wrote {agent.ready_file}")
+    elif not ready and files.remove(agent.ready_file):
+        agent.say(f"not ready: removed {agent.ready_file}")
+    return _own(state, str(agent.ready_file))
+
+
+def _outlets(agent: Agent, state: State, *, ready: bool, driver: str | None) -> State:
+    if agent.prometheus_dir is not None:
+        from ctk.doctor.run import diagnose
+        from ctk.host.facts import gather
+
+        facts, _ = gather(agent.host.root)
+        counters = outlets.Counters(
+            drift_repairs=state.drift_repairs,
+            engine_restarts=state.engine_restarts,
+            last_reconcile=time.time(),
+            ready=ready,
+            restart_pending=state.restart_pending,
+        )
+        text = outlets.prometheus_text(diagnose(facts), counters, __version__)
+        path = agent.prometheus_dir / outlets.PROM_FILE
+        files.write_atomic(path, text, mode=0o644, make_parents=True)
+        state = _own(state, str(path))
+    if agent.nfd_dir is not None:
+        path = agent.nfd_dir / outlets.NFD_FILE
+        text = outlets.nfd_text(ready=ready, driver_version=driver, version=__version__)
+        if files.read_text(path, missing_ok=True) != text:
+            files.write_atomic(path, text, mode=0o644, make_parents=True)
+        state = _own(state, str(path))
+    return state
+
+
+def reconcile(agent: Agent, state: State) -> PassResult:
+    """One pass: configure, restart if needed, hook, spec, readiness, outlets."""
+    state = replace(state, runtime=agent.runtime)
+    live_before, _ = _live_nvidia(agent, state, trust_files=not state.restart_pending)
+    state, changed, _ = _configure(agent, state)
+    restarted_before = state.engine_restarts
+    state = _restart(agent, state, changed=changed, live=live_before, removal=False)
+    restarted = state.engine_restarts != restarted_before
+    _hook(agent)
+    state, spec_ok, driver = _spec(agent, state)
+    trust = restarted or (not changed and not state.restart_pending)
+    live, pid = _live_nvidia(agent, state, trust_files=trust)
+    if live and pid is not None:
+        state = replace(state, ready_pid=pid)
+    ready = live and spec_ok
+    state = _mark_ready(agent, state, ready)
+    state = _outlets(agent, state, ready=ready, driver=driver)
+    if not changed and not restarted:
+        agent.say(f"pass: nothing changed; {'ready' if ready else 'not ready'}")
+    return PassResult(state, ok=spec_ok, ready=ready)
+
+
+def uninstall(agent: Agent, state: State) -> State:
+    """Revert exactly what the agent wrote, restart the engine if that changed its config."""
+    changed = _revert_configs(agent, state)
+    state = replace(state, configs={}, record=None, ready_pid=None)
+    state = _restart(agent, state, changed=changed, live=False, removal=True)
+    if state.spec is not None and files.remove(agent.host.path(state.spec)):
+        agent.say(f"removed {state.spec}")
+    for name in state.created:
+        if files.remove(Path(name)):
+            agent.say(f"removed {name}")
+    return replace(state, spec=None, created=())
+
+
+def _revert_configs(agent: Agent, state: State) -> bool:
+    """Original bytes where the files are still what ctk left; else only ctk's own entries."""
+    current = {name: host_agent.read_config(agent.host, name) for name in state.configs}
+    untouched = all(digest(current[name]) == w.left for name, w in state.configs.items())
+    if untouched:
+        for name, written in state.configs.items():
+            host_agent.restore(agent.host, name, written.original)
+            agent.say(f"restored {name}" if written.original is not None else f"removed {name}")
+        return bool(state.configs)
+    from ctk.runtime_config.configure import unconfigure
+
+    for name in state.configs:
+        if digest(current[name]) != state.configs[name].left:
+            agent.say(
+                f"warning: {name} changed since ctk wrote it: removing only ctk's entries, "
+                "keeping the rest"
+            )
+    inputs = host_agent.gather_runtime(agent.host, agent.runtime, state.record)
+    plan = unconfigure(agent.runtime, inputs, "nvidia")
+    for change in plan.changes:
+        host_agent.write_change(agent.host, change)
+        agent.say(f"{'removed' if change.after is None else 'updated'} {change.path}")
+    return bool(plan.changes)

@@ -1,0 +1,123 @@
+"""nvidia-ctk's command-line habits that ctk accepts, so its scripts, units and udev rules work.
+
+- `help` / `h` as a command at any level: `ctk help`, `ctk cdi help`, `ctk help cdi generate`.
+- Boolean flags with a value, as Go's flag packages take them: `--no-all-device=true`,
+  `--dry-run=false` (Go's spellings: 1, t, T, true, TRUE, True and the same for false).
+- Environment variables: list values separated by commas, as nvidia-ctk splits them; a
+  variable applies only when its flag is not given (a flag beats its variable).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+import click
+
+from ctk.errors import UsageError
+
+# Go's strconv.ParseBool, which urfave/cli (nvidia-ctk) uses for flags and variables
+GO_TRUE = frozenset({"1", "t", "T", "true", "TRUE", "True"})
+GO_FALSE = frozenset({"0", "f", "F", "false", "FALSE", "False"})
+HELP_WORDS = frozenset({"help", "h"})
+
+
+def parse_bool(value: str, where: str) -> bool:
+    """A boolean as nvidia-ctk reads one (Go's strconv.ParseBool)."""
+    word = value.strip()
+    if word in GO_TRUE:
+        return True
+    if word in GO_FALSE:
+        return False
+    raise UsageError(f"invalid value {value!r} for {where}", hint="use true or false (or 1 / 0)")
+
+
+def env_flag(name: str) -> bool:
+    """Whether the boolean variable ``name`` is set to true (unset or empty: false)."""
+    value = os.environ.get(name, "")
+    return parse_bool(value, name) if value.strip() else False
+
+
+def env_list(*names: str) -> list[str]:
+    """The comma-separated values of the first of ``names`` that is set and not empty."""
+    for name in names:
+        value = os.environ.get(name, "")
+        if value.strip():
+            return [item.strip() for item in value.split(",") if item.strip()]
+    return []
+
+
+def env_value(*names: str) -> str | None:
+    """The value of the first of ``names`` that is set and not empty."""
+    return next((os.environ[n] for n in names if os.environ.get(n, "").strip()), None)
+
+
+def warn(message: str) -> None:
+    """One line on standard error for an nvidia-ctk option ctk takes but treats otherwise."""
+    sys.stderr.write(f"warning: {message}\n")
+
+
+def _subcommand(command: click.Command, name: str) -> click.Command | None:
+    if isinstance(command, click.Group):
+        return command.commands.get(name)
+    return None
+
+
+def _bool_flag(command: click.Command, name: str) -> click.Option | None:
+    for param in command.params:
+        if isinstance(param, click.Option) and param.is_flag and name in param.opts:
+            return param
+    return None
+
+
+def normalize(command: click.Command, args: Sequence[str]) -> list[str]:
+    """``args`` with nvidia-ctk's spellings turned into ctk's (see the module docstring)."""
+    out: list[str] = []
+    current = command
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--":
+            return [*out, arg, *rest]
+        if not arg.startswith("-"):
+            sub = _subcommand(current, arg)
+            if sub is None and arg in HELP_WORDS and isinstance(current, click.Group):
+                # `help [command...]`: the help of the named command, or of this group
+                return [*out, *(a for a in rest if not a.startswith("-")), "--help"]
+            current = sub or current
+            out.append(arg)
+            continue
+        name, has_value, value = arg.partition("=")
+        flag = _bool_flag(current, name) if has_value and name.startswith("--") else None
+        if flag is None:
+            out.append(arg)
+        elif parse_bool(value, name):
+            out.append(name)
+        elif flag.secondary_opts:
+            out.append(flag.secondary_opts[0])
+        # false for a flag without a --no- form is its default: nothing to pass
+    return out
+
+
+class GlobalOptions:
+    """nvidia-ctk's global options given before the command (`ctk --quiet cdi generate`)."""
+
+    __slots__ = ("config", "quiet")
+
+    def __init__(self, *, quiet: bool = False, config: str | None = None) -> None:
+        self.quiet = quiet
+        self.config = config
+
+
+def global_options() -> GlobalOptions:
+    """The global options of the running command (defaults outside a command)."""
+    context = click.get_current_context(silent=True)
+    obj = context.find_root().obj if context is not None else None
+    return obj if isinstance(obj, GlobalOptions) else GlobalOptions()
+
+
+def info(message: str) -> None:
+    """A progress line on standard error, left out with --quiet."""
+    if not global_options().quiet:
+        sys.stderr.write(message + "\n")

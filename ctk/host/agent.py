@@ -1,0 +1,435 @@
+"""The host side of `ctk agent`: its lock and state, the engine's socket, files and commands.
+
+Everything is read and written under the host root (`--host-root`, `/host` in a DaemonSet pod),
+but every path the agent writes *into* a host file is the host's own path: the runtime planner
+works on host names and texts, and only this module maps names onto the root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import http.client
+import json
+import os
+import shlex
+import signal
+import socket
+import struct
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from ctk.agent.model import LOCK_DIR, SOCKETS, STATE_DIR, Presence, State, dump_state, load_state
+from ctk.errors import CtkError
+from ctk.host import files
+from ctk.host.root import HostRoot
+from ctk.runtime_config.engines import ENGINES, Runtime
+from ctk.runtime_config.parse import load_toml
+
+if TYPE_CHECKING:  # the planner (tomlkit) loads only when a pass has something to plan
+    from ctk.runtime_config.configure import Inputs
+    from ctk.runtime_config.plan import FileChange
+
+STATE_FILE = "state.json"
+LOCK_FILE = "agent.lock"
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """A host command's outcome."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+Runner = Callable[[Sequence[str]], Done]
+
+
+def host_runner(root: Path, exec_prefix: str | None) -> Runner:
+    """Run a command in the host's root: ``exec_prefix`` (a command line) or `chroot ROOT`."""
+    if exec_prefix:
+        prefix = shlex.split(exec_prefix)
+    elif os.path.abspath(root) == "/":
+        prefix = []
+    else:
+        prefix = ["chroot", str(root)]
+
+    def run(argv: Sequence[str]) -> Done:
+        try:
+            done = subprocess.run(
+                [*prefix, *argv], capture_output=True, text=True, timeout=120, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return Done(127, "", f"{' '.join([*prefix, *argv])}: {exc}")
+        return Done(done.returncode, done.stdout, done.stderr)
+
+    return run
+
+
+# --- lock and state -----------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def agent_lock(host: HostRoot) -> Iterator[None]:
+    """Hold the node's agent lock (<host>/run/ctk/agent.lock); `CtkError` naming the holder."""
+    path = host.path(LOCK_DIR / LOCK_FILE)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise CtkError(f"{path}: cannot open the agent lock: {exc.strerror}") from exc
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise CtkError(f"{path}: cannot lock: {exc.strerror}") from exc
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            raise CtkError(
+                f"another ctk agent is running on this node (PID {holder} holds {path})",
+                hint="one agent per node: stop the other one first",
+            ) from exc
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+def state_path(host: HostRoot) -> Path:
+    """The agent's state file on the host."""
+    return host.path(STATE_DIR / STATE_FILE)
+
+
+def read_state(host: HostRoot) -> State:
+    """The state the last pass left (a fresh one on a new node)."""
+    path = state_path(host)
+    return load_state(str(path), files.read_text(path, missing_ok=True))
+
+
+def write_state(host: HostRoot, state: State) -> None:
+    """Keep ``state`` for the next pass (and the next agent process)."""
+    files.write_atomic(state_path(host), dump_state(state), mode=0o600, make_parents=True)
+
+
+# --- the engine -----------------------------------------------------------------------------
+
+
+def presence(host: HostRoot) -> dict[Runtime, Presence]:
+    """Which engines' sockets and configs the host has."""
+    found = {}
+    for runtime, engine in ENGINES.items():
+        sock = host.path(SOCKETS[runtime])
+        config = host.path(engine.config_path)
+        cri_disabled = False
+        if runtime is Runtime.CONTAINERD and config.is_file():
+            with contextlib.suppress(CtkError):
+                data = load_toml(str(engine.config_path), files.read_text(config) or "")
+                disabled = data.get("disabled_plugins")
+                cri_disabled = isinstance(disabled, list) and bool(
+                    {"cri", "io.containerd.grpc.v1.cri"} & set(map(str, disabled))
+                )
+        found[runtime] = Presence(
+            socket=sock.is_socket(), config=config.is_file(), cri_disabled=cri_disabled
+        )
+    return found
+
+
+def engine_pid(host: HostRoot, runtime: Runtime) -> int | None:
+    """The PID of the process serving the engine's socket (None: down, or not in our PID space).
+
+    From the socket's peer credentials: a pod sees the engine's PID only with `hostPID: true`.
+    """
+    path = host.path(SOCKETS[runtime])
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(2)
+        try:
+            sock.connect(str(path))
+        except OSError:
+            return None
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    pid = int(struct.unpack("3i", creds)[0])
+    return pid or None
+
+
+def engine_up(host: HostRoot, runtime: Runtime) -> bool:
+    """Whether something accepts connections on the engine's socket."""
+    path = host.path(SOCKETS[runtime])
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(2)
+        try:
+            sock.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
+class _UnixHTTP(http.client.HTTPConnection):
+    def __init__(self, path: str) -> None:
+        super().__init__("localhost", timeout=5)
+        self._path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(5)
+        sock.connect(self._path)
+        self.sock = sock
+
+
+def docker_runtimes(host: HostRoot) -> frozenset[str] | None:
+    """The runtimes the running dockerd has (its `GET /info`); None when it does not answer."""
+    conn = _UnixHTTP(str(host.path(SOCKETS[Runtime.DOCKER])))
+    try:
+        conn.request("GET", "/info")
+        response = conn.getresponse()
+        if response.status != 200:
+            return None
+        info = json.loads(response.read())
+    except (OSError, ValueError, http.client.HTTPException):
+        return None
+    finally:
+        conn.close()
+    runtimes = info.get("Runtimes") if isinstance(info, dict) else None
+    return frozenset(runtimes) if isinstance(runtimes, dict) else None
+
+
+def containerd_runtimes(run: Runner, config: PurePosixPath) -> frozenset[str] | None:
+    """The CRI runtimes `containerd config dump` shows for ``config`` (run in the host's root)."""
+    done = run(["containerd", "--config", str(config), "config", "dump"])
+    if done.returncode != 0:
+        return None
+    try:
+        data = load_toml("containerd config dump", done.stdout)
+    except CtkError:
+        return None
+    plugins = data.get("plugins")
+    found: set[str] = set()
+    if isinstance(plugins, dict):
+        for key in ("io.containerd.grpc.v1.cri", "cri", "io.containerd.cri.v1.runtime"):
+            cri = plugins.get(key)
+            table = cri.get("containerd") if isinstance(cri, dict) else None
+            runtimes = table.get("runtimes") if isinstance(table, dict) else None
+            if isinstance(runtimes, dict):
+                found.update(runtimes)
+    return frozenset(found)
+
+
+def wait_for_engine(host: HostRoot, runtime: Runtime, timeout: float = 60.0) -> float | None:
+    """Seconds until the engine's socket answers again (None: not within ``timeout``)."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        up = engine_up(host, runtime)
+        if up and runtime is Runtime.DOCKER:  # dockerd listens before its API answers
+            up = docker_runtimes(host) is not None
+        if up:
+            return time.monotonic() - start
+        time.sleep(0.05)
+    return None
+
+
+def reload_engine(pid: int) -> None:
+    """SIGHUP the engine (dockerd reloads its daemon.json)."""
+    try:
+        os.kill(pid, signal.SIGHUP)
+    except OSError as exc:
+        raise CtkError(f"cannot signal the engine (PID {pid}): {exc.strerror}") from exc
+
+
+# --- the engine's config files ------------------------------------------------------------------
+
+
+def _read(host: HostRoot, name: str) -> str | None:
+    return files.read_text(host.path(name), missing_ok=True)
+
+
+def _list_dir(host: HostRoot) -> Callable[[str], list[str] | None]:
+    def list_dir(directory: str) -> list[str] | None:
+        try:
+            return os.listdir(host.path(directory))
+        except (OSError, CtkError):
+            return None
+
+    return list_dir
+
+
+def gather_runtime(host: HostRoot, runtime: Runtime, record: str | None) -> Inputs:
+    """The files `ctk runtime configure` reads, by host name, read under the host root.
+
+    TODO(issue 13): use the runtime gather with --root once it lands in ctk/host.
+    """
+    from ctk.runtime_config.changes import load_record
+    from ctk.runtime_config.configure import Inputs, uses_drop_in
+
+    engine = ENGINES[runtime]
+    config = str(engine.config_path)
+    text = _read(host, config)
+    loaded = load_record("agent record", record, nested_null=runtime is Runtime.DOCKER)
+    base = Inputs(config=config, config_text=text, record=loaded, recorded=record is not None)
+    if engine.drop_in_path is None:
+        return base
+    drop_in = str(engine.drop_in_path)
+    drop_in_text = _read(host, drop_in)
+    probe = Inputs(config=config, config_text=text, drop_in=drop_in, drop_in_text=drop_in_text)
+    if not uses_drop_in(runtime, probe):
+        return Inputs(
+            config=config,
+            config_text=text,
+            record=loaded,
+            recorded=record is not None,
+            drop_in=drop_in,
+        )
+    before, after = (
+        _containerd_split(host, config, text or "", drop_in)
+        if runtime is Runtime.CONTAINERD
+        else _crio_split(host, drop_in)
+    )
+    return Inputs(
+        config=config,
+        config_text=text,
+        record=loaded,
+        recorded=record is not None,
+        drop_in=drop_in,
+        drop_in_text=drop_in_text,
+        before=before,
+        after=after,
+    )
+
+
+Files = tuple[tuple[str, str], ...]
+
+
+def _containerd_split(
+    host: HostRoot, main: str, main_text: str, drop_in: str
+) -> tuple[Files, Files]:
+    """The files containerd imports, split around ctk's drop-in (which counts as imported)."""
+    from ctk.runtime_config import imports
+
+    texts: dict[str, str] = {}
+
+    def imports_of(name: str) -> list[str] | None:
+        if name == main:
+            entries = imports.imports_in(name, main_text)
+            ours = imports.imported_by_all_versions(name, entries, drop_in)
+            return entries if ours else [*entries, drop_in]
+        if name == drop_in:
+            return []
+        text = _read(host, name)
+        if text is None:
+            return None
+        texts[name] = text
+        return imports.imports_in(name, text)
+
+    loaded = imports.walk(main, imports_of, imports.with_path(_list_dir(host), drop_in))
+    order = [(name, texts.get(name, "")) for name in loaded.files]
+    index = loaded.files.index(drop_in)
+    return tuple(order[:index]), tuple(order[index + 1 :])
+
+
+def _crio_split(host: HostRoot, drop_in: str) -> tuple[Files, Files]:
+    folder = PurePosixPath(drop_in).parent
+    names = sorted(_list_dir(host)(str(folder)) or [])
+    before: list[tuple[str, str]] = []
+    after: list[tuple[str, str]] = []
+    for name in names:
+        path = str(folder / name)
+        if name == PurePosixPath(drop_in).name or not host.path(path).is_file():
+            continue
+        entry = (path, _read(host, path) or "")
+        (before if name < PurePosixPath(drop_in).name else after).append(entry)
+    return tuple(before), tuple(after)
+
+
+def write_change(host: HostRoot, change: FileChange) -> None:
+    """Write (or delete) one planned file under the host root."""
+    path = host.path(change.path)
+    if change.after is None:
+        files.remove(path)
+    else:
+        files.write_atomic(path, change.after, make_parents=True)
+
+
+def read_config(host: HostRoot, name: str) -> str | None:
+    """A config file's current text (None: missing)."""
+    return _read(host, name)
+
+
+def restore(host: HostRoot, name: str, text: str | None) -> None:
+    """Put a config's original text back (None: it did not exist: remove it)."""
+    path = host.path(name)
+    if text is None:
+        files.remove(path)
+    else:
+        files.write_atomic(path, text)
+
+
+# --- the CDI spec ---------------------------------------------------------------------------
+
+
+def find_hook(host: HostRoot) -> str | None:
+    """The first hook program the host has (a host path), None when there is none."""
+    from ctk.agent.spec import HOOK_CANDIDATES
+
+    for candidate in HOOK_CANDIDATES:
+        with contextlib.suppress(CtkError):
+            path = host.path(candidate)
+            if path.is_file() and os.access(path, os.X_OK):
+                return candidate
+    return None
+
+
+def nvml_inputs(host: HostRoot, driver_root: PurePosixPath) -> str | None:
+    """A digest of what NVML says (driver, GPUs, MIG layout); None when NVML cannot answer."""
+    import hashlib
+
+    from ctk.host.nvml import read_nvml
+
+    try:
+        facts = read_nvml(host.path(driver_root))
+    except CtkError:
+        return None
+    return hashlib.sha256(repr(facts).encode()).hexdigest()
+
+
+def file_digest(path: Path) -> str | None:
+    """The sha256 of a file's bytes (None: missing)."""
+    import hashlib
+
+    data = files.read_bytes(path, missing_ok=True)
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def generate_spec(host: HostRoot, driver_root: PurePosixPath) -> tuple[dict[str, object], str, str]:
+    """The node's CDI spec with host paths: its data, its checked text, the driver version."""
+    from ctk.agent.spec import host_paths
+    from ctk.cdi.discover import HookProgram
+    from ctk.cdi.generate import GenerateOptions, build_spec
+    from ctk.cdi.options import Mode, SpecFormat
+    from ctk.cdi.serialize import render, spec_data
+    from ctk.cdi.validate import validate_text
+    from ctk.host.driver import gather
+
+    node = gather(host.path(driver_root), host.root, Mode.NVML)
+    hook = find_hook(host)
+    if hook is None:
+        raise CtkError(
+            "no hook program on the host (ctk-hook or nvidia-cdi-hook)",
+            hint="run `ctk install --root <host-root>` to install ctk's native hook",
+        )
+    options = GenerateOptions(hooks=HookProgram(hook))
+    spec = build_spec(node.nvml, node.driver, options, version=node.driver_version)
+    spec = host_paths(spec, str(host.root))
+    text = render(spec, SpecFormat.YAML)
+    report = validate_text(text, SPEC_SOURCE)
+    if not report.valid:
+        first = report.errors[0]
+        raise CtkError(f"the generated spec is invalid ({first.rule}: {first.message})")
+    return dict(spec_data(spec)), text, node.driver_version
+
+
+SPEC_SOURCE = "nvidia.yaml"

@@ -1,0 +1,229 @@
+"""A fake host (a fixture node plus an engine config) with a real engine the test supervises."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ctk.host.agent import docker_runtimes
+from ctk.host.root import HostRoot
+from tests.agent import supervisor
+from tests.fake_nvml import FakeNode, SkipNode, materialise
+from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401
+
+REPO = Path(__file__).resolve().parents[2]
+SUPERVISOR = Path(supervisor.__file__)
+
+# What a node's containerd config looks like before any GPU tooling touched it (version 2).
+CONTAINERD_CONFIG = """\
+# the node's own containerd config (kubespray would write this)
+version = 2
+root = "{root}"
+state = "{state}"
+
+[grpc]
+  address = "/run/containerd/containerd.sock"
+
+[ttrpc]
+  address = "/run/containerd/containerd.sock.ttrpc"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "registry.k8s.io/pause:3.9"
+
+[plugins."io.containerd.grpc.v1.cri".containerd]
+  default_runtime_name = "runc"
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+  SystemdCgroup = true
+"""
+
+DAEMON_JSON = '{\n  "log-level": "warn"\n}\n'
+HOOK = "#!/bin/sh\nexit 0\n"
+
+
+@dataclass
+class Host:
+    """The fake host, its supervisor's control directory, and the engine's first PID."""
+
+    root: Path
+    ctl: Path
+    node: FakeNode
+    engine: str
+
+    @property
+    def pid(self) -> int:
+        return int((self.ctl / "engine.pid").read_text())
+
+    @property
+    def restarts(self) -> int:
+        log = self.ctl / "restarts.log"
+        return len(log.read_text().splitlines()) if log.exists() else 0
+
+    def path(self, inside: str) -> Path:
+        return self.root / inside.lstrip("/")
+
+    def agent(
+        self, *args: str, check: bool = False, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        """Run `ctk agent --host-root <host> ...` as its own process, as a DaemonSet does."""
+        return subprocess.run(
+            [sys.executable, "-m", "ctk.cli.app", "agent", *self.args(*args)],
+            capture_output=True,
+            text=True,
+            env=self.env(),
+            timeout=timeout,
+            check=check,
+        )
+
+    def args(self, *args: str) -> list[str]:
+        return ["--host-root", str(self.root), "--host-exec", self.host_exec, *args]
+
+    @property
+    def host_exec(self) -> str:
+        return f"{sys.executable} {SUPERVISOR} {self.ctl}"
+
+    def env(self) -> dict[str, str]:
+        env = {**os.environ, **self.node.env, "PYTHONPATH": str(REPO)}
+        return {k: v for k, v in env.items() if not k.startswith("CTK_AGENT_")}
+
+    def dump(self) -> subprocess.CompletedProcess[str]:
+        """`containerd config dump` of the host's config, as the host resolves it."""
+        return subprocess.run(
+            [
+                sys.executable,
+                str(SUPERVISOR),
+                str(self.ctl),
+                "containerd",
+                "--config",
+                "/etc/containerd/config.toml",
+                "config",
+                "dump",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+
+def wait_socket(path: Path, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket(socket.AF_UNIX) as sock:
+            try:
+                sock.connect(str(path))
+                return
+            except OSError:
+                time.sleep(0.05)
+    raise AssertionError(f"{path} did not come up within {timeout} s")
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A temporary directory with a short path: unix socket paths are limited to 107 bytes."""
+    path = Path(tempfile.mkdtemp(prefix="ctk-agent-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def workstation(
+    short_tmp: Path,
+    fake_nvml_library: Path,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> FakeNode:
+    """The workstation fixture node, materialised under a short path."""
+    try:
+        node = materialise("workstation", short_tmp / "n", fake_nvml_library)
+    except SkipNode as exc:
+        pytest.skip(str(exc))
+    for key, value in node.env.items():
+        monkeypatch.setenv(key, value)
+    return node
+
+
+def _make_host(tmp: Path, node: FakeNode, engine: str) -> Host:
+    root = node.root
+    ctl = tmp / "ctl"
+    ctl.mkdir()
+    (ctl / "host").write_text(str(root))
+    hook = root / "usr/local/libexec/ctk/ctk-hook"
+    hook.parent.mkdir(parents=True, exist_ok=True)
+    hook.write_text(HOOK)
+    hook.chmod(0o755)
+    return Host(root, ctl, node, engine)
+
+
+@pytest.fixture
+def containerd_host(tmp_path: Path, short_tmp: Path, workstation: FakeNode) -> Iterator[Host]:
+    """The workstation node with a real containerd 1.6 on the host's own config."""
+    if shutil.which("containerd") is None or shutil.which("unshare") is None:
+        pytest.skip("containerd (and unshare) are not installed")
+    host = _make_host(tmp_path, workstation, "containerd")
+    config = host.path("/etc/containerd/config.toml")
+    config.parent.mkdir(parents=True)
+    short = short_tmp
+    config.write_text(CONTAINERD_CONFIG.format(root=short / "root", state=short / "state"))
+    host.path("/run/containerd").mkdir(parents=True)
+    argv = supervisor.namespaced(
+        host.root, ["containerd", "--config", "/etc/containerd/config.toml"]
+    )
+    (host.ctl / "engine.argv").write_text(json.dumps(argv))
+    supervisor.start(host.ctl)
+    wait_socket(host.path("/run/containerd/containerd.sock"))
+    yield host
+    supervisor.stop(host.ctl)
+
+
+@pytest.fixture
+def docker_host(tmp_path: Path, short_tmp: Path, workstation: FakeNode) -> Iterator[Host]:
+    """The workstation node with a real dockerd 20.10 on the host's own daemon.json."""
+    if shutil.which("dockerd") is None:
+        pytest.skip("dockerd is not installed")
+    host = _make_host(tmp_path, workstation, "docker")
+    daemon_json = host.path("/etc/docker/daemon.json")
+    daemon_json.parent.mkdir(parents=True)
+    daemon_json.write_text(DAEMON_JSON)
+    short = short_tmp
+    sock = host.path("/var/run/docker.sock")
+    sock.parent.mkdir(parents=True, exist_ok=True)
+    argv = [
+        "dockerd",
+        "--config-file",
+        str(daemon_json),
+        "--data-root",
+        str(short / "data"),
+        "--exec-root",
+        str(short / "exec"),
+        "--pidfile",
+        str(short / "pid"),
+        "-H",
+        f"unix://{sock}",
+        "--iptables=false",
+        "--ip6tables=false",
+        "--ip-forward=false",
+        "--ip-masq=false",
+        "--bridge=none",
+    ]
+    (host.ctl / "engine.argv").write_text(json.dumps(argv))
+    supervisor.start(host.ctl)
+    wait_socket(sock)
+    deadline = time.monotonic() + 60
+    while docker_runtimes(HostRoot(host.root)) is None:  # the API answers once dockerd is up
+        assert time.monotonic() < deadline, (host.ctl / "engine.log").read_text()
+        time.sleep(0.1)
+    yield host
+    supervisor.stop(host.ctl)

@@ -1,0 +1,276 @@
+"""`ctk agent` against a real containerd 1.6 whose config lives in a fake host tree."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ctk.toml_compat import loads as toml_loads
+from tests.agent import supervisor
+from tests.agent.conftest import Host, wait_socket
+
+pytestmark = pytest.mark.integration
+
+IMPORT = "/etc/containerd/conf.d/99-nvidia.toml"
+
+
+def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    """Every regular file of the host tree but the engine's run dir and the agent's lock (which
+    names its holder): bytes and mtime."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        name = str(path.relative_to(root))
+        if name == "run/ctk/agent.lock" or name.startswith("run/containerd/"):
+            continue
+        if path.is_file() and not path.is_symlink():
+            found[str(path.relative_to(root))] = (path.read_bytes(), path.stat().st_mtime_ns)
+    return found
+
+
+def runtimes(host: Host) -> dict[str, object]:
+    done = host.dump()
+    assert done.returncode == 0, done.stderr
+    cri = toml_loads(done.stdout)["plugins"]["io.containerd.grpc.v1.cri"]
+    found = cri["containerd"]["runtimes"]
+    assert isinstance(found, dict)
+    return found
+
+
+def state(host: Host) -> dict[str, object]:
+    data = json.loads(host.path("/var/lib/ctk/agent/state.json").read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def test_once_configures_then_does_nothing_then_repairs_then_uninstalls(
+    containerd_host: Host, tmp_path: Path
+) -> None:
+    host = containerd_host
+    config = host.path("/etc/containerd/config.toml")
+    original = config.read_bytes()
+    first_pid = host.pid
+    ready = tmp_path / "ready"
+
+    done = host.agent("--once", "--ready-file", str(ready))
+    assert done.returncode == 0, done.stderr
+    main = toml_loads(config.read_text())
+    assert main["imports"] == [IMPORT]  # the host's path, never the agent's view of it
+    drop_in = toml_loads(host.path(IMPORT).read_text())
+    assert drop_in["version"] == 2  # never above the main file's
+    assert host.restarts == 1
+    assert host.pid != first_pid
+    assert runtimes(host)["nvidia"] == {
+        **runtimes(host)["nvidia"],  # type: ignore[dict-item]
+        "runtime_type": "io.containerd.runc.v2",
+    }
+    assert ready.exists()
+    spec = host.path("/var/run/cdi/nvidia.yaml").read_text()
+    assert "hostPath: /dev/nvidia0\n" in spec
+    assert str(host.root) not in spec
+    assert "path: /usr/local/libexec/ctk/ctk-hook\n" in spec
+
+    # A second pass writes no byte and leaves the engine alone.
+    before = snapshot(host.root)
+    pid = host.pid
+    done = host.agent("--once", "--ready-file", str(ready))
+    assert done.returncode == 0, done.stderr
+    assert snapshot(host.root) == before
+    assert (host.pid, host.restarts) == (pid, 1)
+    assert done.stderr == "pass: nothing changed; ready\n"
+
+    # The config is overwritten (kubespray): repaired, counted, no restart (the engine kept
+    # running with the nvidia runtime it loaded).
+    config.write_bytes(original)
+    prom = tmp_path / "textfile"
+    done = host.agent("--once", "--ready-file", str(ready), "--prometheus-textfile", str(prom))
+    assert done.returncode == 0, done.stderr
+    assert toml_loads(config.read_text())["imports"] == [IMPORT]
+    assert state(host)["drift_repairs"] == 1
+    assert (host.pid, host.restarts) == (pid, 1)
+    parser = pytest.importorskip("prometheus_client.parser")
+    families = {
+        f.name: f for f in parser.text_string_to_metric_families((prom / "ctk.prom").read_text())
+    }
+    assert [s.value for s in families["ctk_drift_repairs"].samples] == [1.0]
+    assert [s.value for s in families["ctk_engine_restarts"].samples] == [1.0]
+    assert [s.value for s in families["ctk_ready"].samples] == [1.0]
+    assert len(families["ctk_check_status"].samples) >= 20
+
+    done = host.agent("--uninstall", "--ready-file", str(ready))
+    assert done.returncode == 0, done.stderr
+    assert config.read_bytes() == original
+    assert not host.path(IMPORT).exists()
+    assert not host.path("/var/run/cdi/nvidia.yaml").exists()
+    assert not ready.exists()
+    assert "nvidia" not in runtimes(host)
+    assert host.restarts == 2
+
+
+def test_sigterm_in_the_loop_exits_0_without_reverting(
+    containerd_host: Host, tmp_path: Path
+) -> None:
+    host = containerd_host
+    ready = tmp_path / "ready"
+    log = (tmp_path / "agent.log").open("w")
+    argv = host.args("--interval", "0.2", "--ready-file", str(ready))
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "ctk.cli.app", "agent", *argv], env=host.env(), stderr=log
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ready.exists()
+        configured = host.path("/etc/containerd/config.toml").read_bytes()
+        second = subprocess.run(
+            [sys.executable, "-m", "ctk.cli.app", "agent", *host.args("--once")],
+            env=host.env(),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert second.returncode == 1
+        assert second.stderr.startswith(
+            f"error: another ctk agent is running on this node (PID {agent.pid} holds "
+        )
+        agent.send_signal(signal.SIGTERM)
+        assert agent.wait(timeout=30) == 0
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+        log.close()
+    assert (
+        (tmp_path / "agent.log")
+        .read_text()
+        .endswith("SIGTERM: stopping without reverting anything\n")
+    )
+    assert host.path("/etc/containerd/config.toml").read_bytes() == configured
+    assert host.path(IMPORT).exists()
+    assert host.restarts == 1
+    assert "nvidia" in runtimes(host)
+
+
+def test_containerd_exits_on_sighup(containerd_host: Host) -> None:
+    """The measured fact behind refusing --restart-mode signal for containerd."""
+    pid = containerd_host.pid
+    os.kill(pid, signal.SIGHUP)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == -signal.SIGHUP  # a shell shows 128 + 1 = 129
+    done = containerd_host.agent("--once", "--restart-mode", "signal")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[0] == (
+        "error: --restart-mode signal cannot apply a containerd config: containerd does not "
+        "reload on SIGHUP, it exits (status 129) and stays down until systemd restarts it"
+    )
+
+
+def upgrade_driver(host: Host, old: str, new: str) -> None:
+    """Replace the fixture's driver files ``old`` by ``new`` (names, links, /proc, fake NVML)."""
+    for path in sorted(host.root.rglob(f"*{old}*"), key=lambda p: -len(p.parts)):
+        path.rename(path.with_name(path.name.replace(old, new)))
+    for path in host.root.rglob("*"):
+        if path.is_symlink() and old in os.readlink(path):
+            target = os.readlink(path).replace(old, new)
+            path.unlink()
+            path.symlink_to(target)
+    version = host.path("/proc/driver/nvidia/version")
+    version.write_text(version.read_text().replace(old, new))
+    host.node.topology.write_text(host.node.topology.read_text().replace(old, new))
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def start_loop(host: Host, log: Path, *args: str) -> subprocess.Popen[bytes]:
+    with log.open("w") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "ctk.cli.app", "agent", *host.args("--interval", "0.2", *args)],
+            env=host.env(),
+            stderr=out,
+        )
+
+
+def test_lifecycle_restarts_the_engine_exactly_twice(containerd_host: Host, tmp_path: Path) -> None:
+    """install -> upgrade (SIGTERM, new agent) -> config overwritten -> driver upgraded ->
+    uninstall: two restarts (configure, uninstall), the spec fresh, the config repaired, and
+    finally the original bytes (docs/agent.md)."""
+    host = containerd_host
+    config = host.path("/etc/containerd/config.toml")
+    original = config.read_bytes()
+    ready, nfd = tmp_path / "ready", tmp_path / "features.d"
+    outlets = ("--ready-file", str(ready), "--nfd-features-dir", str(nfd))
+    spec = host.path("/var/run/cdi/nvidia.yaml")
+
+    first = start_loop(host, tmp_path / "first.log", *outlets)  # install
+    wait_until(ready.exists, "the first agent's ready file")
+    assert host.restarts == 1
+    configured, pid = config.read_bytes(), host.pid
+    first.send_signal(signal.SIGTERM)  # upgrade: the old agent goes, a new one comes
+    assert first.wait(30) == 0
+    assert config.read_bytes() == configured
+    second = start_loop(host, tmp_path / "second.log", *outlets)
+    try:
+        log = tmp_path / "second.log"
+        wait_until(lambda: log.read_text().count("pass: nothing changed; ready") >= 2, "passes")
+        assert (host.restarts, host.pid) == (1, pid)
+
+        config.write_bytes(original)  # kubespray, a package upgrade
+        wait_until(lambda: state(host)["drift_repairs"] == 1, "the drift repair")
+        assert config.read_bytes() == configured
+        assert "libcuda.so.550.54.15" in spec.read_text()
+
+        upgrade_driver(host, "550.54.15", "560.35.03")
+        wait_until(lambda: "libcuda.so.560.35.03" in spec.read_text(), "the spec refresh")
+        assert "550.54.15" not in spec.read_text()
+        wait_until(
+            lambda: "ctk.nvidia.com/driver.version=560.35.03\n" in (nfd / "ctk").read_text(),
+            "the NFD label",
+        )
+        assert (host.restarts, host.pid) == (1, pid)
+        assert ready.exists()
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(30) == 0
+    finally:
+        if second.poll() is None:
+            second.kill()
+
+    done = host.agent("--uninstall", *outlets)
+    assert done.returncode == 0, done.stderr
+    assert config.read_bytes() == original
+    assert not host.path(IMPORT).exists()
+    assert not spec.exists()
+    assert not ready.exists()
+    assert not (nfd / "ctk").exists()
+    assert "nvidia" not in runtimes(host)
+    assert host.restarts == 2
+
+
+def test_no_running_engine_no_ready_file(containerd_host: Host, tmp_path: Path) -> None:
+    host = containerd_host
+    ready = tmp_path / "ready"
+    assert host.agent("--once", "--ready-file", str(ready)).returncode == 0
+    assert ready.exists()
+    supervisor.stop(host.ctl)
+    done = host.agent("--once", "--ready-file", str(ready))
+    assert (done.returncode, done.stderr) == (
+        0,
+        f"not ready: removed {ready}\npass: nothing changed; not ready\n",
+    )
+    assert not ready.exists()
+    supervisor.start(host.ctl)
+    wait_socket(host.path("/run/containerd/containerd.sock"))
+    done = host.agent("--once", "--ready-file", str(ready))
+    assert done.returncode == 0, done.stderr
+    assert ready.exists()  # a new engine process reading ctk's unchanged files has nvidia

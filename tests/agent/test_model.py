@@ -1,0 +1,194 @@
+"""The agent's pure decisions: engine detection, restarts, drift, state, host paths in the spec."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctk.agent.model import (
+    Presence,
+    Restart,
+    RestartKind,
+    RestartMode,
+    State,
+    Written,
+    after_write,
+    check_restart_mode,
+    decide_restart,
+    detect_runtime,
+    digest,
+    drifted,
+    dump_state,
+    load_state,
+)
+from ctk.agent.spec import host_paths
+from ctk.cdi.model import ContainerEdits, Device, DeviceNode, Hook, Mount, Spec
+from ctk.errors import CtkError, UsageError
+from ctk.runtime_config.engines import Runtime
+
+UP = Presence(socket=True, config=True)
+CONFIG_ONLY = Presence(config=True)
+DOCKERS_CONTAINERD = Presence(socket=True, config=True, cri_disabled=True)
+
+
+@pytest.mark.parametrize(
+    ("present", "expected"),
+    [
+        pytest.param({Runtime.CONTAINERD: UP}, Runtime.CONTAINERD, id="containerd"),
+        pytest.param(
+            {Runtime.DOCKER: UP, Runtime.CONTAINERD: DOCKERS_CONTAINERD},
+            Runtime.DOCKER,
+            id="docker-with-its-own-containerd",
+        ),
+        pytest.param(
+            {Runtime.CONTAINERD: UP, Runtime.DOCKER: CONFIG_ONLY},
+            Runtime.CONTAINERD,
+            id="socket-beats-config",
+        ),
+        pytest.param({Runtime.CRIO: CONFIG_ONLY}, Runtime.CRIO, id="config-when-no-socket"),
+    ],
+)
+def test_detect_runtime(present: dict[Runtime, Presence], expected: Runtime) -> None:
+    assert detect_runtime(present) is expected
+
+
+@pytest.mark.parametrize(
+    ("present", "message"),
+    [
+        pytest.param(
+            {Runtime.CONTAINERD: UP, Runtime.DOCKER: UP},
+            "found more than one container engine on the host (containerd and docker); "
+            "ctk agent configures one",
+            id="two",
+        ),
+        pytest.param(
+            {},
+            "no container engine found on the host (no containerd, dockerd or CRI-O socket or "
+            "config under --host-root)",
+            id="none",
+        ),
+    ],
+)
+def test_detect_runtime_refuses(present: dict[Runtime, Presence], message: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        detect_runtime(present)
+    assert caught.value.message == message
+
+
+@pytest.mark.parametrize(
+    ("runtime", "mode", "changed", "live", "removal", "expected"),
+    [
+        pytest.param(
+            Runtime.CONTAINERD, RestartMode.SYSTEMD, False, False, False,
+            Restart(RestartKind.NOTHING), id="no-change",
+        ),
+        pytest.param(
+            Runtime.CONTAINERD, RestartMode.SYSTEMD, True, True, False,
+            Restart(RestartKind.NOTHING), id="drift-while-engine-kept-nvidia",
+        ),
+        pytest.param(
+            Runtime.CONTAINERD, RestartMode.SYSTEMD, True, False, False,
+            Restart(RestartKind.SYSTEMCTL, ("systemctl", "restart", "containerd")),
+            id="systemd",
+        ),
+        pytest.param(
+            Runtime.DOCKER, RestartMode.SYSTEMD, True, True, True,
+            Restart(RestartKind.SYSTEMCTL, ("systemctl", "restart", "docker")),
+            id="removal-always-restarts",
+        ),
+        pytest.param(
+            Runtime.DOCKER, RestartMode.SIGNAL, True, False, False,
+            Restart(RestartKind.SIGHUP), id="docker-reload-after-addition",
+        ),
+        pytest.param(
+            Runtime.DOCKER, RestartMode.SIGNAL, True, False, True,
+            Restart(
+                RestartKind.REPORT,
+                reason="restart needed: systemctl restart docker (dockerd keeps removed "
+                "runtimes across a SIGHUP reload)",
+            ),
+            id="docker-no-reload-after-removal",
+        ),
+        pytest.param(
+            Runtime.CRIO, RestartMode.NONE, True, False, False,
+            Restart(RestartKind.REPORT, reason="restart needed: systemctl restart crio"),
+            id="none-reports",
+        ),
+    ],
+)  # fmt: skip
+def test_decide_restart(  # noqa: PLR0917
+    runtime: Runtime, mode: RestartMode, changed: bool, live: bool, removal: bool, expected: Restart
+) -> None:
+    assert decide_restart(runtime, mode, changed=changed, live_ok=live, removal=removal) == expected
+
+
+def test_signal_mode_is_refused_for_containerd_and_crio() -> None:
+    check_restart_mode(Runtime.DOCKER, RestartMode.SIGNAL)
+    for runtime in (Runtime.CONTAINERD, Runtime.CRIO):
+        with pytest.raises(UsageError):
+            check_restart_mode(runtime, RestartMode.SIGNAL)
+
+
+def test_drift_makes_the_overwritten_file_the_original() -> None:
+    state = after_write(State(), "/etc/c.toml", "a", "a+nvidia")
+    assert state.configs["/etc/c.toml"] == Written(original="a", left=digest("a+nvidia"))
+    assert not drifted(state, "/etc/c.toml", "a+nvidia")
+    assert drifted(state, "/etc/c.toml", "b")
+    state = after_write(state, "/etc/c.toml", "b", "b+nvidia")
+    assert state.configs["/etc/c.toml"] == Written(original="b", left=digest("b+nvidia"))
+    state = after_write(state, "/etc/c.toml", "b+nvidia", "b+nvidia+more")
+    assert state.configs["/etc/c.toml"].original == "b"
+
+
+def test_state_round_trip() -> None:
+    state = State(
+        runtime=Runtime.DOCKER,
+        drift_repairs=2,
+        engine_restarts=3,
+        ready_pid=42,
+        restart_pending=True,
+        configs={"/etc/docker/daemon.json": Written(original=None, left=digest("{}"))},
+        record='{"changes": []}',
+        spec="/var/run/cdi/nvidia.yaml",
+        created=("/outlets/ctk.prom",),
+    )
+    assert load_state("s", dump_state(state)) == state
+    assert load_state("s", None) == State()
+
+
+@pytest.mark.parametrize(
+    "text", ["", "[]", '{"version": 9}', '{"version": 1, "configs": {"x": {"original": 1}}}']
+)
+def test_state_unreadable(text: str) -> None:
+    with pytest.raises(CtkError) as caught:
+        load_state("/host/var/lib/ctk/agent/state.json", text)
+    assert caught.value.message.startswith(
+        "/host/var/lib/ctk/agent/state.json: not a ctk agent state file ("
+    )
+
+
+def test_host_paths_strip_the_agents_view_of_the_host() -> None:
+    def edits(prefix: str) -> ContainerEdits:
+        return ContainerEdits(
+            device_nodes=(DeviceNode(path="/dev/nvidia0", host_path=f"{prefix}/dev/nvidia0"),),
+            mounts=(
+                Mount(host_path=f"{prefix}/run/nvidia/driver/usr/lib64/libcuda.so.1",
+                      container_path="/usr/lib64/libcuda.so.1"),
+            ),
+            hooks=(
+                Hook(hook_name="createContainer", path="/usr/local/libexec/ctk/ctk-hook",
+                     args=("ctk-hook", "update-ldcache", "--ldconfig-path",
+                           f"@{prefix}/run/nvidia/driver/sbin/ldconfig")),
+            ),
+        )  # fmt: skip
+
+    def spec(prefix: str) -> Spec:
+        return Spec(
+            cdi_version="0.5.0",
+            kind="nvidia.com/gpu",
+            devices=(Device(name="0", edits=edits(prefix)),),
+            edits=edits(prefix),
+        )
+
+    assert host_paths(spec("/host"), "/host/") == spec("")
+    assert host_paths(spec(""), "/") == spec("")
+    assert host_paths(spec("/hostile"), "/host") == spec("/hostile")

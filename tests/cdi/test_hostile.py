@@ -1,0 +1,210 @@
+"""Hostile spec directories and outputs (issue 15): links that loop or lead elsewhere,
+directories that deny entry, a spec of 200,000 aliases. Never exit 3, never a file not named."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ctk.cli.app import main
+from tests.fake_nvml import FakeNode
+from tests.fake_nvml.fixtures import fake_node, fake_nvml_library
+
+__all__ = ["fake_node", "fake_nvml_library"]
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+RUN = FIXTURES / "specs" / "run" / "cdi"
+NOBODY = 65534
+MakeNode = Callable[[str], FakeNode]
+
+
+@pytest.fixture(autouse=True)
+def _plain_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("FORCE_COLOR", "CLICOLOR_FORCE", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_a_symlink_loop_named_yaml_hides_no_good_spec(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "loop.yaml").symlink_to("loop.yaml")
+    (tmp_path / "nvidia.yaml").write_bytes((RUN / "nvidia.yaml").read_bytes())
+    loop = (
+        f"{tmp_path}/loop.yaml: error: cannot read: Too many levels of symbolic links [read.error]"
+    )
+
+    assert main(["cdi", "list", "--spec-dir", str(tmp_path)]) == 1
+    assert capsys.readouterr() == ("nvidia.com/gpu=1\n", f"{loop}\n1 invalid spec skipped\n")
+
+    assert main(["cdi", "validate", "--spec-dir", str(tmp_path)]) == 1
+    assert capsys.readouterr() == (
+        f"{loop}\n{tmp_path}/loop.yaml: invalid (1 error)\n"
+        f"{tmp_path}/nvidia.yaml: valid (cdiVersion 0.5.0, needs 0.5.0, 1 device)\n"
+        "2 specs: 1 valid, 1 invalid\n",
+        "",
+    )
+
+
+def _main_as_nobody(argv: list[str]) -> tuple[int, str, str]:
+    """ctk's main() in a forked child that dropped root for user nobody (root reads anything)."""
+    import click._textwrap  # noqa: F401  (imported lazily by click; nobody cannot read site-packages)
+    import rich.console  # noqa: F401
+
+    main(["cdi", "list", "--spec-dir", "/nonexistent"])  # import the rest as root
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never return into pytest
+        code = 3
+        try:
+            os.setgroups([])
+            os.setresgid(NOBODY, NOBODY, NOBODY)
+            os.setresuid(NOBODY, NOBODY, NOBODY)
+            os.dup2(out_w, 1)
+            os.dup2(err_w, 2)
+            sys.stdout = os.fdopen(1, "w", closefd=False)
+            sys.stderr = os.fdopen(2, "w", closefd=False)
+            code = main(argv)
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+    os.close(out_w)
+    os.close(err_w)
+    with os.fdopen(out_r) as out, os.fdopen(err_r) as err:
+        stdout, stderr = out.read(), err.read()
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), stdout, stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become user nobody")
+@pytest.mark.parametrize("command", ["list", "validate"])
+def test_unreadable_spec_dirs_exit_1_and_the_others_are_read(
+    capfd: pytest.CaptureFixture[str], tmp_path_factory: pytest.TempPathFactory, command: str
+) -> None:
+    base = tmp_path_factory.mktemp("dirs", numbered=True)
+    for folder in (base, *base.parents):
+        folder.chmod(folder.stat().st_mode | 0o005)
+    good = base / "good"
+    good.mkdir()
+    good.chmod(0o755)  # whatever the umask an earlier test left
+    (good / "nvidia.yaml").write_bytes((RUN / "nvidia.yaml").read_bytes())
+    (good / "nvidia.yaml").chmod(0o644)
+    locked = base / "locked"
+    locked.mkdir(mode=0o000)
+    behind = base / "closed" / "cdi"
+    behind.mkdir(parents=True)
+    behind.parent.chmod(0o000)
+    argv = ["cdi", command, *(f"--spec-dir={d}" for d in (locked, behind, good))]
+
+    code, out, err = _main_as_nobody(argv)
+    denied = "error: spec directory cannot be listed: Permission denied [spec-dir.unreadable]"
+    problems = f"{locked}: {denied}\n{behind}: {denied}\n"
+    if command == "list":
+        assert (code, out, err) == (1, "nvidia.com/gpu=1\n", problems)
+    else:
+        verdict = f"{good}/nvidia.yaml: valid (cdiVersion 0.5.0, needs 0.5.0, 1 device)\n"
+        assert (code, out, err) == (1, problems + verdict, "")
+
+
+def _alias_spec(count: int) -> str:
+    head = 'cdiVersion: "0.6.0"\nkind: nvidia.com/gpu\ndevices:\n'
+    device = '- &d\n  name: "0"\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia0\n'
+    return head + device + "- *d\n" * count
+
+
+def test_two_hundred_thousand_aliases_take_under_a_second(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    spec = tmp_path / "alias.yaml"
+    spec.write_text(_alias_spec(200_000))
+    expected = (
+        f"{spec}: error: YAML aliases expand 17 nodes to 2000017 (more than 100000); not read "
+        "[parse.aliases]\n"
+    )
+    for argv in (["validate", str(spec)], ["list", "--spec-dir", str(tmp_path)]):
+        start = time.process_time()
+        assert main(["cdi", *argv]) == 1
+        assert time.process_time() - start < 1.0
+        out, err = capsys.readouterr()
+        if argv[0] == "validate":
+            assert (out, err) == (expected + f"{spec}: invalid (1 error)\n", "")
+        else:
+            assert (out, err) == ("", expected + "1 invalid spec skipped\n")
+
+
+def _refresh(node: FakeNode, output: Path, command: str = "refresh") -> int:
+    argv = ["--driver-root", str(node.root), "--disable-hook", "all", "-o", str(output)]
+    return main(["cdi", command, *argv])
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("command", ["refresh", "generate"])
+def test_output_link_to_a_file_that_is_not_a_spec_is_not_replaced(
+    fake_node: MakeNode,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+) -> None:
+    node = fake_node("workstation")
+    precious = tmp_path / "etc" / "passwd"
+    precious.parent.mkdir()
+    precious.write_bytes(b"root:x:0:0::/root:/bin/sh\n")
+    link = tmp_path / "nvidia.yaml"
+    link.symlink_to(precious)
+
+    assert _refresh(node, link, command) == 1
+    assert capsys.readouterr() == (
+        "",
+        f"error: --output {link}: a symlink to {precious}, which is not a CDI spec; not "
+        "replacing it\nhint: remove the link, or pass the path of the spec file itself\n",
+    )
+    assert precious.read_bytes() == b"root:x:0:0::/root:/bin/sh\n"
+    assert link.readlink() == precious
+
+
+@pytest.mark.integration
+def test_output_link_to_a_spec_is_refreshed_through(
+    fake_node: MakeNode, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    node = fake_node("workstation")
+    spec = tmp_path / "specs" / "nvidia.yaml"
+    spec.parent.mkdir()
+    assert _refresh(node, spec) == 0
+    spec.write_text(spec.read_text().replace("nvidia0", "nvidia9"))
+    link = tmp_path / "nvidia.yaml"
+    link.symlink_to(spec)
+    capsys.readouterr()
+
+    assert _refresh(node, link) == 0
+    assert link.is_symlink()
+    assert "nvidia9" not in spec.read_text()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("command", ["refresh", "generate"])
+def test_dangling_output_link_creates_nothing(
+    fake_node: MakeNode,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+) -> None:
+    node = fake_node("workstation")
+    out = tmp_path / "out"
+    out.mkdir()
+    target = out / "missing" / "dir" / "nvidia.yaml"
+    link = out / "nvidia.yaml"
+    link.symlink_to(target)
+
+    assert _refresh(node, link, command) == 1
+    assert capsys.readouterr() == (
+        "",
+        f"error: --output {link}: a symlink to {target}, which does not exist\n"
+        "hint: remove the link, or pass the path of the spec file itself\n",
+    )
+    assert [p.name for p in out.iterdir()] == ["nvidia.yaml"]

@@ -1,0 +1,335 @@
+"""Command lines and environments written for nvidia-ctk (its install guide, the GPU Operator, the
+toolkit's nvidia-cdi-refresh unit and env file), run by ctk against fixture nodes."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ctk.cli.app import main
+from tests.fake_nvml import FakeNode
+from tests.fake_nvml.fixtures import fake_node, fake_nvml_library
+
+__all__ = ["fake_node", "fake_nvml_library"]
+
+MakeNode = Callable[[str], FakeNode]
+RUN = Path(__file__).parent.parent / "fixtures" / "specs" / "run" / "cdi"
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith(("NVIDIA_CTK_", "CTK_")):
+            monkeypatch.delenv(name)
+    for name in ("FORCE_COLOR", "CLICOLOR_FORCE", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.parametrize(
+    ("argv", "usage"),
+    [
+        pytest.param(["help"], "Usage: ctk [OPTIONS] COMMAND [ARGS]...", id="help"),
+        pytest.param(["h"], "Usage: ctk [OPTIONS] COMMAND [ARGS]...", id="h"),
+        pytest.param(["cdi", "help"], "Usage: ctk cdi [OPTIONS] COMMAND [ARGS]...", id="cdi-help"),
+        pytest.param(["cdi", "h"], "Usage: ctk cdi [OPTIONS] COMMAND [ARGS]...", id="cdi-h"),
+        pytest.param(["help", "cdi", "list"], "Usage: ctk cdi list [OPTIONS]", id="help-cdi-list"),
+        pytest.param(
+            ["system", "help"], "Usage: ctk system [OPTIONS] COMMAND [ARGS]...", id="system-help"
+        ),
+        pytest.param(
+            ["config", "help"], "Usage: ctk config [OPTIONS] COMMAND [ARGS]...", id="config-help"
+        ),
+    ],
+)
+def test_help_words(argv: list[str], usage: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines()[0] == usage
+
+
+@pytest.mark.parametrize(
+    ("argv", "env"),
+    [
+        pytest.param(["--quiet", "cdi", "list"], {}, id="quiet"),
+        pytest.param(["--debug", "cdi", "list"], {}, id="debug"),
+        pytest.param(["-d", "cdi", "list"], {}, id="d"),
+        pytest.param(
+            ["--config", "/etc/nvidia-container-runtime/config.toml", "cdi", "list"],
+            {},
+            id="config",
+        ),
+        pytest.param(["--config=/nonexistent.toml", "--quiet", "cdi", "list"], {}, id="config="),
+        pytest.param(
+            ["cdi", "list"], {"NVIDIA_CTK_DEBUG": "1", "NVIDIA_CTK_QUIET": "true"}, id="env"
+        ),
+    ],
+)
+def test_global_options(
+    argv: list[str],
+    env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert main([*argv, "--spec-dir", str(RUN)]) == 0
+    assert capsys.readouterr() == ("nvidia.com/gpu=1\n", "")
+
+
+def test_list_spec_dirs_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "x.yaml").write_text(
+        "cdiVersion: 0.3.0\nkind: example.com/x\ndevices:\n- name: a\n"
+        "  containerEdits:\n    env: [A=1]\n"
+    )
+    monkeypatch.setenv("NVIDIA_CTK_CDI_SPEC_DIRS", f"{RUN},{other}")
+    assert main(["cdi", "list"]) == 0
+    assert capsys.readouterr() == ("example.com/x=a\nnvidia.com/gpu=1\n", "")
+    assert main(["cdi", "list", "--spec-dir", str(other)]) == 0  # the flag beats the variable
+    assert capsys.readouterr() == ("example.com/x=a\n", "")
+
+
+# --- cdi generate ------------------------------------------------------------------------------
+
+
+def _generate(node: FakeNode, *argv: str) -> int:
+    return main(["cdi", "generate", "--disable-hook", "all", *argv])
+
+
+@pytest.fixture
+def workstation(fake_node: MakeNode, monkeypatch: pytest.MonkeyPatch) -> FakeNode:
+    node = fake_node("workstation")
+    monkeypatch.setenv("NVIDIA_CTK_DRIVER_ROOT", str(node.root))
+    return node
+
+
+@pytest.fixture
+def reference(workstation: FakeNode, capsys: pytest.CaptureFixture[str]) -> str:
+    """The spec `cdi generate` prints for the workstation node with every default."""
+    assert _generate(workstation) == 0
+    out, _ = capsys.readouterr()
+    assert "name: all" in out
+    return out
+
+
+@pytest.mark.integration
+def test_output_empty_is_stdout(
+    workstation: FakeNode, reference: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _generate(workstation, "--output=") == 0
+    assert capsys.readouterr() == (reference, "")
+
+
+@pytest.mark.integration
+def test_refresh_unit_environment(
+    workstation: FakeNode,
+    reference: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """nvidia-cdi-refresh.service: Environment=, its env file, then `nvidia-ctk cdi generate`."""
+    output = tmp_path / "run" / "cdi" / "nvidia.yaml"
+    monkeypatch.setenv("NVIDIA_CTK_CDI_OUTPUT_FILE_PATH", str(output))
+    monkeypatch.setenv("NVIDIA_CTK_DEBUG", "false")
+    assert _generate(workstation) == 0
+    assert output.read_text() == reference
+    assert capsys.readouterr() == (
+        "",
+        f"wrote {output} (cdiVersion 0.7.0, kind nvidia.com/gpu, 3 devices)\n",
+    )
+    flagged = tmp_path / "flag.yaml"
+    assert _generate(workstation, "--output", str(flagged)) == 0  # the flag beats the variable
+    assert flagged.read_text() == reference
+    capsys.readouterr()
+    monkeypatch.setenv("NVIDIA_CTK_QUIET", "true")
+    assert _generate(workstation) == 0
+    assert capsys.readouterr() == ("", "")
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("argv", "env", "names"),
+    [
+        pytest.param(
+            ["--no-all-device=true"],
+            {},
+            ["0", "GPU-6a6b0c1d-2e3f-4a5b-8c6d-7e8f9a0b1c2d"],
+            id="no-all-device=true",
+        ),
+        pytest.param(
+            ["--no-all-device=false"],
+            {},
+            ["0", "GPU-6a6b0c1d-2e3f-4a5b-8c6d-7e8f9a0b1c2d", "all"],
+            id="no-all-device=false",
+        ),
+        pytest.param(
+            [],
+            {"NVIDIA_CTK_CDI_GENERATE_NO_ALL_DEVICE": "true"},
+            ["0", "GPU-6a6b0c1d-2e3f-4a5b-8c6d-7e8f9a0b1c2d"],
+            id="NO_ALL_DEVICE",
+        ),
+        pytest.param(
+            [],
+            {"NVIDIA_CTK_CDI_GENERATE_DEVICE_NAME_STRATEGIES": "type-index,index"},
+            ["0", "gpu0", "all"],
+            id="DEVICE_NAME_STRATEGIES",
+        ),
+        pytest.param(
+            ["--device-name-strategy", "uuid"],
+            {"NVIDIA_CTK_CDI_GENERATE_DEVICE_NAME_STRATEGIES": "index"},
+            ["GPU-6a6b0c1d-2e3f-4a5b-8c6d-7e8f9a0b1c2d", "all"],
+            id="flag-beats-strategies",
+        ),
+        pytest.param([], {"NVIDIA_CTK_CDI_GENERATE_DEVICE_IDS": "none"}, ["none"], id="DEVICE_IDS"),
+    ],
+)
+def test_device_flags_and_variables(  # noqa: PLR0917  (pytest passes fixtures by position)
+    workstation: FakeNode,
+    argv: list[str],
+    env: dict[str, str],
+    names: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert _generate(workstation, *argv) == 0
+    out = capsys.readouterr().out
+    stripped = [line.strip() for line in out.splitlines()]
+    found = [
+        line.removeprefix("- name: ").strip('"') for line in stripped if line.startswith("- name:")
+    ]
+    assert found == names
+
+
+@pytest.mark.integration
+def test_kind_and_format_variables(
+    workstation: FakeNode, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("NVIDIA_CTK_CDI_GENERATE_VENDOR", "example.com")
+    monkeypatch.setenv("NVIDIA_CTK_CDI_GENERATE_CLASS", "accel")
+    monkeypatch.setenv("NVIDIA_CTK_CDI_GENERATE_OUTPUT_FORMAT", "json")
+    assert _generate(workstation) == 0
+    out = capsys.readouterr().out
+    assert out.startswith('{"cdiVersion":"0.7.0","kind":"example.com/accel",')
+    assert _generate(workstation, "--class", "gpu", "--format", "yaml") == 0
+    assert "kind: example.com/gpu\n" in capsys.readouterr().out
+
+
+ONLY_SPECS = "CDI runtimes read only .yaml and .json files; "
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("name", "fmt", "written", "warning"),
+    [
+        pytest.param(
+            "nvidia.yml",
+            [],
+            "nvidia.yml.yaml",
+            "--output {d}/nvidia.yml: "
+            + ONLY_SPECS
+            + "writing {d}/nvidia.yml.yaml, as nvidia-ctk does",
+            id="yml",
+        ),
+        pytest.param(
+            "nvidia",
+            ["--format", "json"],
+            "nvidia.json",
+            "--output {d}/nvidia: " + ONLY_SPECS + "writing {d}/nvidia.json, as nvidia-ctk does",
+            id="no-extension",
+        ),
+        pytest.param(
+            "nvidia.yaml",
+            ["--format", "json"],
+            "nvidia.yaml",
+            "--format json does not match --output {d}/nvidia.yaml; writing yaml as the file name "
+            "says",
+            id="format-clash",
+        ),
+        pytest.param("nvidia.json", ["--format=JSON"], "nvidia.json", None, id="format-upper-case"),
+    ],
+)
+def test_output_names(  # noqa: PLR0917  (pytest passes fixtures by position)
+    workstation: FakeNode,
+    reference: str,
+    name: str,
+    fmt: list[str],
+    written: str,
+    warning: str | None,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out_dir = tmp_path / "out"
+    assert _generate(workstation, "--output", str(out_dir / name), *fmt) == 0
+    assert [p.name for p in out_dir.iterdir()] == [written]
+    text = (out_dir / written).read_text()
+    assert text.startswith("{") == written.endswith(".json")
+    if written.endswith(".yaml"):
+        assert text == reference
+    err = capsys.readouterr().err.splitlines()
+    assert err[:-1] == ([] if warning is None else [f"warning: {warning.format(d=out_dir)}"])
+
+
+@pytest.mark.integration
+def test_coherent_annotations_flag_is_a_warning(
+    workstation: FakeNode, reference: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _generate(workstation, "--feature-flags=enable-coherent-annotations") == 0
+    assert capsys.readouterr() == (
+        reference,
+        "warning: --feature-flag enable-coherent-annotations: ignored; ctk writes no "
+        "gpu.nvidia.com/coherent annotations or .coherent/.noncoherent specs\n",
+    )
+
+
+@pytest.mark.integration
+def test_driver_root_from_the_toolkit_config(
+    fake_node: MakeNode,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """GPU Operator nodes: `root = "/run/nvidia/driver"` in config.toml is the driver root."""
+    node = fake_node("workstation")
+    config = tmp_path / "config.toml"
+    config.write_text(f'# driver container\n[nvidia-container-cli]\nroot = "{node.root}"\n')
+    assert main(["--config", str(config), "cdi", "generate", "--disable-hook", "all"]) == 0
+    from_config = capsys.readouterr().out
+    monkeypatch.setenv("NVIDIA_CTK_DRIVER_ROOT", str(node.root))
+    assert main(["cdi", "generate", "--disable-hook", "all"]) == 0
+    assert capsys.readouterr().out == from_config
+    monkeypatch.setenv("NVIDIA_CTK_DRIVER_ROOT", str(tmp_path / "nothing"))
+    args = ["--config", str(config), "cdi", "generate", "--disable-hook", "all"]
+    assert main(args) == 1  # the variable beats the config file, and has no driver
+
+
+@pytest.mark.integration
+def test_hook_program_by_name(
+    workstation: FakeNode,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`--nvidia-ctk-path nvidia-ctk`: a name is looked up on PATH, else /usr/bin/<name>."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    hook = bin_dir / "ctk-test-hook"
+    hook.write_text("#!/bin/sh\n")
+    hook.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    assert main(["cdi", "generate", "--nvidia-cdi-hook-path", "ctk-test-hook"]) == 0
+    out, err = capsys.readouterr()
+    assert (f"path: {hook}\n" in out, err) == (True, "")
+    assert main(["cdi", "generate", "--nvidia-ctk-path=ctk-missing-hook"]) == 0
+    out, err = capsys.readouterr()
+    assert "path: /usr/bin/ctk-missing-hook\n" in out
+    assert err.splitlines()[0] == (
+        "warning: --hook-path ctk-missing-hook: not found on PATH; using /usr/bin/ctk-missing-hook"
+    )

@@ -1,0 +1,367 @@
+"""`ctk cdi transform root`, `ctk cdi inject` and `ctk cdi diff`."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from ctk.cdi.inject import HostDevice, apply_edits, merge_edits
+from ctk.cdi.options import SpecFormat
+from ctk.cdi.serialize import render_data
+from ctk.cdi.transform import RelativeTo, rebase, transform_root
+from ctk.cli.app import main
+
+SPEC = """\
+---
+cdiVersion: 0.5.0
+kind: example.com/gpu
+devices:
+    - name: "0"
+      containerEdits:
+          deviceNodes:
+              - path: /dev/nvidia0
+                hostPath: /driver/dev/nvidia0
+          mounts:
+              - hostPath: /driver/usr/lib/libcuda.so.550.54.15
+                containerPath: /usr/lib/libcuda.so.550.54.15
+                options:
+                    - ro
+containerEdits:
+    env:
+        - NVIDIA_VISIBLE_DEVICES=void
+    deviceNodes:
+        - path: /dev/nvidiactl
+    hooks:
+        - hookName: createContainer
+          path: /driver/usr/bin/nvidia-cdi-hook
+          args:
+              - nvidia-cdi-hook
+              - enable-cuda-compat
+              - --host-driver-version=550.54.15
+    mounts:
+        - hostPath: /driver/usr/bin/nvidia-smi
+          containerPath: /usr/bin/nvidia-smi
+          options:
+              - ro
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "old", "new", "expected"),
+    [
+        pytest.param("/driver/usr/lib", "/driver", "/", "/usr/lib", id="to-slash"),
+        pytest.param(
+            "/usr/lib", "/", "/run/nvidia/driver", "/run/nvidia/driver/usr/lib", id="from-slash"
+        ),
+        pytest.param("/driver", "/driver/", "/host", "/host", id="the-root-itself"),
+        pytest.param(
+            "/driverx/lib", "/driver", "/host", "/driverx/lib", id="prefix-is-not-a-parent"
+        ),
+        pytest.param("/other", "/driver", "/host", "/other", id="outside"),
+    ],
+)
+def test_rebase(path: str, old: str, new: str, expected: str) -> None:
+    assert rebase(path, old, new) == expected
+
+
+def _yaml(text: str) -> dict[str, object]:
+    from ctk.cdi.validate import validate_text
+
+    report = validate_text(text, "spec.yaml")
+    assert report.valid, report.problems
+    assert report.spec is not None
+    return dict(report.spec)
+
+
+def test_transform_host_and_container_paths() -> None:
+    spec = _yaml(SPEC)
+    host = transform_root(spec, from_root="/driver", to_root="/", relative_to=RelativeTo.HOST)
+    assert host == _yaml(
+        SPEC.replace("/driver/", "/").replace(
+            "        - path: /dev/nvidiactl\n", "        - path: /dev/nvidiactl\n"
+        )
+    )
+    container = transform_root(
+        spec, from_root="/usr/lib", to_root="/usr/lib64", relative_to=RelativeTo.CONTAINER
+    )
+    assert container == _yaml(
+        SPEC.replace("containerPath: /usr/lib/", "containerPath: /usr/lib64/")
+    )
+    assert spec == _yaml(SPEC)  # the input is not changed
+
+
+def test_transform_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "in.yaml"
+    source.write_text(SPEC)
+    out = tmp_path / "out" / "moved.yaml"
+    argv = ["cdi", "transform", "root", "--from", "/driver", "--to", "/", "--input", str(source)]
+    moved = _yaml(SPEC.replace("/driver/", "/"))
+    assert main([*argv, "--output", str(out)]) == 0
+    assert out.read_text() == render_data(moved, SpecFormat.YAML)
+    assert main(argv) == 0
+    assert capsys.readouterr().out == render_data(moved, SpecFormat.YAML)
+    assert main([*argv, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == _yaml(SPEC.replace("/driver/", "/"))
+    assert source.read_text() == SPEC
+
+
+def test_transform_refuses_an_invalid_spec(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "bad.yaml"
+    source.write_text("cdiVersion: 0.5.0\nkind: x\n")
+    assert (
+        main(["cdi", "transform", "root", "--from", "/a", "--to", "/b", "--input", str(source)])
+        == 1
+    )
+    assert capsys.readouterr().err.startswith(f"error: {source}: not a valid CDI spec: ")
+
+
+# --- diff ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "lines"),
+    [
+        pytest.param(lambda s: s, ["same"], id="same"),
+        pytest.param(
+            lambda s: s.replace("550.54.15", "560.35.03"),
+            [
+                "driver version: 550.54.15 -> 560.35.03",
+                "common edits:",
+                "  hooks changed: enable-cuda-compat",
+                "device 0:",
+                "  mounts added: /usr/lib/libcuda.so.560.35.03",
+                "  mounts removed: /usr/lib/libcuda.so.550.54.15",
+            ],
+            id="driver-upgrade",
+        ),
+        pytest.param(
+            lambda s: s.replace('name: "0"', 'name: "1"').replace("nvidia0", "nvidia1"),
+            ["devices added: 1", "devices removed: 0"],
+            id="device-renamed",
+        ),
+        pytest.param(
+            lambda s: s.replace("NVIDIA_VISIBLE_DEVICES=void", "NVIDIA_VISIBLE_DEVICES=all"),
+            ["common edits:", "  env changed: NVIDIA_VISIBLE_DEVICES"],
+            id="env",
+        ),
+        pytest.param(
+            lambda s: s.replace("0.5.0", "0.6.0").replace("example.com", "nvidia.com"),
+            ["kind: example.com/gpu -> nvidia.com/gpu", "cdiVersion: 0.5.0 -> 0.6.0"],
+            id="kind-and-version",
+        ),
+    ],
+)
+def test_diff(
+    change: object, lines: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert callable(change)
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text(SPEC)
+    new.write_text(change(SPEC))
+    assert main(["cdi", "diff", str(old), str(new)]) == (0 if lines == ["same"] else 1)
+    assert capsys.readouterr() == ("".join(line + "\n" for line in lines), "")
+
+
+def test_diff_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old, new = tmp_path / "old.yaml", tmp_path / "new.json"
+    old.write_text(SPEC)
+    data = _yaml(SPEC.replace("550.54.15", "560.35.03"))
+    new.write_text(json.dumps(data))
+    assert main(["cdi", "diff", "--json", str(old), str(new)]) == 1
+    assert json.loads(capsys.readouterr().out) == {
+        "same": False,
+        "fields": {"driver version": {"old": "550.54.15", "new": "560.35.03"}},
+        "devices": {
+            "added": [],
+            "removed": [],
+            "changed": {
+                "0": {
+                    "mounts": {
+                        "added": ["/usr/lib/libcuda.so.560.35.03"],
+                        "removed": ["/usr/lib/libcuda.so.550.54.15"],
+                        "changed": [],
+                    }
+                }
+            },
+        },
+        "commonEdits": {"hooks": {"added": [], "removed": [], "changed": ["enable-cuda-compat"]}},
+        "otherFields": False,
+    }
+
+
+# --- inject ----------------------------------------------------------------------------------
+
+OCI: dict[str, object] = {
+    "ociVersion": "1.0.2-dev",
+    "process": {
+        "user": {"uid": 1000, "gid": 1000},
+        "args": ["sh"],
+        "env": ["PATH=/usr/bin:/bin", "TERM=xterm", "NVIDIA_VISIBLE_DEVICES=all"],
+    },
+    "root": {"path": "rootfs"},
+    "mounts": [
+        {"destination": "/proc", "type": "proc", "source": "proc"},
+        {"destination": "/dev/shm", "type": "tmpfs", "source": "shm"},
+        {"destination": "/usr/bin/nvidia-smi", "type": "bind", "source": "/old/nvidia-smi"},
+        {"destination": "/dev", "type": "tmpfs", "source": "tmpfs"},
+    ],
+    "linux": {
+        "devices": [{"path": "/dev/nvidia0", "type": "c", "major": 1, "minor": 1}],
+        "resources": {"devices": [{"allow": False, "access": "rwm"}]},
+    },
+}
+
+
+def test_apply_edits_as_a_cdi_runtime_does() -> None:
+    spec = _yaml(SPEC)
+    common = spec["containerEdits"]
+    device = spec["devices"][0]["containerEdits"]  # type: ignore[index]
+    assert isinstance(common, dict)
+    assert isinstance(device, dict)
+    edits = merge_edits([common, device])
+    hosts = {"/dev/nvidiactl": HostDevice("c", 195, 255)}
+    hosts |= {"/driver/dev/nvidia0": HostDevice("c", 195, 0)}
+    kept = apply_edits(OCI, edits, hosts)
+    assert kept["process"]["env"] == [  # type: ignore[index]
+        "PATH=/usr/bin:/bin",
+        "TERM=xterm",
+        "NVIDIA_VISIBLE_DEVICES=all",
+        "NVIDIA_VISIBLE_DEVICES=void",
+    ]
+    result = apply_edits(OCI, edits, hosts, replace_existing_env=True)
+    assert result == {
+        "ociVersion": "1.0.2-dev",
+        "process": {
+            "user": {"uid": 1000, "gid": 1000},
+            "args": ["sh"],
+            "env": ["PATH=/usr/bin:/bin", "TERM=xterm", "NVIDIA_VISIBLE_DEVICES=void"],
+        },
+        "root": {"path": "rootfs"},
+        "mounts": [  # by depth, then destination; the old nvidia-smi mount replaced
+            {"destination": "/dev", "type": "tmpfs", "source": "tmpfs"},
+            {"destination": "/proc", "type": "proc", "source": "proc"},
+            {"destination": "/dev/shm", "type": "tmpfs", "source": "shm"},
+            {
+                "destination": "/usr/bin/nvidia-smi",
+                "source": "/driver/usr/bin/nvidia-smi",
+                "options": ["ro"],
+            },
+            {
+                "destination": "/usr/lib/libcuda.so.550.54.15",
+                "source": "/driver/usr/lib/libcuda.so.550.54.15",
+                "options": ["ro"],
+            },
+        ],
+        "linux": {
+            "devices": [
+                {
+                    "path": "/dev/nvidiactl",
+                    "type": "c",
+                    "major": 195,
+                    "minor": 255,
+                    "uid": 1000,
+                    "gid": 1000,
+                },
+                {
+                    "path": "/dev/nvidia0",
+                    "type": "c",
+                    "major": 195,
+                    "minor": 0,
+                    "uid": 1000,
+                    "gid": 1000,
+                },
+            ],
+            "resources": {
+                "devices": [
+                    {"allow": False, "access": "rwm"},
+                    {"allow": True, "type": "c", "major": 195, "minor": 255, "access": "rwm"},
+                    {"allow": True, "type": "c", "major": 195, "minor": 0, "access": "rwm"},
+                ]
+            },
+        },
+        "hooks": {
+            "createContainer": [
+                {
+                    "path": "/driver/usr/bin/nvidia-cdi-hook",
+                    "args": [
+                        "nvidia-cdi-hook",
+                        "enable-cuda-compat",
+                        "--host-driver-version=550.54.15",
+                    ],
+                }
+            ]
+        },
+    }
+    assert OCI["process"]["env"][-1] == "NVIDIA_VISIBLE_DEVICES=all"  # type: ignore[index]
+
+
+def test_inject_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "spec.yaml").write_text(
+        SPEC.replace("/dev/nvidiactl", "/dev/null").replace(
+            "- path: /dev/nvidia0\n                hostPath: /driver/dev/nvidia0",
+            "- path: /dev/ctk-zero\n                hostPath: /dev/zero\n"
+            "                permissions: rw",
+        )
+    )
+    config = {"ociVersion": "1.0.2", "process": {"env": ["A=1"]}}
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(json.dumps(config).encode())))
+    argv = ["cdi", "inject", "--spec-dir", str(tmp_path), "--device", "example.com/gpu=0"]
+    assert main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    zero, null = os.stat("/dev/zero").st_rdev, os.stat("/dev/null").st_rdev
+    assert result["linux"] == {
+        "devices": [
+            {"path": "/dev/null", "type": "c", "major": os.major(null), "minor": os.minor(null)},
+            {
+                "path": "/dev/ctk-zero",
+                "type": "c",
+                "major": os.major(zero),
+                "minor": os.minor(zero),
+            },
+        ],
+        "resources": {
+            "devices": [
+                {
+                    "allow": True,
+                    "type": "c",
+                    "major": os.major(null),
+                    "minor": os.minor(null),
+                    "access": "rwm",
+                },
+                {
+                    "allow": True,
+                    "type": "c",
+                    "major": os.major(zero),
+                    "minor": os.minor(zero),
+                    "access": "rw",
+                },
+            ]
+        },
+    }
+    assert result["process"]["env"] == ["A=1", "NVIDIA_VISIBLE_DEVICES=void"]
+
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"{}")))
+    assert main([*argv[:-1], "example.com/gpu=9"]) == 1
+    assert capsys.readouterr().err == (
+        "error: unresolvable CDI devices example.com/gpu=9\n"
+        "hint: ctk cdi list shows the devices of the spec directories\n"
+    )
+
+
+def test_refresh_names_the_driver_change() -> None:
+    from ctk.cdi.refresh import spec_changes
+
+    old, new = _yaml(SPEC), _yaml(SPEC.replace("550.54.15", "560.35.03"))
+    assert spec_changes(old, new) == [
+        "driver 550.54.15 -> 560.35.03",
+        "common hooks changed enable-cuda-compat",
+        "device edits changed: 0 (mounts)",
+    ]
