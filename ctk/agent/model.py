@@ -180,6 +180,7 @@ class State:
     spec_inputs: str | None = None  # digest of the NVML facts the spec was built from
     spec_digest: str | None = None  # digest of the spec text written
     driver: str | None = None  # the driver version the spec was built for
+    hook: bool = False  # the agent installed the native hook (uninstall removes it)
     created: tuple[str, ...] = ()  # files of its own in the agent's file system (outlets, ready)
 
 
@@ -235,6 +236,7 @@ def dump_state(state: State) -> str:
         "spec_inputs": state.spec_inputs,
         "spec_digest": state.spec_digest,
         "driver": state.driver,
+        "hook": state.hook,
         "created": list(state.created),
     }
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
@@ -266,6 +268,7 @@ def load_state(name: str, text: str | None) -> State:
             spec_inputs=_opt_str(data.get("spec_inputs")),
             spec_digest=_opt_str(data.get("spec_digest")),
             driver=_opt_str(data.get("driver")),
+            hook=bool(data.get("hook", False)),
             created=tuple(str(p) for p in data.get("created", [])),
         )
     except (ValueError, TypeError, KeyError, AttributeError) as exc:

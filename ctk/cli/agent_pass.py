@@ -157,12 +157,39 @@ def _restart(agent: Agent, state: State, *, changed: bool, live: bool, removal: 
     return replace(state, restart_pending=False, engine_restarts=state.engine_restarts + 1)
 
 
-def _hook(agent: Agent) -> None:
-    """Step 5: install the native hook on the host.
+def _hook(agent: Agent, state: State) -> State:
+    """Step 5: the native hook on the host where `ctk install --root` puts it, when missing or
+    different (the hook only: the units would name a ctk that lives in the agent's image)."""
+    from ctk.host import installation
+    from ctk.host.hook_program import packaged_hook
+    from ctk.install import DEFAULT_PREFIX, InstallFile, hook_path, manifest_path
 
-    TODO(issue 9): call `ctk install --root <host>` once it lands; until then the spec names
-    a hook program already on the host (see ctk.agent.spec.HOOK_CANDIDATES).
-    """
+    try:
+        content = files.read_bytes(packaged_hook(), limit=64 << 20) or b""
+    except CtkError as exc:
+        agent.say(f"hook: {exc.message}; the spec names a hook program already on the host")
+        return state
+    wanted = InstallFile(hook_path(DEFAULT_PREFIX), content, 0o755)
+    manifest = files.read_text(agent.host.path(manifest_path(DEFAULT_PREFIX)), missing_ok=True)
+    if (
+        manifest is not None
+        and not state.hook
+        and any(str(wanted.path) != entry for entry in _manifest_paths(manifest))
+    ):
+        return state  # a person's `ctk install` (with units) owns it: theirs to update
+    outcome = installation.install(agent.host.root, DEFAULT_PREFIX, (wanted,))
+    for item in outcome.written:
+        agent.say(f"hook: installed {item.path}")
+    return state if state.hook else replace(state, hook=True)
+
+
+def _manifest_paths(text: str) -> list[str]:
+    from ctk.install import parse_manifest
+
+    try:
+        return [str(path) for path, _ in parse_manifest(text, "install manifest").files]
+    except CtkError:
+        return []
 
 
 def _spec(agent: Agent, state: State) -> tuple[State, bool, str | None]:
@@ -244,7 +271,7 @@ def reconcile(agent: Agent, state: State) -> PassResult:
     restarted_before = state.engine_restarts
     state = _restart(agent, state, changed=changed, live=live_before, removal=False)
     restarted = state.engine_restarts != restarted_before
-    _hook(agent)
+    state = _hook(agent, state)
     state, spec_ok, driver = _spec(agent, state)
     trust = restarted or (not changed and not state.restart_pending)
     live, pid = _live_nvidia(agent, state, trust_files=trust)
@@ -263,6 +290,16 @@ def uninstall(agent: Agent, state: State) -> State:
     changed = _revert_configs(agent, state)
     state = replace(state, configs={}, record=None, ready_pid=None)
     state = _restart(agent, state, changed=changed, live=False, removal=True)
+    if state.hook:
+        from ctk.host import installation
+        from ctk.install import DEFAULT_PREFIX
+
+        outcome = installation.uninstall(agent.host.root, DEFAULT_PREFIX)
+        for path in outcome.removed if outcome else ():
+            agent.say(f"removed {path}")
+        for path in outcome.kept if outcome else ():
+            agent.say(f"kept {path}: changed since ctk installed it")
+        state = replace(state, hook=False)
     if state.spec is not None and files.remove(agent.host.path(state.spec)):
         agent.say(f"removed {state.spec}")
     for name in state.created:

@@ -160,11 +160,23 @@ def _make_host(tmp: Path, node: FakeNode, engine: str) -> Host:
     ctl = tmp / "ctl"
     ctl.mkdir()
     (ctl / "host").write_text(str(root))
-    hook = root / "usr/local/libexec/ctk/ctk-hook"
-    hook.parent.mkdir(parents=True, exist_ok=True)
-    hook.write_text(HOOK)
-    hook.chmod(0o755)
+    if packaged() is None:  # no native hook built here: the agent must find one on the host
+        hook = root / "usr/local/libexec/ctk/ctk-hook"
+        hook.parent.mkdir(parents=True, exist_ok=True)
+        hook.write_text(HOOK)
+        hook.chmod(0o755)
     return Host(root, ctl, node, engine)
+
+
+def packaged() -> bytes | None:
+    """The native hook of this ctk (what the agent installs), None when it was not built."""
+    from ctk.errors import CtkError
+    from ctk.host.hook_program import packaged_hook
+
+    try:
+        return packaged_hook().read_bytes()
+    except CtkError:
+        return None
 
 
 @pytest.fixture

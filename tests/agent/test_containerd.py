@@ -15,7 +15,7 @@ import pytest
 
 from ctk.toml_compat import loads as toml_loads
 from tests.agent import supervisor
-from tests.agent.conftest import Host, wait_socket
+from tests.agent.conftest import Host, packaged, wait_socket
 
 pytestmark = pytest.mark.integration
 
@@ -76,6 +76,9 @@ def test_once_configures_then_does_nothing_then_repairs_then_uninstalls(
     assert "hostPath: /dev/nvidia0\n" in spec
     assert str(host.root) not in spec
     assert "path: /usr/local/libexec/ctk/ctk-hook\n" in spec
+    native = packaged()
+    if native is not None:  # step 5: the native hook, installed as `ctk install --root` does
+        assert host.path("/usr/local/libexec/ctk/ctk-hook").read_bytes() == native
 
     # A second pass writes no byte and leaves the engine alone.
     before = snapshot(host.root)
@@ -112,6 +115,8 @@ def test_once_configures_then_does_nothing_then_repairs_then_uninstalls(
     assert not ready.exists()
     assert "nvidia" not in runtimes(host)
     assert host.restarts == 2
+    if native is not None:
+        assert not host.path("/usr/local/libexec/ctk").exists()
 
 
 def test_sigterm_in_the_loop_exits_0_without_reverting(
@@ -274,3 +279,53 @@ def test_no_running_engine_no_ready_file(containerd_host: Host, tmp_path: Path) 
     done = host.agent("--once", "--ready-file", str(ready))
     assert done.returncode == 0, done.stderr
     assert ready.exists()  # a new engine process reading ctk's unchanged files has nvidia
+
+
+def test_every_option_reads_its_environment_variable(containerd_host: Host) -> None:
+    """DaemonSets pass settings as CTK_AGENT_* variables."""
+    host = containerd_host
+    env = {
+        **host.env(),
+        "CTK_AGENT_HOST_ROOT": str(host.root),
+        "CTK_AGENT_HOST_EXEC": host.host_exec,
+        "CTK_AGENT_RESTART_MODE": "none",
+        "CTK_AGENT_ONCE": "true",
+        "CTK_AGENT_CDI_DIR": "/etc/cdi",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "ctk.cli.app", "agent"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "restart needed: systemctl restart containerd\n" in done.stderr
+    assert host.restarts == 0
+    assert host.path("/etc/cdi/nvidia.yaml").exists()
+    assert not host.path("/var/run/cdi/nvidia.yaml").exists()
+
+
+def test_uninstall_after_a_persons_edit_removes_only_ctks_entries(
+    containerd_host: Host,
+) -> None:
+    host = containerd_host
+    config = host.path("/etc/containerd/config.toml")
+    original = config.read_text()
+    assert host.agent("--once").returncode == 0
+    registry = (
+        '\n[plugins."io.containerd.grpc.v1.cri".registry]\n'
+        '  config_path = "/etc/containerd/certs.d"\n'
+    )
+    config.write_text(config.read_text() + registry)  # a person's edit after ctk's
+    done = host.agent("--uninstall")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith(
+        "warning: /etc/containerd/config.toml changed since ctk wrote it: removing only ctk's "
+        "entries, keeping the rest\n"
+    )
+    assert config.read_text() == original + registry
+    assert not host.path(IMPORT).exists()
+    assert "nvidia" not in runtimes(host)
+    assert host.restarts == 2
