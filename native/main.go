@@ -27,6 +27,12 @@ func hookErrorf(format string, args ...any) error {
 	return &hookError{fmt.Sprintf(format, args...)}
 }
 
+// oneLine keeps an error on one line whatever it quotes (a path with a newline or carriage
+// return in it): those two are written as \n and \r.
+func oneLine(text string) string {
+	return strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(text)
+}
+
 // strerror is the C library's message for err's errno, as Python's OSError.strerror has it.
 func strerror(err error) string {
 	var errno syscall.Errno
@@ -290,7 +296,7 @@ func mainArgs(args []string) (code int) {
 		}
 	}()
 	if err := run(inv); err != nil {
-		fmt.Fprintf(os.Stderr, "%s %s: error: %s\n", prog, inv.command, err)
+		fmt.Fprintf(os.Stderr, "%s %s: error: %s\n", prog, inv.command, oneLine(err.Error()))
 		return 1
 	}
 	return 0

@@ -601,11 +601,16 @@ def register(app: typer.Typer) -> None:
         feature_flags: list[str] = FEATURE_FLAG,
         library_search_paths: list[str] = LIBRARY_SEARCH_PATH,
         config_search_paths: list[str] = CONFIG_SEARCH_PATH,
+        csv_files: list[str] = CSV_FILE,
+        csv_ignore_patterns: list[str] = CSV_IGNORE,
+        csv_compat_container_root: str | None = CSV_COMPAT,
     ) -> None:
         """Rewrite the spec only if it would change, and say what changed.
 
         A file that is not a readable spec is replaced (a refresh at boot repairs it).
         """
+        from ctk.host.modes import CsvOptions
+
         output_path = Path(output) if output else DEFAULT_OUTPUT
         fmt = _spec_format(output_path, None)
         output_path = _spec_path(output_path, fmt)
@@ -632,6 +637,10 @@ def register(app: typer.Typer) -> None:
             fmt,
             library_search_paths=library_search_paths,
             config_search_paths=config_search_paths,
+            csv=CsvOptions(
+                tuple(csv_files or compat.env_list(f"{ENV}_CSV_FILES")),
+                tuple(csv_ignore_patterns or compat.env_list(f"{ENV}_CSV_IGNORE_PATTERNS")),
+            ),
         )
         from ctk.cdi.refresh import Outcome, plan_refresh
         from ctk.cdi.serialize import spec_data

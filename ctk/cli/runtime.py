@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,9 +22,8 @@ from ctk.runtime_config.engines import (
 )
 
 if TYPE_CHECKING:  # the editors (tomlkit) load only when a command runs, not for --help
-    from ctk.host.engines import ContainerdFiles
-    from ctk.runtime_config.changes import Change
-    from ctk.runtime_config.configure import Inputs
+    from ctk.host.engines import Place
+    from ctk.runtime_config.editor import Inputs
     from ctk.runtime_config.plan import FileChange, Plan
 
 # Go's strconv.ParseBool, which urfave/cli (nvidia-ctk) uses for `--flag=value`.
@@ -37,17 +35,17 @@ class _GoBoolFlags(TyperCommand):
     """A command that also takes `--flag=true|false` for its boolean flags, as nvidia-ctk does."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        flags = {
-            opt
-            for param in self.params
-            if isinstance(param, click.Option) and param.is_flag
-            for opt in param.opts
-        }
+        options = [p for p in self.params if isinstance(p, click.Option)]
+        flags = {opt for param in options if param.is_flag for opt in param.opts}
+        long_names = {opt for param in options for opt in param.opts if opt.startswith("--")}
         out: list[str] = []
-        for index, arg in enumerate(args):
-            if arg == "--":
+        for index, given in enumerate(args):
+            if given == "--":
                 out.extend(args[index:])
                 break
+            # Go's flag package (urfave/cli) takes -name as --name.
+            go_long = given[:1] == "-" and "-" + given.partition("=")[0] in long_names
+            arg = "-" + given if go_long else given
             flag, eq, value = arg.partition("=")
             if not eq or flag not in flags:
                 out.append(arg)
@@ -87,6 +85,13 @@ NAME = typer.Option(
     help=f"Name of the runtime (default: {DEFAULT_RUNTIME_NAME}).",
 )
 
+ROOT = typer.Option(
+    "/",
+    "--root",
+    show_default=False,
+    help="Configure the engine of the node mounted here: every path (config, drop-in, imports, "
+    "the runtime binary) is as seen inside it, and records go under its /var/lib/ctk.",
+)
 FORCE = typer.Option(
     False,
     "--force",
@@ -99,11 +104,23 @@ BACKUP_HELP = (
 )
 
 COMPAT = "nvidia-ctk compatibility"
+DRY_RUN = typer.Option(
+    False,
+    "--dry-run",
+    help="Print the resulting file(s) to stdout, as nvidia-ctk does (ctk's drop-in first); "
+    "write nothing.",
+)
+DIFF = typer.Option(
+    False, "--diff", help="Print a unified diff of what would change; write nothing."
+)
 IGNORED_HELP = "Accepted for nvidia-ctk scripts and ignored, with a warning."
 
 
-def _compat(config_source: str | None, config_mode: str | None) -> None:
-    """Check nvidia-ctk's --config-source and --config-mode: refuse or warn where ctk differs."""
+def _compat(config_source: str | None, config_mode: str | None) -> bool:
+    """Check nvidia-ctk's --config-source and --config-mode: refuse or warn where ctk differs.
+
+    True for the (deprecated) oci-hook mode.
+    """
     if config_source is not None:
         sources = [s.strip() for s in config_source.split(",")]
         bad = [s for s in sources if s not in ("file", "command")]
@@ -117,13 +134,68 @@ def _compat(config_source: str | None, config_mode: str | None) -> None:
                 "and everything they import itself, as containerd and CRI-O merge them\n"
             )
     if config_mode in ("oci-hook", "hook"):
-        raise UsageError(
-            f"ctk does not write OCI hook configs (--config-mode={config_mode}, deprecated in "
-            "nvidia-ctk)",
-            hint="use CDI instead: ctk cdi generate, then ctk runtime configure --cdi.enabled",
+        sys.stderr.write(
+            f"warning: --config-mode={config_mode} is deprecated (in nvidia-ctk too): writing "
+            "an OCI hook; CDI does the same without one: ctk cdi generate, then ctk runtime "
+            "configure --cdi.enabled\n"
         )
+        return True
     if config_mode not in (None, "config-file"):
         sys.stderr.write(f"warning: unknown --config-mode {config_mode!r}; using config-file\n")
+    return False
+
+
+DEFAULT_HOOK_PATH = "/usr/bin/nvidia-container-runtime-hook"
+
+
+def _oci_hook(output: str | None, hook_path: str, *, dry_run: bool) -> None:
+    """nvidia-ctk's oci-hook mode: the prestart hook JSON, printed or written to ``output``."""
+    import json
+    import os
+
+    from ctk.host import engines as host_engines
+    from ctk.host import files
+
+    hook = {
+        "version": "1.0.0",
+        "hook": {
+            "path": hook_path,
+            "args": ["nvidia-container-runtime-hook", "prestart"],
+            "env": [f"PATH={os.environ.get('PATH', '')}"],
+        },
+        "when": {"always": True, "commands": [".*"]},
+        "stages": ["prestart"],
+    }
+    if not host_engines.runtime_binary_found(hook_path):
+        sys.stderr.write(
+            f"warning: {hook_path} does not exist: the hook fails until NVIDIA's "
+            "nvidia-container-toolkit is installed; CDI needs no hook binary: ctk cdi generate\n"
+        )
+    text = json.dumps(hook, indent=2) + "\n"
+    if output is None or dry_run:
+        sys.stdout.write(text)
+        return
+    path = Path(output)
+    before = files.read_text(path, missing_ok=True)
+    if before == text:
+        sys.stdout.write(f"{path} is already written; nothing changed\n")
+        return
+    files.write_atomic(path, text, make_parents=True)
+    sys.stdout.write(f"{'created' if before is None else 'updated'} {path}\n")
+
+
+def _warn_missing_binary(runtime: Runtime, request: RuntimeRequest, place: Place) -> None:
+    from ctk.host import engines as host_engines
+
+    if host_engines.runtime_binary_found(request.path, place.root):
+        return
+    where = request.path if "/" in request.path else f"{request.path} (looked up in PATH)"
+    sys.stderr.write(
+        f"warning: {where} does not exist: {runtime} cannot start containers with the "
+        f"{request.name} runtime until it does; install NVIDIA's nvidia-container-runtime "
+        "(nvidia-container-toolkit), or use CDI natively without a wrapper runtime: ctk cdi "
+        "generate, --cdi.enabled, then request devices like nvidia.com/gpu=all\n"
+    )
 
 
 def _check_name(runtime: Runtime, name: str) -> None:
@@ -133,120 +205,16 @@ def _check_name(runtime: Runtime, name: str) -> None:
         raise UsageError("dockerd reserves the runtime name 'runc'", hint="use a name like nvidia")
 
 
-def _gather(runtime: Runtime, config: str | None, drop_in: str | None) -> Inputs:
-    from ctk.host import engines as host_engines
-    from ctk.host import files
-    from ctk.runtime_config.changes import load_record
-    from ctk.runtime_config.configure import Inputs, uses_drop_in
-
-    engine = ENGINES[runtime]
-    config_path = Path(config) if config else Path(engine.config_path)
-    config_path = Path(Path.cwd(), config_path) if not config_path.is_absolute() else config_path
-    if drop_in is None:
-        drop_in = str(engine.drop_in_path) if engine.drop_in_path else ""
-    elif drop_in and engine.drop_in_path is None:
-        raise UsageError(f"{runtime} has no drop-in configs", hint="drop --drop-in-config")
-    if drop_in and not drop_in.startswith("/"):
-        raise UsageError(f"--drop-in-config must be an absolute path, not {drop_in!r}")
-    if drop_in and _same_file(Path(drop_in), config_path):
-        raise UsageError(
-            f"--drop-in-config {drop_in} is the config file itself",
-            hint='pass --drop-in-config "" to edit the config in place',
-        )
-    text = files.read_text(config_path, missing_ok=True)
-    if runtime is Runtime.CONTAINERD:
-        host_engines.refuse_managed_config(config_path, text)
-
-    def record_of(drop_in: str | None) -> tuple[tuple[Change, ...], bool]:
-        record_file = host_engines.record_path(config_path, drop_in)
-        record_text = files.read_text(record_file, missing_ok=True)
-        if record_text is None:  # written beside the config by earlier versions
-            record_file = host_engines.legacy_record_path(config_path)
-            record_text = files.read_text(record_file, missing_ok=True)
-        nested_null = runtime is Runtime.DOCKER
-        return load_record(str(record_file), record_text, nested_null=nested_null), (
-            record_text is not None
-        )
-
-    record, recorded = record_of(None)
-    inputs = Inputs(
-        config=str(config_path),
-        config_text=text,
-        record=record,
-        recorded=recorded,
-    )
-    if not drop_in:
-        return _with_imports(runtime, inputs, config_path)
-    drop_in_text = files.read_text(Path(drop_in), missing_ok=True)
-    taken_over = files.read_text(host_engines.takeover_path(Path(drop_in)), missing_ok=True)
-    with_drop_in = Inputs(
-        config=str(config_path),
-        config_text=text,
-        record=record,
-        recorded=recorded,
-        drop_in=drop_in,
-        drop_in_text=drop_in_text,
-    )
-    if not uses_drop_in(runtime, with_drop_in):
-        return Inputs(
-            config=str(config_path),
-            config_text=text,
-            record=record,
-            recorded=recorded,
-            drop_in=drop_in,
-        )
-    if runtime is Runtime.CONTAINERD:
-        found = _containerd_imports(config_path, text, drop_in)
-        before, after = found.before, found.after
-        record, recorded = record_of(drop_in)
-    else:
-        crio_before, crio_after = host_engines.crio_drop_ins(Path(drop_in))
-        before, after = tuple(crio_before), tuple(crio_after)
-    return Inputs(
-        config=str(config_path),
-        config_text=text,
-        record=record,
-        recorded=recorded,
-        drop_in=drop_in,
-        drop_in_text=drop_in_text,
-        taken_over=taken_over,
-        before=before,
-        after=after,
-    )
-
-
-def _containerd_imports(config: Path, text: str | None, drop_in: str | None) -> ContainerdFiles:
-    from ctk.host import engines as host_engines
-
-    found = host_engines.containerd_imports(config, text or "", drop_in)
-    for name in found.missing:
-        sys.stderr.write(f"warning: containerd is told to import {name}, which does not exist\n")
-    return found
-
-
-def _with_imports(runtime: Runtime, inputs: Inputs, config: Path) -> Inputs:
-    """In-place containerd (v2+): the files the config imports, all read after it."""
-    from ctk.runtime_config import containerd
-
-    text = inputs.config_text
-    if (
-        runtime is not Runtime.CONTAINERD
-        or not text
-        or containerd.version_of(str(config), text) == 1
-    ):
-        return inputs
-    found = _containerd_imports(config, text, None)
-    return replace(inputs, after=found.after)
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.samefile(b)
-    except OSError:  # one is missing (or unreadable): compare the names
-        return a.absolute() == b.absolute()
-
-
-def _apply(runtime: Runtime, plan: Plan, *, dry_run: bool, backup: bool, verb: str) -> None:
+def _apply(
+    runtime: Runtime,
+    plan: Plan,
+    place: Place,
+    *,
+    dry_run: bool,
+    diff: bool,
+    backup: bool,
+    verb: str,
+) -> None:
     from ctk.runtime_config.plan import unified_diff
 
     for note in plan.notes:
@@ -254,14 +222,17 @@ def _apply(runtime: Runtime, plan: Plan, *, dry_run: bool, backup: bool, verb: s
     for warning in plan.warnings:
         sys.stderr.write(f"warning: {warning}\n")
     changes = plan.changes
-    if dry_run:
+    if diff:
         for change in changes:
             sys.stdout.write(unified_diff(change))
         if not changes:
             sys.stdout.write(f"{_nothing(runtime, verb)}\n")
         return
+    if dry_run:
+        _print_documents(runtime, plan, verb)
+        return
     for change in plan.files:
-        _write(change, backup=backup)
+        _write(change, place, backup=backup)
     if not changes:
         sys.stdout.write(f"{_nothing(runtime, verb)}\n")
         return
@@ -279,15 +250,40 @@ def _apply(runtime: Runtime, plan: Plan, *, dry_run: bool, backup: bool, verb: s
     sys.stdout.write(f"Restart {runtime} to apply the change: {ENGINES[runtime].restart_command}\n")
 
 
-def _write(change: FileChange, *, backup: bool) -> None:
+def _print_documents(runtime: Runtime, plan: Plan, verb: str) -> None:
+    """Print each resulting document (ctk's drop-in first, as nvidia-ctk does); say which on stderr.
+
+    Scripts run `--dry-run > new.toml`: stdout holds the documents and nothing else.
+    """
+    for change in sorted(plan.files, key=lambda f: not f.own):
+        if change.after is None:
+            if change.before is not None:
+                sys.stderr.write(f"dry run: {change.path} would be removed\n")
+            continue
+        state = (
+            "is unchanged"
+            if not change.changed
+            else "would be created"
+            if change.before is None
+            else "would be updated"
+        )
+        sys.stderr.write(f"dry run: {change.path} {state}:\n")
+        sys.stdout.write(change.after)
+    if not plan.changes:
+        sys.stderr.write(f"{_nothing(runtime, verb)}\n")
+
+
+def _write(change: FileChange, place: Place, *, backup: bool) -> None:
     from ctk.host import engines as host_engines
     from ctk.host import files
     from ctk.runtime_config.changes import dump_record
 
-    path = Path(change.path)
+    path = place.host(change.path)
+    root = place.root
     # The record first: if the state directory cannot be written, the config stays untouched;
     # a record of changes that did not happen is harmless (undo acts only on values ctk wrote).
-    record_file = host_engines.record_path(path, change.record_for)
+    record_for = str(place.host(change.record_for)) if change.record_for else None
+    record_file = host_engines.record_path(path, record_for, root)
     if change.record is not None:
         record = dump_record(change.record)
         files.write_atomic(
@@ -296,7 +292,7 @@ def _write(change: FileChange, *, backup: bool) -> None:
     if change.changed:
         # ctk's own drop-in is written afresh from the other files: nothing of the user's to keep.
         if change.taken_over and change.before is not None:
-            kept = host_engines.takeover_path(path)
+            kept = host_engines.takeover_path(path, root)
             files.write_atomic(
                 kept, change.before, mode=0o600, make_parents=True, follow_symlinks=False
             )
@@ -304,7 +300,7 @@ def _write(change: FileChange, *, backup: bool) -> None:
                 f"backed up {path} (not written by ctk) to {kept}; unconfigure puts it back\n"
             )
         elif (backup or change.keep_before) and not change.own and change.before is not None:
-            kept = host_engines.backup_path(path)
+            kept = host_engines.backup_path(path, root)
             files.write_atomic(
                 kept, change.before, mode=0o600, make_parents=True, follow_symlinks=False
             )
@@ -314,7 +310,7 @@ def _write(change: FileChange, *, backup: bool) -> None:
         else:
             files.write_atomic(path, change.after, make_parents=True)
     if change.restores:
-        files.remove(host_engines.takeover_path(path))
+        files.remove(host_engines.takeover_path(path, root))
     if change.record is not None or change.drop_record:
         files.remove(host_engines.legacy_record_path(path))
     if change.drop_record:
@@ -328,12 +324,26 @@ def _nothing(runtime: Runtime, verb: str) -> str:
 
 
 @contextlib.contextmanager
-def _lock(runtime: Runtime, config: str | None) -> Iterator[None]:
+def _lock(runtime: Runtime, config: str | None, place: Place) -> Iterator[None]:
     from ctk.host import files
 
-    path = Path(config) if config else Path(ENGINES[runtime].config_path)
-    with files.locked(path.absolute()):
+    with files.locked(place.host(place.config_name(runtime, config))):
         yield None
+
+
+def _gather(
+    runtime: Runtime, config: str | None, drop_in: str | None, place: Place, *, sweep: bool
+) -> Inputs:
+    from ctk.host import engines as host_engines
+    from ctk.host import files
+
+    gathered = host_engines.gather(runtime, config=config, drop_in=drop_in, place=place)
+    for warning in gathered.warnings:
+        sys.stderr.write(f"warning: {warning}\n")
+    inputs = gathered.inputs
+    if sweep and inputs.drop_in:  # temp files a killed run left where the engine reads them
+        files.sweep_temp(place.host(inputs.drop_in).parent)
+    return inputs
 
 
 @app.command(cls=_GoBoolFlags)
@@ -343,6 +353,7 @@ def configure(
     config: str | None = CONFIG,
     drop_in_config: str | None = DROP_IN,
     nvidia_runtime_name: str = NAME,
+    root: str = ROOT,
     nvidia_runtime_path: str = typer.Option(
         DEFAULT_RUNTIME_PATH,
         "--nvidia-runtime-path",
@@ -359,9 +370,8 @@ def configure(
     cdi_enabled: bool = typer.Option(
         False, "--cdi.enabled", "--enable-cdi", "--cdi.enable", help="Enable CDI in the engine."
     ),
-    dry_run: bool = typer.Option(
-        False, "--dry-run", help="Print a unified diff of what would change; write nothing."
-    ),
+    dry_run: bool = DRY_RUN,
+    diff: bool = DIFF,
     backup: bool = typer.Option(False, "--backup", help=BACKUP_HELP),
     force: bool = FORCE,
     config_source: str | None = typer.Option(
@@ -374,23 +384,31 @@ def configure(
     config_mode: str | None = typer.Option(
         None,
         "--config-mode",
-        help="nvidia-ctk compatibility: config-file only; the deprecated oci-hook mode is "
-        "refused (use CDI).",
+        help="nvidia-ctk compatibility: config-file (the default), or the deprecated oci-hook: "
+        "an OCI hook JSON for Podman/CRI-O, printed or written to --oci-hook-path.",
         rich_help_panel=COMPAT,
     ),
     executable_path: str | None = typer.Option(
         None, "--executable-path", help=IGNORED_HELP, rich_help_panel=COMPAT
     ),
     oci_hook_path: str | None = typer.Option(
-        None, "--oci-hook-path", help=IGNORED_HELP, rich_help_panel=COMPAT
+        None,
+        "--oci-hook-path",
+        help="oci-hook mode: where to write the hook JSON (default: print it).",
+        rich_help_panel=COMPAT,
     ),
     runtime_hook_path: str | None = typer.Option(
-        None, "--nvidia-runtime-hook-path", help=IGNORED_HELP, rich_help_panel=COMPAT
+        None,
+        "--nvidia-runtime-hook-path",
+        help=f"oci-hook mode: the hook binary (default: {DEFAULT_HOOK_PATH}).",
+        rich_help_panel=COMPAT,
     ),
 ) -> None:
     """Add the nvidia runtime to a container engine's config."""
     _check_name(runtime, nvidia_runtime_name)
-    _compat(config_source, config_mode)
+    if _compat(config_source, config_mode):
+        _oci_hook(oci_hook_path, runtime_hook_path or DEFAULT_HOOK_PATH, dry_run=dry_run or diff)
+        return
     for flag, value, use in (
         ("--executable-path", executable_path, "with --config-source=command"),
         ("--oci-hook-path", oci_hook_path, "in the oci-hook config mode"),
@@ -419,12 +437,16 @@ def configure(
         set_as_default=set_as_default,
         enable_cdi=cdi_enabled,
     )
-    with _lock(runtime, config):
-        inputs = _gather(runtime, config, drop_in_config)
+    from ctk.host.engines import Place
+
+    place = Place(Path(root))
+    with _lock(runtime, config, place):
+        inputs = _gather(runtime, config, drop_in_config, place, sweep=not (dry_run or diff))
         from ctk.runtime_config.configure import configure as plan_configure
 
         plan = plan_configure(runtime, inputs, request, force=force)
-        _apply(runtime, plan, dry_run=dry_run, backup=backup, verb="configure")
+        _warn_missing_binary(runtime, request, place)
+        _apply(runtime, plan, place, dry_run=dry_run, diff=diff, backup=backup, verb="configure")
 
 
 @app.command(cls=_GoBoolFlags)
@@ -434,17 +456,20 @@ def unconfigure(
     config: str | None = CONFIG,
     drop_in_config: str | None = DROP_IN,
     nvidia_runtime_name: str = NAME,
-    dry_run: bool = typer.Option(
-        False, "--dry-run", help="Print a unified diff of what would change; write nothing."
-    ),
+    root: str = ROOT,
+    dry_run: bool = DRY_RUN,
+    diff: bool = DIFF,
     backup: bool = typer.Option(False, "--backup", help=BACKUP_HELP),
     force: bool = FORCE,
 ) -> None:
     """Remove what `ctk runtime configure` added."""
     _check_name(runtime, nvidia_runtime_name)
-    with _lock(runtime, config):
-        inputs = _gather(runtime, config, drop_in_config)
+    from ctk.host.engines import Place
+
+    place = Place(Path(root))
+    with _lock(runtime, config, place):
+        inputs = _gather(runtime, config, drop_in_config, place, sweep=not (dry_run or diff))
         from ctk.runtime_config.configure import unconfigure as plan_unconfigure
 
         plan = plan_unconfigure(runtime, inputs, nvidia_runtime_name, force=force)
-        _apply(runtime, plan, dry_run=dry_run, backup=backup, verb="unconfigure")
+        _apply(runtime, plan, place, dry_run=dry_run, diff=diff, backup=backup, verb="unconfigure")

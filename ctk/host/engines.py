@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePath, PurePosixPath
+from typing import TYPE_CHECKING, Final
 from urllib.parse import quote
 
-from ctk.errors import CtkError
+from ctk.errors import CtkError, UsageError
 from ctk.host import files
+from ctk.host.files import TEMP_SUFFIX
+from ctk.host.root import HostRoot, PathEscapeError
 from ctk.runtime_config import imports
+from ctk.runtime_config.engines import ENGINES, Runtime
+
+if TYPE_CHECKING:
+    from ctk.runtime_config.changes import Change
+    from ctk.runtime_config.editor import Inputs
 
 # k3s and RKE2 write containerd's config.toml from a Go template at every start.
 TEMPLATE_NAMES = ("config-v3.toml.tmpl", "config.toml.tmpl")
@@ -24,6 +33,7 @@ class ContainerdFiles:
     before: tuple[tuple[str, str], ...]  # imported before the drop-in, in load order
     after: tuple[tuple[str, str], ...]  # imported after it
     missing: tuple[str, ...]  # plain (non-glob) imports that do not exist
+    directories: tuple[str, ...] = ()  # imports that name a directory (containerd fails on them)
 
 
 def refuse_managed_config(path: Path, text: str | None) -> None:
@@ -53,6 +63,18 @@ def refuse_managed_config(path: Path, text: str | None) -> None:
         )
 
 
+# Engine configs are a few KiB (CRI-O's fully commented default: ~80 KiB); a bigger file is not
+# one, and tomlkit would take seconds per megabyte to edit it.
+CONFIG_LIMIT: Final = 256 * 1024
+
+ToHost = Callable[[str], Path]
+
+
+def read_config(path: Path, *, missing_ok: bool = True) -> str | None:
+    """The text of an engine config, drop-in, imported file or ctk record (at most 256 KiB)."""
+    return files.read_text(path, missing_ok=missing_ok, limit=CONFIG_LIMIT)
+
+
 def list_dir(directory: str) -> list[str] | None:
     """The names in ``directory``; None when it is not a directory that can be listed."""
     try:
@@ -61,24 +83,40 @@ def list_dir(directory: str) -> list[str] | None:
         return None
 
 
-def containerd_imports(main: Path, main_text: str, drop_in: str | None) -> ContainerdFiles:
+def containerd_imports(
+    main: Path, main_text: str, drop_in: str | None, to_host: ToHost = Path
+) -> ContainerdFiles:
     """Read the files containerd imports from ``main`` (nested imports too), in load order.
 
     Resolved by `ctk.runtime_config.imports` as containerd does. ``drop_in`` counts as imported
     by the main file (at the end of its `imports`) even before it is added, and as existing.
     Without a drop-in (in-place editing), every imported file is read after the main file.
+    Names are as the engine sees them; ``to_host`` says where each is on this machine.
     """
     main_name = str(main)
+    directories: list[str] = []
+
+    def listing(directory: str) -> list[str] | None:
+        return list_dir(str(to_host(directory)))
+
     if drop_in is None:
         loaded = imports.walk(
-            main_name, lambda name: _imports_of_file(name, main_name, main_text), list_dir
+            main_name,
+            lambda name: _imports_of_file(name, main_name, main_text, directories, to_host),
+            listing,
         )
-        found = tuple((name, files.read_text(Path(name)) or "") for name in loaded.files)
-        return ContainerdFiles((), found, loaded.missing)
+        found = tuple(
+            (name, read_config(to_host(name), missing_ok=False) or "")
+            for name in loaded.files
+            if name not in directories
+        )
+        return ContainerdFiles((), found, loaded.missing, tuple(directories))
     drop_in = imports.clean(drop_in)
     texts: dict[str, str] = {}
 
     def imports_of(name: str) -> list[str] | None:
+        if name != drop_in and _is_directory(name, directories, to_host):
+            return []
         if name == main_name:
             entries = imports.imports_in(name, main_text)
             return (
@@ -88,52 +126,93 @@ def containerd_imports(main: Path, main_text: str, drop_in: str | None) -> Conta
             )
         if name == drop_in:
             return []  # written afresh: what it imports now does not matter
-        text = files.read_text(Path(name), missing_ok=True)
+        text = read_config(to_host(name))
         if text is not None:
             texts[name] = text
             return imports.imports_in(name, text)
         return None
 
-    loaded = imports.walk(main_name, imports_of, imports.with_path(list_dir, drop_in))
-    order = [(name, texts.get(name, "")) for name in loaded.files]
-    index = loaded.files.index(drop_in)
-    return ContainerdFiles(tuple(order[:index]), tuple(order[index + 1 :]), loaded.missing)
+    loaded = imports.walk(main_name, imports_of, imports.with_path(listing, drop_in))
+    order = [(name, texts.get(name, "")) for name in loaded.files if name not in directories]
+    index = [name for name, _ in order].index(drop_in)
+    return ContainerdFiles(
+        tuple(order[:index]), tuple(order[index + 1 :]), loaded.missing, tuple(directories)
+    )
 
 
-def _imports_of_file(name: str, main_name: str, main_text: str) -> list[str] | None:
+def _is_directory(name: str, directories: list[str], to_host: ToHost) -> bool:
+    """Whether the imported ``name`` is a directory (noted in ``directories``): not read."""
+    if os.path.isdir(to_host(name)):
+        directories.append(name)
+        return True
+    return False
+
+
+def _imports_of_file(
+    name: str, main_name: str, main_text: str, directories: list[str], to_host: ToHost
+) -> list[str] | None:
     if name == main_name:
         return imports.imports_in(name, main_text)
-    text = files.read_text(Path(name), missing_ok=True)
+    if _is_directory(name, directories, to_host):
+        return []
+    text = read_config(to_host(name))
     return None if text is None else imports.imports_in(name, text)
 
 
-def crio_drop_ins(drop_in: Path) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """Return CRI-O's drop-ins that sort before ``drop_in`` and those after it, read."""
+def crio_drop_ins(
+    drop_in: PurePath, to_host: ToHost = Path
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Return CRI-O's drop-ins that sort before ``drop_in`` and those after it, read.
+
+    A temporary file of a running ctk write (``*.ctk-tmp``) is not a drop-in; a FIFO or device
+    is (CRI-O would open it), and reading it is refused.
+    """
     directory = drop_in.parent
+    host_dir = to_host(str(directory))
     try:
-        names = sorted(p.name for p in directory.iterdir() if p.is_file())
+        names = sorted(
+            p.name
+            for p in host_dir.iterdir()
+            if not p.is_dir() and not p.name.endswith(TEMP_SUFFIX)
+        )
     except FileNotFoundError:
         return [], []
     except OSError as exc:
-        raise CtkError(f"{directory}: cannot list: {exc.strerror}") from exc
-    before = []
-    after = []
+        raise CtkError(f"{host_dir}: cannot list: {exc.strerror}") from exc
+    before: list[tuple[str, str]] = []
+    after: list[tuple[str, str]] = []
     for name in names:
         if name == drop_in.name:
             continue
-        if name < drop_in.name:
-            before.append((str(directory / name), files.read_text(directory / name) or ""))
-        else:
-            after.append((str(directory / name), files.read_text(directory / name) or ""))
+        text = read_config(host_dir / name, missing_ok=False) or ""
+        (before if name < drop_in.name else after).append((str(directory / name), text))
     return before, after
+
+
+# Where dockerd (under systemd) finds a runtime given by a bare name.
+STANDARD_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+
+
+def runtime_binary_found(binary: str, root: Path = Path("/")) -> bool:
+    """Whether the runtime ``binary`` (absolute, or a bare name looked up in PATH) is there."""
+    host = HostRoot(root)
+    candidates = [binary] if "/" in binary else [f"{d}/{binary}" for d in STANDARD_PATH]
+    for candidate in candidates:
+        try:
+            path = host.path(candidate)
+        except PathEscapeError:
+            continue
+        if path.is_file() and os.access(path, os.X_OK):
+            return True
+    return False
 
 
 STATE_DIR_ENV = "CTK_STATE_DIR"
 DEFAULT_STATE_DIR = Path("/var/lib/ctk")
 
 
-def state_dir() -> Path:
-    """Where ctk keeps its own files: ``$CTK_STATE_DIR``, else /var/lib/ctk.
+def state_dir(root: Path = Path("/")) -> Path:
+    """Where ctk keeps its own files: ``$CTK_STATE_DIR``, else /var/lib/ctk (under ``root``).
 
     Never next to an engine's config: CRI-O reads every file of crio.conf.d (subdirectories
     too) and containerd imports by glob, so a record or backup there would be read as config.
@@ -145,7 +224,9 @@ def state_dir() -> Path:
             f"{STATE_DIR_ENV} must be an absolute path, not {value!r}",
             hint=f"set it to an absolute directory, or unset it to use {DEFAULT_STATE_DIR}",
         )
-    return Path(value) if value else DEFAULT_STATE_DIR
+    if value:
+        return Path(value)
+    return Path(root, *DEFAULT_STATE_DIR.parts[1:]) if str(root) != "/" else DEFAULT_STATE_DIR
 
 
 def _state_name(path: Path, *more: Path) -> str:
@@ -154,7 +235,7 @@ def _state_name(path: Path, *more: Path) -> str:
     return name if len(name) <= 200 else hashlib.sha256(name.encode()).hexdigest()
 
 
-def record_path(config: Path, drop_in: str | None = None) -> Path:
+def record_path(config: Path, drop_in: str | None = None, root: Path = Path("/")) -> Path:
     """Where ctk keeps the list of changes it made to ``config`` (keyed by the real file).
 
     In drop-in mode the record is per (config, drop-in): two drop-ins imported by one config
@@ -163,7 +244,7 @@ def record_path(config: Path, drop_in: str | None = None) -> Path:
     target = files.write_target(config)
     more = (files.write_target(Path(drop_in)),) if drop_in else ()
     key = _state_name(target, *more)
-    return state_dir() / "runtime" / "undo" / f"{key}.json"
+    return state_dir(root) / "runtime" / "undo" / f"{key}.json"
 
 
 def legacy_record_path(config: Path) -> Path:
@@ -172,7 +253,7 @@ def legacy_record_path(config: Path) -> Path:
     return target.with_name(f".{target.name}.ctk-undo.json")
 
 
-def backup_path(path: Path) -> Path:
+def backup_path(path: Path, root: Path = Path("/")) -> Path:
     """Where ``--backup`` keeps the old ``path``: ``<file>.bak``, unless it is in a drop-in dir.
 
     A directory named `*.d` (crio.conf.d, conf.d) is read whole by the engine, which would load
@@ -180,11 +261,181 @@ def backup_path(path: Path) -> Path:
     """
     target = files.write_target(path)
     if target.parent.name.endswith(".d"):
-        return state_dir() / "runtime" / "backup" / f"{_state_name(target)}.bak"
+        return state_dir(root) / "runtime" / "backup" / f"{_state_name(target)}.bak"
     return target.with_name(target.name + ".bak")
 
 
-def takeover_path(path: Path) -> Path:
+def takeover_path(path: Path, root: Path = Path("/")) -> Path:
     """Where ctk keeps a user's drop-in that a --force configure replaced, for unconfigure."""
     target = files.write_target(path)
-    return state_dir() / "runtime" / "taken-over" / _state_name(target)
+    return state_dir(root) / "runtime" / "taken-over" / _state_name(target)
+
+
+# nvidia-ctk's spelled-out default of --drop-in-config.
+RUNTIME_SPECIFIC_DEFAULT: Final = "RUNTIME_SPECIFIC_DEFAULT"
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where the engine's paths live on this machine: under ``root`` (`--root`), or as they are."""
+
+    root: Path = Path("/")
+
+    def host(self, name: str) -> Path:
+        """This machine's path of the engine's ``name`` (symlinks resolved inside the root).
+
+        A symlink whose target does not exist is refused: writing would create a file the user
+        never named.
+        """
+        if str(self.root) == "/":
+            return Path(name)
+        location = HostRoot(self.root)
+        path = location.path(name)
+        unresolved = location.path(str(PurePosixPath(name).parent)) / PurePosixPath(name).name
+        if unresolved.is_symlink() and not path.exists():
+            raise CtkError(
+                f"{unresolved}: is a symlink to {path}, which does not exist; not written",
+                hint="remove the link or create its target first",
+            )
+        return path
+
+    def config_name(self, runtime: Runtime, config: str | None) -> str:
+        """The config file as the engine sees it (default: the engine's own)."""
+        name = config or str(ENGINES[runtime].config_path)
+        if name.startswith("/"):
+            return name
+        if str(self.root) != "/":
+            raise UsageError(
+                f"--config {name}: give an absolute path as seen inside --root",
+                hint=f"e.g. --config {ENGINES[runtime].config_path}",
+            )
+        return str(Path.cwd() / name)
+
+
+@dataclass(frozen=True, slots=True)
+class Gathered:
+    """The inputs of a runtime command and what was noticed reading them."""
+
+    inputs: Inputs
+    warnings: tuple[str, ...]
+
+
+def gather(
+    runtime: Runtime, *, config: str | None, drop_in: str | None, place: Place = Place()
+) -> Gathered:
+    """Read what `ctk runtime configure|unconfigure` decides on: config, drop-in, imports, record.
+
+    Paths are as the engine sees them (under ``place``'s root); every file is read through
+    `read_config` (regular files only, at most 256 KiB).
+    """
+    from ctk.runtime_config.configure import uses_drop_in
+    from ctk.runtime_config.editor import Inputs
+
+    engine = ENGINES[runtime]
+    config_name = place.config_name(runtime, config)
+    config_path = place.host(config_name)
+    if drop_in is None or drop_in == RUNTIME_SPECIFIC_DEFAULT:
+        drop_in = str(engine.drop_in_path) if engine.drop_in_path else ""
+    elif drop_in and engine.drop_in_path is None:
+        raise UsageError(f"{runtime} has no drop-in configs", hint="drop --drop-in-config")
+    if drop_in and not drop_in.startswith("/"):
+        raise UsageError(f"--drop-in-config must be an absolute path, not {drop_in!r}")
+    drop_in_path = place.host(drop_in) if drop_in else None
+    if drop_in_path is not None and _same_file(drop_in_path, config_path):
+        raise UsageError(
+            f"--drop-in-config {drop_in} is the config file itself",
+            hint='pass --drop-in-config "" to edit the config in place',
+        )
+    files.write_target(config_path)  # a dangling symlink: refused before anything is read
+    text = read_config(config_path)
+    if runtime is Runtime.CONTAINERD:
+        refuse_managed_config(config_path, text)
+    record, recorded = _record_of(runtime, config_path, None, place.root)
+    inputs = Inputs(config=config_name, config_text=text, record=record, recorded=recorded)
+    if drop_in_path is None:
+        return _with_imports(runtime, inputs, place)
+    files.write_target(drop_in_path)
+    drop_in_text = read_config(drop_in_path)
+    with_drop_in = Inputs(
+        config=config_name,
+        config_text=text,
+        record=record,
+        recorded=recorded,
+        drop_in=drop_in,
+        drop_in_text=drop_in_text,
+    )
+    if not uses_drop_in(runtime, with_drop_in):
+        with_drop_in = Inputs(
+            config=config_name, config_text=text, record=record, recorded=recorded, drop_in=drop_in
+        )
+        return Gathered(with_drop_in, ())
+    taken_over = read_config(takeover_path(drop_in_path, place.root))
+    warnings: tuple[str, ...] = ()
+    if runtime is Runtime.CONTAINERD:
+        found = containerd_imports(Path(config_name), text or "", drop_in, place.host)
+        before, after, warnings = found.before, found.after, import_warnings(found)
+        record, recorded = _record_of(runtime, config_path, drop_in_path, place.root)
+    else:
+        crio_before, crio_after = crio_drop_ins(PurePosixPath(drop_in), place.host)
+        before, after = tuple(crio_before), tuple(crio_after)
+    gathered = Inputs(
+        config=config_name,
+        config_text=text,
+        record=record,
+        recorded=recorded,
+        drop_in=drop_in,
+        drop_in_text=drop_in_text,
+        taken_over=taken_over,
+        before=before,
+        after=after,
+    )
+    return Gathered(gathered, warnings)
+
+
+def _record_of(
+    runtime: Runtime, config: Path, drop_in: Path | None, root: Path
+) -> tuple[tuple[Change, ...], bool]:
+    from ctk.runtime_config.changes import load_record
+    from ctk.runtime_config.editor import editor_for
+
+    record_file = record_path(config, str(drop_in) if drop_in else None, root)
+    record_text = read_config(record_file)
+    if record_text is None:  # written beside the config by earlier versions
+        record_file = legacy_record_path(config)
+        record_text = read_config(record_file)
+    nested_null = editor_for(runtime).records_hold_null
+    record = load_record(str(record_file), record_text, nested_null=nested_null)
+    return record, record_text is not None
+
+
+def import_warnings(found: ContainerdFiles) -> tuple[str, ...]:
+    """What to tell the user about imports that name nothing, or a directory."""
+    missing = [
+        f"containerd is told to import {name}, which does not exist" for name in found.missing
+    ]
+    directories = [
+        f"containerd is told to import {name}, which is a directory: containerd fails to start "
+        "on it (is a directory); make the import match files only, like conf.d/*.toml"
+        for name in found.directories
+    ]
+    return (*missing, *directories)
+
+
+def _with_imports(runtime: Runtime, inputs: Inputs, place: Place) -> Gathered:
+    """In-place containerd (v2+): the files the config imports, all read after it."""
+    text = inputs.config_text
+    if runtime is not Runtime.CONTAINERD or not text:
+        return Gathered(inputs, ())
+    from ctk.runtime_config import containerd  # the TOML editor: containerd's configs only
+
+    if containerd.version_of(inputs.config, text) == 1:
+        return Gathered(inputs, ())
+    found = containerd_imports(Path(inputs.config), text, None, place.host)
+    return Gathered(replace(inputs, after=found.after), import_warnings(found))
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:  # one is missing (or unreadable): compare the names
+        return a.absolute() == b.absolute()

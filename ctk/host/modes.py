@@ -242,7 +242,7 @@ def _csv_entries(
         except CtkError as exc:
             warnings.append(f"skipping CSV file {path}: {exc.message}")
             continue
-        found = [e for e in map(_csv_line, (text or "").splitlines()) if e is not None]
+        found = [e for e in map(parse_mount_spec, (text or "").splitlines()) if e is not None]
         if not found:
             problem = "no such file" if text is None else "no mount specifications"
             warnings.append(f"skipping CSV file {path}: {problem}")
@@ -256,7 +256,7 @@ def _csv_entries(
     return entries, warnings
 
 
-def _csv_line(line: str) -> tuple[str, str] | None:
+def parse_mount_spec(line: str) -> tuple[str, str] | None:
     """`<kind>, <path>` (kind dev, dir, lib or sym), or None for anything else."""
     kind, comma, path = line.strip().partition(",")
     kind, path = kind.strip(), path.strip()

@@ -13,22 +13,59 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NoReturn
 
+from ctk.enums import StrEnum
 from ctk.errors import CtkError
 from ctk.runtime_config.parse import JSONValue
 
-NEW_TABLE: dict[str, JSONValue] = {}  # the "after" of a table ctk created: removed once empty
-SUPER_TABLE: dict[str, JSONValue] = {"implicit-table": True}  # a [header] ctk had to write
-FINAL_NEWLINE = ("\n",)  # the key path that stands for "ctk added the final newline"
+
+class ChangeKind(StrEnum):
+    """What a recorded change is, so that no value has to stand for it."""
+
+    SET = "set"  # a key ctk set: `existed` and `before` say what was there
+    NEW_TABLE = "new-table"  # a table (object) ctk created: removed once empty
+    HEADER = "header"  # a [header] ctk had to write for a table only implied before
+    FINAL_NEWLINE = "final-newline"  # ctk added the file's final newline
+    WHOLE_FILE = "whole-file"  # the file was missing (or blank: `before` holds its text)
+    BLANK_INSIDE = "blank-inside"  # the whitespace of an empty JSON object at `keys` (`{ }`)
+
+
+# Kinds about the file or an object's layout, not a key: never a "created" key path.
+LAYOUT = frozenset({ChangeKind.FINAL_NEWLINE, ChangeKind.BLANK_INSIDE})
+
+# Changes that unconfigure takes back after removing the runtime: tables emptied by that go.
+TABLE_KINDS = frozenset({ChangeKind.NEW_TABLE, ChangeKind.HEADER})
+
+# What ctk records of a [header] (`before` and `after`), so a record reads the same everywhere.
+HEADER_VALUE: dict[str, JSONValue] = {"implicit-table": True}
 
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """One key ctk set: its path, whether it existed, its value before and the value written."""
+    """One change ctk made: its key path, whether it existed, the value before and after."""
 
     keys: tuple[str, ...]
     existed: bool
     before: JSONValue
     after: JSONValue
+    kind: ChangeKind = ChangeKind.SET
+
+    @property
+    def identity(self) -> tuple[ChangeKind | None, tuple[str, ...]]:
+        """What two records' changes must share to be the same change (layout kinds apart)."""
+        return (self.kind if self.kind in LAYOUT else None, self.keys)
+
+
+def new_table(keys: tuple[str, ...]) -> Change:
+    """ctk created the table (object) at ``keys``."""
+    return Change(keys, False, None, {}, ChangeKind.NEW_TABLE)
+
+
+def header(keys: tuple[str, ...]) -> Change:
+    """ctk wrote a [header] for the table at ``keys``, which was only implied before."""
+    return Change(keys, True, HEADER_VALUE, HEADER_VALUE, ChangeKind.HEADER)
+
+
+FINAL_NEWLINE_ADDED = Change((), False, None, None, ChangeKind.FINAL_NEWLINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,11 +80,13 @@ class Edit:
 def merge_records(old: Sequence[Change], new: Sequence[Change]) -> tuple[Change, ...]:
     """Combine the record of an earlier run with a later one (the earlier "before" wins)."""
     out = list(old)
-    known = {c.keys for c in old}
+    known = {c.identity for c in old}
     for change in new:
-        if change.keys in known:
+        if change.identity in known:
             out = [
-                c if c.keys != change.keys else Change(c.keys, c.existed, c.before, change.after)
+                c
+                if c.identity != change.identity
+                else Change(c.keys, c.existed, c.before, change.after, c.kind)
                 for c in out
             ]
         else:
@@ -60,7 +99,13 @@ def dump_record(changes: Sequence[Change]) -> str:
     payload = {
         "written-by": "ctk runtime configure",
         "changes": [
-            {"keys": list(c.keys), "existed": c.existed, "before": c.before, "after": c.after}
+            {
+                "kind": str(c.kind),
+                "keys": list(c.keys),
+                "existed": c.existed,
+                "before": c.before,
+                "after": c.after,
+            }
             for c in changes
         ],
     }
@@ -108,8 +153,39 @@ def load_record(name: str, text: str | None, *, nested_null: bool = False) -> tu
             value = item.get(field_name)
             if not _storable(value, top=True, nested_null=nested_null, depth=0):
                 _bad_record(name, f"{where}: `{field_name}` holds a value no config file can hold")
-        out.append(Change(tuple(keys), existed, item.get("before"), item.get("after")))
+        kind = item.get("kind")
+        if kind is not None and kind not in ChangeKind.__members__.values():
+            _bad_record(name, f"{where}: unknown `kind` {kind!r}")
+        change = Change(tuple(keys), existed, item.get("before"), item.get("after"))
+        out.append(
+            Change(*_fields(change), ChangeKind(kind)) if kind is not None else _legacy(change)
+        )
     return tuple(out)
+
+
+def _fields(change: Change) -> tuple[tuple[str, ...], bool, JSONValue, JSONValue]:
+    return change.keys, change.existed, change.before, change.after
+
+
+# Records of ctk versions before `kind` said what a change was with these values.
+_LEGACY_FINAL_NEWLINE = ("\n",)
+_LEGACY_INSIDE = "\u0000inside"
+
+
+def _legacy(change: Change) -> Change:
+    """The kind of a change in a record written before records had `kind`."""
+    keys, existed, before, after = _fields(change)
+    if keys == ():
+        return Change(keys, existed, before, after, ChangeKind.WHOLE_FILE)
+    if keys == _LEGACY_FINAL_NEWLINE:
+        return FINAL_NEWLINE_ADDED
+    if keys[-1] == _LEGACY_INSIDE:
+        return Change(keys[:-1], existed, before, after, ChangeKind.BLANK_INSIDE)
+    if before == HEADER_VALUE and after == HEADER_VALUE:
+        return header(keys)
+    if after == {} and not existed:
+        return new_table(keys)
+    return change
 
 
 def _bad_record(name: str, what: str) -> NoReturn:
@@ -141,7 +217,7 @@ def _storable(value: object, *, top: bool, nested_null: bool, depth: int) -> boo
 def whole_file_change(text: str | None) -> tuple[Change, ...]:
     """Record a missing or blank file, so that undoing everything gives it back as it was."""
     if text is None or not text.strip():
-        return (Change((), text is not None, text, None),)
+        return (Change((), text is not None, text, None, ChangeKind.WHOLE_FILE),)
     return ()
 
 
@@ -153,7 +229,7 @@ def restore_whole_file(result: str, record: Sequence[Change], *, blank: bool) ->
     if not blank:
         return result
     for change in record:
-        if change.keys == ():
+        if change.kind is ChangeKind.WHOLE_FILE:
             return change.before if change.existed else None
     return result
 
@@ -165,7 +241,7 @@ def without_inside(changes: Sequence[Change], keys: tuple[str, ...]) -> tuple[Ch
 
 def replaced_keys(changes: Sequence[Change]) -> tuple[str, ...]:
     """The names of the keys whose existing values the changes replaced (their lines change)."""
-    return tuple(c.keys[-1] for c in changes if c.existed and c.keys and c.before != SUPER_TABLE)
+    return tuple(c.keys[-1] for c in changes if c.existed and c.keys and c.kind is ChangeKind.SET)
 
 
 def kept_existing(
@@ -177,11 +253,12 @@ def kept_existing(
     show ctk creating is the user's. Without a record, a table stays only when ``record`` shows
     edits inside it; otherwise it goes, as nvidia-ctk removes it.
     """
+    keyed = [c for c in record if c.kind not in LAYOUT]
     # ctk created it, or a table (or the file) around it
-    created = any(keys[: len(c.keys)] == c.keys and not c.existed for c in record)
+    created = any(keys[: len(c.keys)] == c.keys and not c.existed for c in keyed)
     if recorded:
         return not created
-    inside = any(len(c.keys) > len(keys) and c.keys[: len(keys)] == keys for c in record)
+    inside = any(len(c.keys) > len(keys) and c.keys[: len(keys)] == keys for c in keyed)
     return inside and not created
 
 

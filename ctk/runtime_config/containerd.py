@@ -15,16 +15,24 @@ from tomlkit.toml_document import TOMLDocument
 from ctk.errors import CtkError
 from ctk.runtime_config import imports, tomledit
 from ctk.runtime_config.changes import (
-    NEW_TABLE,
-    SUPER_TABLE,
+    TABLE_KINDS,
     Change,
     Edit,
     kept_existing,
+    new_table,
     replaced_keys,
     without_inside,
 )
+from ctk.runtime_config.editor import DropIn, EngineEditor, InPlace, Inputs, RecordKeys
 from ctk.runtime_config.engines import CONTAINERD_CRI_PLUGIN, RuntimeRequest
-from ctk.runtime_config.inspect import containerd_version, deep_merge, dotted
+from ctk.runtime_config.inspect import (
+    EngineView,
+    PluginMerge,
+    containerd_version,
+    deep_merge,
+    dotted,
+    inspect_containerd,
+)
 from ctk.runtime_config.parse import TYPE_HINT, JSONValue, load_toml
 
 RUNC_V2 = "io.containerd.runc.v2"
@@ -77,9 +85,9 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
     created = runtime is None
     if runtime is None:
         source = _source_runtime(name, containerd, runtimes, request.name)
-        runtime = tomledit.copy_item(source) if source is not None else tomledit.new_table()
+        runtime = tomledit.copy_item(source) if source is not None else tomledit.empty_table()
         tomledit.append_table(runtimes, request.name, runtime)
-        changes.append(Change(rt_keys, False, None, NEW_TABLE))
+        changes.append(new_table(rt_keys))
     runtime_type = tomledit.plain(runtime.get("runtime_type", ""))
     if not runtime_type:
         tomledit.set_key(runtime, (*rt_keys, "runtime_type"), RUNC_V2, changes)
@@ -145,7 +153,7 @@ def unconfigure_in_place(
         and tomledit.plain(containerd.get("default_runtime_name")) == runtime_name
     ):
         tomledit.delete_key(containerd, "default_runtime_name")
-    tomledit.undo_changes(doc, [c for c in record if c.after in (NEW_TABLE, SUPER_TABLE)])
+    tomledit.undo_changes(doc, [c for c in record if c.kind in TABLE_KINDS])
     return tomledit.finish(name, doc, text, replaced=replaced_keys(record), undo=True)
 
 
@@ -305,3 +313,94 @@ def unconfigure_main(name: str, text: str, drop_in_name: str, record: Sequence[C
                 del doc["imports"]
     tomledit.undo_changes(doc, [c for c in record if c.keys != ("imports",)])
     return tomledit.finish(name, doc, text, replaced=replaced, undo=True)
+
+
+# Names under which `disabled_plugins` can switch off the CRI plugin (short and full ids).
+CRI_PLUGIN_IDS = frozenset({"cri", "io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime"})
+
+
+class ContainerdEditor:
+    """containerd's config.toml, its imports and ctk's drop-in (see `EngineEditor`)."""
+
+    records_hold_null = False
+
+    def check(self, inputs: Inputs) -> None:
+        view = inspect_containerd([inputs.main, *inputs.before, *inputs.after])
+        if view.version != 1:  # v1 configs have no `imports`; containerd ignores them there
+            imports.imports_in(*inputs.main)
+
+    def uses_drop_in(self, inputs: Inputs) -> bool:
+        return version_of(*inputs.main) != 1
+
+    def notes(self, inputs: Inputs) -> tuple[str, ...]:
+        if inputs.drop_in is None or self.uses_drop_in(inputs):
+            return ()
+        return (
+            f"{inputs.config} is a version 1 config, which cannot import drop-ins: "
+            "editing it in place",
+        )
+
+    def warnings(self, inputs: Inputs) -> tuple[str, ...]:
+        files = [inputs.main, *inputs.before, *inputs.after]
+        out = list(_cri_disabled(files))
+        if version_of(*inputs.main) != 1:  # v1 has no imports
+            for name, file_text in files:
+                entries = imports.imports_in(name, file_text)
+                out.extend(imports.relative_glob_warnings(name, entries))
+        return tuple(out)
+
+    def view(self, files: Sequence[tuple[str, str]]) -> EngineView:
+        return inspect_containerd(files, merge=PluginMerge.DEEP)
+
+    def configure_in_place(self, inputs: Inputs, request: RuntimeRequest) -> InPlace:
+        name, text = inputs.main
+        edit = configure_in_place(name, text, request)
+        return InPlace(edit, tuple(in_place_overridden(name, text, inputs.after)))
+
+    def configure_drop_in(
+        self, inputs: Inputs, request: RuntimeRequest, own: tuple[str, str] | None
+    ) -> DropIn:
+        assert inputs.drop_in is not None
+        carried = carried_runtimes(own, [inputs.main], request.name) if own else None
+        result = configure_drop_in(
+            inputs.main, inputs.drop_in, inputs.before, inputs.after, request, carried=carried
+        )
+        return DropIn(result.main, result.drop_in, warnings=result.warnings)
+
+    def keeps_others(self, inputs: Inputs, own: tuple[str, str], name: str) -> bool:
+        return bool(carried_runtimes(own, [inputs.main], name).added)
+
+    def remove(
+        self, name: str, text: str, runtime_name: str, record: Sequence[Change], *, recorded: bool
+    ) -> str:
+        return unconfigure_in_place(name, text, runtime_name, record, recorded=recorded)
+
+    def unconfigure_main(self, inputs: Inputs) -> str | None:
+        assert inputs.drop_in is not None
+        return unconfigure_main(*inputs.main, inputs.drop_in, inputs.record)
+
+    def blank(self, text: str) -> bool:
+        return not text.strip()
+
+    def record_keys(self, inputs: Inputs) -> RecordKeys:
+        version = version_of(*inputs.main)
+        runtimes = (*cri_keys(version), "containerd", "runtimes")
+        return RecordKeys(
+            runtimes, (*runtimes[:-1], "default_runtime_name"), frozenset(BUILTIN_RUNTIMES[version])
+        )
+
+
+def _cri_disabled(files: Sequence[tuple[str, str]]) -> tuple[str, ...]:
+    """Warn when containerd's CRI plugin, which reads the runtimes, is disabled."""
+    for name, text in files:
+        disabled = load_toml(name, text).get("disabled_plugins")
+        if isinstance(disabled, list) and CRI_PLUGIN_IDS.intersection(map(str, disabled)):
+            return (
+                f"{name} disables containerd's CRI plugin (disabled_plugins); the runtime is "
+                "written, but only CRI clients (Kubernetes, crictl) use it, and not until `cri` "
+                "is removed from disabled_plugins (Docker: use --runtime docker)",
+            )
+    return ()
+
+
+EDITOR: EngineEditor = ContainerdEditor()

@@ -10,16 +10,17 @@ from collections.abc import Sequence
 
 from ctk.runtime_config import tomledit
 from ctk.runtime_config.changes import (
-    NEW_TABLE,
-    SUPER_TABLE,
+    TABLE_KINDS,
     Change,
     Edit,
     kept_existing,
+    new_table,
     replaced_keys,
     without_inside,
 )
+from ctk.runtime_config.editor import DropIn, EngineEditor, InPlace, Inputs, RecordKeys
 from ctk.runtime_config.engines import RuntimeRequest
-from ctk.runtime_config.inspect import deep_merge
+from ctk.runtime_config.inspect import EngineView, deep_merge, inspect_crio
 from ctk.runtime_config.parse import JSONValue, load_toml
 
 RUNTIME_KEYS = ("crio", "runtime")
@@ -40,9 +41,9 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
     created = runtime is None
     if runtime is None:
         source = _source(name, crio_runtime, runtimes, request.name)
-        runtime = tomledit.new_table() if source is None else tomledit.copy_item(source)
+        runtime = tomledit.empty_table() if source is None else tomledit.copy_item(source)
         tomledit.append_table(runtimes, request.name, runtime)
-        changes.append(Change(keys, False, None, NEW_TABLE))
+        changes.append(new_table(keys))
     tomledit.set_key(runtime, (*keys, "runtime_path"), request.path, changes)
     tomledit.set_key(runtime, (*keys, "runtime_type"), "oci", changes)
     if request.set_as_default:
@@ -144,5 +145,70 @@ def unconfigure_in_place(
         and tomledit.plain(crio_runtime.get("default_runtime")) == runtime_name
     ):
         tomledit.delete_key(crio_runtime, "default_runtime")
-    tomledit.undo_changes(doc, [c for c in record if c.after in (NEW_TABLE, SUPER_TABLE)])
+    tomledit.undo_changes(doc, [c for c in record if c.kind in TABLE_KINDS])
     return tomledit.finish(name, doc, text, replaced=replaced_keys(record), undo=True)
+
+
+class CrioEditor:
+    """CRI-O's crio.conf and the crio.conf.d drop-ins it reads itself (see `EngineEditor`)."""
+
+    records_hold_null = False
+
+    def check(self, inputs: Inputs) -> None:
+        inspect_crio([inputs.main, *inputs.before])
+
+    def uses_drop_in(self, inputs: Inputs) -> bool:
+        return True
+
+    def notes(self, inputs: Inputs) -> tuple[str, ...]:
+        return ()
+
+    def warnings(self, inputs: Inputs) -> tuple[str, ...]:
+        return ()
+
+    def view(self, files: Sequence[tuple[str, str]]) -> EngineView:
+        return inspect_crio(files)
+
+    def configure_in_place(self, inputs: Inputs, request: RuntimeRequest) -> InPlace:
+        return InPlace(configure_in_place(*inputs.main, request))
+
+    def configure_drop_in(
+        self, inputs: Inputs, request: RuntimeRequest, own: tuple[str, str] | None
+    ) -> DropIn:
+        assert inputs.drop_in is not None
+        others = [inputs.main, *inputs.before]
+        carried = carried_runtimes(own, others, request.name) if own else ({}, None)
+        edit = configure_drop_in(others, inputs.drop_in, request, carried)
+        return DropIn(None, edit.text, edit.notes, tuple(_overridden_later(inputs, request)))
+
+    def keeps_others(self, inputs: Inputs, own: tuple[str, str], name: str) -> bool:
+        return bool(carried_runtimes(own, [inputs.main, *inputs.before], name)[0])
+
+    def remove(
+        self, name: str, text: str, runtime_name: str, record: Sequence[Change], *, recorded: bool
+    ) -> str:
+        return unconfigure_in_place(name, text, runtime_name, record, recorded=recorded)
+
+    def unconfigure_main(self, inputs: Inputs) -> str | None:
+        return None  # CRI-O reads crio.conf.d itself: the main file was never touched
+
+    def blank(self, text: str) -> bool:
+        return not text.strip()
+
+    def record_keys(self, inputs: Inputs) -> RecordKeys:
+        return RecordKeys(RUNTIMES_KEYS, (*RUNTIME_KEYS, "default_runtime"))
+
+
+def _overridden_later(inputs: Inputs, request: RuntimeRequest) -> list[str]:
+    out = []
+    for name, text in inputs.after:
+        view = inspect_crio([(name, text)])
+        overrides = view.runtime_named(request.name) is not None or (
+            request.set_as_default and view.default_runtime not in (None, request.name)
+        )
+        if overrides:
+            out.append(f"{name} is read after {inputs.drop_in} and overrides its settings")
+    return out
+
+
+EDITOR: EngineEditor = CrioEditor()

@@ -7,20 +7,22 @@ from collections.abc import Sequence
 from ctk.errors import CtkError
 from ctk.runtime_config import jsonedit
 from ctk.runtime_config.changes import (
-    FINAL_NEWLINE,
-    NEW_TABLE,
+    FINAL_NEWLINE_ADDED,
     Change,
+    ChangeKind,
     Edit,
     keep_line_ends,
     kept_existing,
+    new_table,
     newline_of,
     without_inside,
 )
+from ctk.runtime_config.editor import DropIn, EngineEditor, InPlace, Inputs, RecordKeys
 from ctk.runtime_config.engines import RuntimeRequest
+from ctk.runtime_config.inspect import EngineView, inspect_docker
 from ctk.runtime_config.parse import JSONValue, load_json_object, type_name
 
 DEFAULT_INDENT = "    "
-EMPTY_INSIDE = "\u0000inside"  # key of a record entry: the whitespace of an empty object
 
 
 def _object(name: str, data: dict[str, JSONValue], key: str) -> dict[str, JSONValue] | None:
@@ -51,14 +53,14 @@ def configure(name: str, text: str | None, request: RuntimeRequest) -> Edit:
         if parent is not None and not parent.members and parent.close > parent.open + 1:
             # `{ }` becomes `{}` when its last member goes: keep the blank inside to restore.
             inner = current[parent.open + 1 : parent.close]
-            changes.append(Change((*keys[:-1], EMPTY_INSIDE), True, inner, None))
+            changes.append(Change(keys[:-1], True, inner, None, ChangeKind.BLANK_INSIDE))
         current = jsonedit.set_member(current, keys, value, default_unit=DEFAULT_INDENT)
         changes.append(Change(keys, existed, before, value))
 
     runtimes = _object(name, data, "runtimes")
     if runtimes is None:
         put(("runtimes",), {}, False, None)
-        changes[-1] = Change(("runtimes",), False, None, NEW_TABLE)
+        changes[-1] = new_table(("runtimes",))
         runtimes = {}
     entry = runtimes.get(request.name)
     created = not isinstance(entry, dict)
@@ -74,13 +76,13 @@ def configure(name: str, text: str | None, request: RuntimeRequest) -> Edit:
         features = _object(name, data, "features")
         if features is None:
             put(("features",), {}, False, None)
-            changes[-1] = Change(("features",), False, None, NEW_TABLE)
+            changes[-1] = new_table(("features",))
             features = {}
         if features.get("cdi") is not True:
             put(("features", "cdi"), True, "cdi" in features, features.get("cdi"))
     if changes and not current.endswith("\n"):
         current += newline_of(source)
-        changes.append(Change(FINAL_NEWLINE, False, None, None))
+        changes.append(FINAL_NEWLINE_ADDED)
     rt_keys = ("runtimes", request.name)
     # A runtime ctk created goes as a whole on unconfigure; in the user's own, undo the edits.
     recorded = without_inside(changes, rt_keys) if created else tuple(changes)
@@ -108,14 +110,14 @@ def unconfigure(
 
 
 def _undo(text: str, change: Change, runtime_name: str | None) -> str:
-    if change.keys and change.keys[-1] == EMPTY_INSIDE:
-        span = jsonedit.find_object(text, change.keys[:-1])
+    if change.kind is ChangeKind.BLANK_INSIDE:
+        span = jsonedit.find_object(text, change.keys)
         if span is None or span.members or not isinstance(change.before, str):
             return text
         return text[: span.open + 1] + change.before + text[span.close :]
     if (
-        not change.keys
-        or change.keys == FINAL_NEWLINE
+        change.kind in (ChangeKind.WHOLE_FILE, ChangeKind.FINAL_NEWLINE)
+        or not change.keys
         or (runtime_name is not None and change.keys[:2] == ("runtimes", runtime_name))
     ):
         return text
@@ -126,10 +128,61 @@ def _undo(text: str, change: Change, runtime_name: str | None) -> str:
     if member is None:
         return text
     value = load_json_object("-", '{"v": ' + text[member.value_start : member.value_end] + "}")["v"]
-    if change.after == NEW_TABLE and not change.existed:
+    if change.kind is ChangeKind.NEW_TABLE:
         return jsonedit.delete_member(text, change.keys) if value == {} else text
     if value != change.after:
         return text
     if change.existed:
         return jsonedit.set_member(text, change.keys, change.before, default_unit=DEFAULT_INDENT)
     return jsonedit.delete_member(text, change.keys)
+
+
+class DockerEditor:
+    """Docker's daemon.json, which has no drop-ins (see `EngineEditor`)."""
+
+    records_hold_null = True
+
+    def check(self, inputs: Inputs) -> None:
+        if inputs.config_text is not None:
+            inspect_docker(inputs.config_text, name=inputs.config)
+
+    def uses_drop_in(self, inputs: Inputs) -> bool:
+        return False
+
+    def notes(self, inputs: Inputs) -> tuple[str, ...]:
+        return ()
+
+    def warnings(self, inputs: Inputs) -> tuple[str, ...]:
+        return ()
+
+    def view(self, files: Sequence[tuple[str, str]]) -> EngineView:
+        name, text = files[0]
+        return inspect_docker(text or "{}", name=name)
+
+    def configure_in_place(self, inputs: Inputs, request: RuntimeRequest) -> InPlace:
+        return InPlace(configure(inputs.config, inputs.config_text, request))
+
+    def configure_drop_in(
+        self, inputs: Inputs, request: RuntimeRequest, own: tuple[str, str] | None
+    ) -> DropIn:
+        raise ValueError("dockerd has no drop-in configs")
+
+    def keeps_others(self, inputs: Inputs, own: tuple[str, str], name: str) -> bool:
+        return False
+
+    def remove(
+        self, name: str, text: str, runtime_name: str, record: Sequence[Change], *, recorded: bool
+    ) -> str:
+        return unconfigure(name, text, runtime_name, record, recorded=recorded)
+
+    def unconfigure_main(self, inputs: Inputs) -> str | None:
+        return None
+
+    def blank(self, text: str) -> bool:
+        return text.strip() in ("", "{}")
+
+    def record_keys(self, inputs: Inputs) -> RecordKeys:
+        return RecordKeys(("runtimes",), ("default-runtime",))
+
+
+EDITOR: EngineEditor = DockerEditor()

@@ -26,6 +26,7 @@ class Engine:
     drop_in_path: PurePosixPath | None
     restart_command: str
     config_format: str
+    editor: str  # the module whose EDITOR edits this format (see ctk.runtime_config.editor)
 
 
 ENGINES: Final[Mapping[Runtime, Engine]] = {
@@ -34,18 +35,21 @@ ENGINES: Final[Mapping[Runtime, Engine]] = {
         drop_in_path=PurePosixPath("/etc/containerd/conf.d/99-nvidia.toml"),
         restart_command="systemctl restart containerd",
         config_format="TOML",
+        editor="ctk.runtime_config.containerd",
     ),
     Runtime.DOCKER: Engine(
         config_path=PurePosixPath("/etc/docker/daemon.json"),
         drop_in_path=None,
         restart_command="systemctl restart docker",
         config_format="JSON",
+        editor="ctk.runtime_config.docker",
     ),
     Runtime.CRIO: Engine(
         config_path=PurePosixPath("/etc/crio/crio.conf"),
         drop_in_path=PurePosixPath("/etc/crio/crio.conf.d/99-nvidia.toml"),
         restart_command="systemctl restart crio",
         config_format="TOML",
+        editor="ctk.runtime_config.crio",
     ),
 }
 

@@ -22,6 +22,7 @@ class Member:
 
     key: str
     key_start: int
+    key_end: int  # just past the key's closing quote
     value_start: int
     value_end: int
 
@@ -50,11 +51,11 @@ def object_at(text: str, pos: int) -> ObjectSpan:
         return ObjectSpan(pos, i, ())
     while True:
         key_start = i
-        key, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
-        i = _skip(text, i)
+        key, key_end = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
+        i = _skip(text, key_end)
         i = _skip(text, i + 1)  # past ':'
         _, end = _DECODER.raw_decode(text, i)
-        members.append(Member(key, key_start, i, end))
+        members.append(Member(key, key_start, key_end, i, end))
         i = _skip(text, end)
         if text[i] == "}":
             return ObjectSpan(pos, i, tuple(members))
@@ -98,9 +99,8 @@ def indent_unit(text: str) -> str | None:
 def _separator(text: str) -> str:
     span = top_object(text)
     if span.members:
-        member = span.members[0]
-        key_end = text.index(":", member.key_start + len(json.dumps(member.key)) - 1)
-        return text[key_end : member.value_start]
+        member = span.members[0]  # the key as written: escapes and all
+        return text[member.key_end : member.value_start]
     return ": "
 
 

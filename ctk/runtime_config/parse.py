@@ -6,7 +6,9 @@ what containerd and CRI-O refuse; JSON is parsed with duplicate-free object orde
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import re
 from typing import Any
 
@@ -20,12 +22,17 @@ IMPORTS_HINT = 'write it like imports = ["/etc/containerd/conf.d/*.toml"]'
 
 MAX_DEPTH = 64  # arrays and tables nested deeper than this: no engine config looks like that
 
-# Strings and comments (whose brackets do not count), and the brackets themselves.
-_TOKENS = re.compile(
-    r'"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\''
-    r"|#[^\n]*|[\[\]{}]",
-    re.DOTALL,
+# Strings and comments (whose brackets and digits do not count), each written as an "unrolled
+# loop" (a run of plain characters, then an escape and another run), so that a long string is
+# one step per run rather than one alternation per character.
+_SKIPPED = (
+    r'"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""'
+    r"|'''.*?'''"
+    r'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
+    r"|'[^'\n]*'"
+    r"|#[^\n]*"
 )
+_TOKENS = re.compile(_SKIPPED + r"|[\[\]{}]", re.DOTALL)
 
 
 def check_depth(name: str, text: str, kind: str) -> None:
@@ -49,14 +56,71 @@ def check_depth(name: str, text: str, kind: str) -> None:
 
 
 def load_toml(name: str, text: str) -> dict[str, JSONValue]:
-    """Return ``text`` as plain data; `CtkError` naming ``name`` and the position if malformed."""
+    """Return ``text`` as plain data; `CtkError` naming ``name`` and the position if malformed.
+
+    The same text is parsed once per run (planning reads each file several times); callers
+    treat the data as read-only.
+    """
+    return _load_toml(name, text)
+
+
+@functools.lru_cache(maxsize=16)
+def _load_toml(name: str, text: str) -> dict[str, JSONValue]:
     check_depth(name, text, "TOML")
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise CtkError(
             f"{name}: not valid TOML: {exc}", hint="fix the file, or pass another one with --config"
         ) from exc
+    except ValueError as exc:  # an integer longer than Python converts (4,300 digits)
+        raise _long_number(name, text, "TOML") from exc
+    _check_key_depth(name, text, data)
+    return data
+
+
+# A run of digits too long for an integer, outside strings and comments (found after the parser
+# refused one, so a long string of digits is never mistaken for it).
+_LONG_NUMBER = re.compile(_SKIPPED + r"|[0-9][0-9_]{4300,}", re.DOTALL)
+
+
+def _long_number(name: str, text: str, kind: str) -> CtkError:
+    where = ""
+    for match in _LONG_NUMBER.finditer(text):
+        if match.group()[0].isdigit():
+            line, column = _position(text, match.start())
+            where = f" (line {line}, column {column})"
+            break
+    return CtkError(
+        f"{name}: not valid {kind}: a number with thousands of digits{where}",
+        hint="no engine reads a number this long; fix the file, or pass another one with --config",
+    )
+
+
+def _check_key_depth(name: str, text: str, data: dict[str, JSONValue]) -> None:
+    """Refuse tables nested deeper than `MAX_DEPTH` by dotted keys (``a.b.c....``), naming a line.
+
+    Brackets are counted before parsing; dotted keys nest without them, and the editors would
+    recurse into them.
+    """
+    stack: list[tuple[JSONValue, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            line = next(
+                (i for i, t in enumerate(text.splitlines(), 1) if t.count(".") >= MAX_DEPTH // 2),
+                None,
+            )
+            where = f" (line {line})" if line is not None else ""
+            raise CtkError(
+                f"{name}: not valid TOML: tables nested more than {MAX_DEPTH} deep{where}",
+                hint="no engine config nests like this; fix the file, or pass another one "
+                "with --config",
+            )
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
 
 
 def load_json_object(name: str, text: str) -> dict[str, JSONValue]:
@@ -86,6 +150,8 @@ def load_json_object(name: str, text: str) -> dict[str, JSONValue]:
             f"{name}: not valid JSON: key {exc.key!r} appears twice in one object",
             hint="keep one of them",
         ) from exc
+    except ValueError as exc:  # an integer longer than Python converts (4,300 digits)
+        raise _long_number(name, text, "JSON") from exc
     if not isinstance(value, dict):
         raise CtkError(
             f"{name}: expected a JSON object at the top, found {type_name(value)}",
@@ -130,6 +196,17 @@ def _no_duplicates(pairs: list[tuple[str, JSONValue]]) -> dict[str, JSONValue]:
             raise _DuplicateKey(key)
         out[key] = value
     return out
+
+
+def same_data(a: JSONValue, b: JSONValue) -> bool:
+    """``a == b`` for parsed data, where a TOML ``nan`` equals ``nan`` (as the text is the same)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_data(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_data(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return bool(a == b)
 
 
 def type_name(value: object) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 
 from ctk.runtime_config.changes import Change
@@ -45,6 +44,8 @@ class Plan:
 
 def unified_diff(change: FileChange) -> str:
     """The `diff -u` of one file change (/dev/null for a created or deleted file)."""
+    import difflib  # only --diff needs it
+
     old = _lines(change.before)
     new = _lines(change.after)
     lines = difflib.unified_diff(

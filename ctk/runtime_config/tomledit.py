@@ -20,14 +20,15 @@ from tomlkit.toml_document import TOMLDocument
 
 from ctk.errors import CtkError
 from ctk.runtime_config.changes import (
-    NEW_TABLE,
-    SUPER_TABLE,
     Change,
+    ChangeKind,
+    header,
     keep_line_ends,
+    new_table,
     newline_of,
 )
 from ctk.runtime_config.inspect import dotted
-from ctk.runtime_config.parse import TYPE_HINT, JSONValue, load_toml, type_name
+from ctk.runtime_config.parse import TYPE_HINT, JSONValue, load_toml, same_data, type_name
 
 # A table, or one that the file defines in several places (split [headers], dotted keys):
 # tomlkit then gives a proxy that edits the right part.
@@ -86,7 +87,7 @@ def ensure_table(name: str, doc: TOMLDocument, keys: Sequence[str], changes: lis
             found = tomlkit.table(is_super_table=True)
             _append_table(parent, key, found)
             found.trivia.indent = found.trivia.indent.lstrip("\n")
-            changes.append(Change(tuple(keys[: index + 1]), False, None, NEW_TABLE))
+            changes.append(new_table(tuple(keys[: index + 1])))
         parent = found
     assert not isinstance(parent, TOMLDocument)
     return parent
@@ -124,7 +125,7 @@ def set_key(table: Parent, keys: tuple[str, ...], value: JSONValue, changes: lis
     else:
         if isinstance(table, Table) and table.is_super_table():
             # The table was implied by a [sub.table] header and now needs its own header.
-            changes.append(Change(keys[:-1], True, SUPER_TABLE, SUPER_TABLE))
+            changes.append(header(keys[:-1]))
         _insert_key(table, key, value)
     changes.append(Change(keys, existed, before, value))
 
@@ -164,7 +165,7 @@ def _indent_of(item: Item) -> str:
     return indent.rsplit("\n", 1)[-1]
 
 
-def new_table() -> Table:
+def empty_table() -> Table:
     """A new, empty table."""
     return tomlkit.table()
 
@@ -240,7 +241,7 @@ def get_value(doc: TOMLDocument, keys: Sequence[str]) -> tuple[bool, Any]:
 def undo_changes(doc: TOMLDocument, changes: Sequence[Change]) -> None:
     """Take back ``changes`` (newest first) where the value is still what ctk wrote."""
     for change in reversed(changes):
-        if not change.keys:
+        if not change.keys or change.kind in (ChangeKind.WHOLE_FILE, ChangeKind.FINAL_NEWLINE):
             continue
         parent_present, parent = get_value(doc, change.keys[:-1])
         if not parent_present or not isinstance(parent, Tab | TOMLDocument):
@@ -249,11 +250,11 @@ def undo_changes(doc: TOMLDocument, changes: Sequence[Change]) -> None:
         if key not in parent:
             continue
         current = parent[key]
-        if change.before == SUPER_TABLE:
+        if change.kind is ChangeKind.HEADER:
             if isinstance(current, Table) and not _has_plain_keys(current):
                 current._is_super_table = True
             continue
-        if change.after == NEW_TABLE and not change.existed:
+        if change.kind is ChangeKind.NEW_TABLE:
             if isinstance(current, Tab) and not current.unwrap():
                 del parent[key]
             continue
@@ -285,12 +286,12 @@ def finish(
     """
     out = tomlkit.dumps(doc)  # before unwrap(): reading some layouts upsets tomlkit's rendering
     data = doc.unwrap()
-    if data == load_toml(name, original):
+    if same_data(data, load_toml(name, original)):
         return original
     try:
         read_back = load_toml(name, out)
         # Undo: tomlkit writes no header for a table left empty; an empty table reads as absent.
-        same = read_back == data or (undo and _pruned(read_back) == _pruned(data))
+        same = same_data(read_back, data) or (undo and same_data(_pruned(read_back), _pruned(data)))
     except CtkError:
         same = False
     before, after = (out, original) if undo else (original, out)

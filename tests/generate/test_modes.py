@@ -12,9 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ctk.cdi.validate import validate_text
 from ctk.cli.app import main
+from ctk.host.modes import CSV_KINDS, parse_mount_spec
 from tests.fake_nvml import FakeNode
 
 EXPECTED = Path(__file__).resolve().parent.parent / "fixtures" / "expected"
@@ -230,3 +233,42 @@ def test_modes_without_nvml_never_import_pynvml(
         [sys.executable, "-c", script], capture_output=True, text=True, check=False
     )
     assert result.stdout.splitlines()[-1] == "0 []"
+
+
+def test_refresh_in_csv_mode_takes_the_csv_flags(
+    fake_node: MakeNode, hook_program: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    node = fake_node("jetson-orin")
+    output = tmp_path / "nvidia.yaml"
+    flags = ["--mode=csv", "--csv.ignore-pattern=**/libv4l2.so.*", "--hook-path", str(hook_program)]
+    args = ["cdi", "refresh", *_roots(node), *flags, "--output", str(output)]
+    assert main(args) == 0
+    assert main(args) == 0
+    summary = "cdiVersion 0.7.0, kind nvidia.com/gpu, 2 devices"
+    assert capsys.readouterr() == (
+        "",
+        f"created {output} ({summary})\n{output} is up to date ({summary}); nothing written\n",
+    )
+    assert "libv4l2" not in output.read_text()
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        pytest.param("lib, /usr/lib/libcuda.so.1.1", ("lib", "/usr/lib/libcuda.so.1.1"), id="lib"),
+        pytest.param("  dev ,/dev/nvmap  ", ("dev", "/dev/nvmap"), id="blanks"),
+        pytest.param("sym, /a, b", ("sym", "/a, b"), id="comma-in-path"),
+        pytest.param("file, /etc/x", None, id="unknown-kind"),
+        pytest.param("dir,", None, id="no-path"),
+        pytest.param("# lib, /x", None, id="comment"),
+        pytest.param("", None, id="empty"),
+    ],
+)
+def test_parse_mount_spec(line: str, expected: tuple[str, str] | None) -> None:
+    assert parse_mount_spec(line) == expected
+
+
+@given(st.text())
+def test_parse_mount_spec_takes_any_text(line: str) -> None:
+    parsed = parse_mount_spec(line)
+    assert parsed is None or (parsed[0] in CSV_KINDS and parsed[1] == parsed[1].strip() != "")

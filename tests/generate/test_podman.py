@@ -220,3 +220,52 @@ def test_podman_mounts_a_libcuda_that_is_a_link_inside_the_driver_root(
         check=False,
     )
     assert (result.returncode, result.stderr, result.stdout) == (0, "", "the real libcuda\n")
+
+
+def test_podman_applies_imex_and_gds_specs(
+    tmp_path: Path, fake_node: Callable[[str], FakeNode], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An IMEX channel is written with path and hostPath only (as nvidia-ctk writes it): the
+    runtime takes its numbers from the host node. GDS brings cufile.json along."""
+    imex, gds = fake_node("gb200-imex"), fake_node("gpudirect")
+    specs = tmp_path / "specs"
+    for mode, node in (("imex", imex), ("gds", gds)):
+        code = main(
+            [
+                *("cdi", "generate", f"--mode={mode}", "--driver-root", str(node.root)),
+                *("--output", str(specs / f"{mode}.yaml")),
+            ]
+        )
+        assert code == 0, capsys.readouterr().err
+    (tmp_path / "containers.conf").write_text(CONTAINERS_CONF)
+    inside = (
+        "ls -l /dev/nvidia-caps-imex-channels/* /dev/nvidia-fs* "
+        "| sed 's/  */ /g' | cut -d' ' -f1,5,6,10; head -c 12 /etc/cufile.json; echo"
+    )
+    script = (
+        'mount -t tmpfs tmpfs /run && mkdir /run/cdi && cp "$1"/specs/* /run/cdi/ && '
+        'exec podman --root "$1/podman/root" --runroot /run/ctk-podman --tmpdir "$1/podman/tmp" '
+        "run --rm --device nvidia.com/imex-channel=10 --device nvidia.com/gds=all "
+        '--rootfs "$2" /bin/sh -c "$3"'
+    )
+    result = subprocess.run(
+        [
+            *("unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"),
+            *(str(tmp_path), str(_rootfs(tmp_path)), inside),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CONTAINERS_CONF": str(tmp_path / "containers.conf")},
+        timeout=60,
+        check=False,
+    )
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    assert result.stdout.splitlines() == [
+        "crw-rw-rw- 234, 10 /dev/nvidia-caps-imex-channels/channel10",
+        "crw-rw-rw- 241, 0 /dev/nvidia-fs0",
+        "crw-rw-rw- 241, 1 /dev/nvidia-fs1",
+        "crw-rw-rw- 241, 2 /dev/nvidia-fs2",
+        "crw-rw-rw- 241, 3 /dev/nvidia-fs3",
+        "{",
+        '    "loggi',
+    ]

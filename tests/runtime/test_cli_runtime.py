@@ -219,13 +219,13 @@ def test_rke2_config_without_template_is_refused(
     )
 
 
-def test_dry_run_prints_diff_and_writes_nothing(
+def test_diff_prints_diff_and_writes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = tmp_path / "daemon.json"
     config.write_text('{\n  "debug": true\n}')
     code, out, err = run(
-        capsys, "configure", "--runtime", "docker", "--config", str(config), "--dry-run"
+        capsys, "configure", "--runtime", "docker", "--config", str(config), "--diff"
     )
     assert (code, err) == (0, "")
     assert out == (
@@ -249,7 +249,7 @@ def test_dry_run_prints_diff_and_writes_nothing(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["daemon.json"]
 
 
-def test_dry_run_of_new_drop_in(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_diff_of_new_drop_in(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "crio.conf"
     config.write_text('[crio.runtime]\ncgroup_manager = "systemd"\n')
     drop_in = tmp_path / "crio.conf.d" / "99-nvidia.toml"
@@ -262,7 +262,7 @@ def test_dry_run_of_new_drop_in(tmp_path: Path, capsys: pytest.CaptureFixture[st
         str(config),
         "--drop-in-config",
         str(drop_in),
-        "--dry-run",
+        "--diff",
     )
     assert (code, err) == (0, "")
     assert out == (
@@ -1009,14 +1009,6 @@ def test_type_errors_come_with_a_hint(
             0,
             "warning: unknown --config-mode 'bogus'; using config-file\n",
             id="unknown-mode",
-        ),
-        pytest.param(
-            ["--config-mode", "oci-hook"],
-            2,
-            "error: ctk does not write OCI hook configs (--config-mode=oci-hook, deprecated in "
-            "nvidia-ctk)\nhint: use CDI instead: ctk cdi generate, then ctk runtime configure "
-            "--cdi.enabled\n",
-            id="oci-hook",
         ),
         pytest.param(
             ["--config-source", "stdin"],

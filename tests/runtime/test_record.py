@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from ctk.cli.app import main
 from ctk.errors import CtkError
 from ctk.host.engines import record_path
-from ctk.runtime_config.changes import load_record
+from ctk.runtime_config.changes import Change, ChangeKind, dump_record, load_record
 
 HINT = (
     "hint: remove that file; unconfigure then removes only the runtime itself "
@@ -188,3 +188,48 @@ def test_load_record_raises_only_ctk_errors(text: str) -> None:
             load_record("/state/r.json", text, nested_null=nested_null)
         except CtkError as exc:
             assert str(exc).startswith("/state/r.json: not a ctk record of changes (")
+
+
+LEGACY_DOCKER_RECORD = {
+    "changes": [
+        {"keys": ["runtimes", "\u0000inside"], "existed": True, "before": " ", "after": None},
+        {"keys": ["runtimes", "nvidia"], "existed": False, "before": None, "after": {}},
+        {"keys": ["\n"], "existed": False, "before": None, "after": None},
+    ]
+}
+
+
+def test_records_say_what_each_change_is_and_old_records_still_read() -> None:
+    """A change's kind is written out; sentinel values of older records are read as kinds."""
+    legacy = load_record("old.json", json.dumps(LEGACY_DOCKER_RECORD), nested_null=True)
+    assert legacy == (
+        Change(("runtimes",), True, " ", None, ChangeKind.BLANK_INSIDE),
+        Change(("runtimes", "nvidia"), False, None, {}, ChangeKind.NEW_TABLE),
+        Change((), False, None, None, ChangeKind.FINAL_NEWLINE),
+    )
+    assert [item["kind"] for item in json.loads(dump_record(legacy))["changes"]] == [
+        "blank-inside",
+        "new-table",
+        "final-newline",
+    ]
+    # Written today: a key ctk set to {} stays a value, not "a table ctk created".
+    value = Change(("features",), False, None, {})
+    assert load_record("new.json", dump_record([value])) == (value,)
+    assert load_record("rt.json", dump_record(legacy), nested_null=True) == legacy
+
+
+def test_docker_unconfigure_with_a_legacy_record_gives_back_the_bytes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "daemon.json"
+    config.write_text('{"runtimes": { }}')
+    configured_text = (
+        '{"runtimes": {"nvidia": {"path": "/usr/bin/nvidia-container-runtime", "args": []}}}\n'
+    )
+    config.write_text(configured_text)
+    record = record_path(config)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps(LEGACY_DOCKER_RECORD))
+    assert main(["runtime", "unconfigure", "--runtime=docker", "--config", str(config)]) == 0
+    capsys.readouterr()
+    assert config.read_text() == '{"runtimes": { }}'

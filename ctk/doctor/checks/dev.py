@@ -17,6 +17,7 @@ from ctk.doctor.model import (
     unknown,
     warn,
 )
+from ctk.node import NvmlReturn
 from ctk.node import expected_nodes as node_rule
 
 NVIDIA_MAJOR = 195
@@ -86,7 +87,9 @@ def permission_denied(facts: NodeFacts) -> Result:
     """`os.access(R_OK|W_OK)` on the control and GPU nodes; NVML code 4."""
     paths = ["/dev/nvidiactl"] + [f"/dev/nvidia{g.minor}" for g in facts.kernel.gpus]
     denied = [p for p in paths if p in facts.dev.nodes and facts.dev.nodes[p].accessible is False]
-    nvml_denied = isinstance(facts.nvml, NvmlFacts) and facts.nvml.error_code == 4
+    nvml_denied = (
+        isinstance(facts.nvml, NvmlFacts) and facts.nvml.error_code == NvmlReturn.NO_PERMISSION
+    )
     if not denied and not nvml_denied:
         return ok("the device nodes are readable and writable")
     evidence = [Evidence(p, f"mode {facts.dev.nodes[p].mode:04o}, no access") for p in denied]

@@ -23,7 +23,6 @@ OPERATOR_DOCS = (
     "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/troubleshooting.html"
 )
 NVML_DRIVER_NOT_LOADED = 9
-NVML_LIBRARY_NOT_FOUND = 12
 NVML_LIB_RM_MISMATCH = 18
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from ctk.doctor.facts import LibFacts, NodeFacts, NvmlFacts, Unavailable
 from ctk.doctor.model import Evidence, Result, Severity, check, fail, ok, unknown
-
-NVML_LIBRARY_NOT_FOUND = 12
+from ctk.node import NvmlReturn
 
 
 def _lookup(facts: NodeFacts, soname: str) -> Result | None:
@@ -22,7 +21,7 @@ def _lookup(facts: NodeFacts, soname: str) -> Result | None:
     if (
         soname == "libnvidia-ml.so.1"
         and isinstance(facts.nvml, NvmlFacts)
-        and facts.nvml.error_code == NVML_LIBRARY_NOT_FOUND
+        and facts.nvml.error_code == NvmlReturn.LIBRARY_NOT_FOUND
     ):
         evidence.append(Evidence("NVML", "nvmlInit: NVML Shared Library Not Found (12)"))
     branch = (facts.kernel.driver_version or "<branch>").split(".")[0]

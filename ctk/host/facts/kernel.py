@@ -26,6 +26,7 @@ from ctk.doctor.facts import (
 )
 from ctk.errors import CtkError
 from ctk.host import files
+from ctk.host.devnodes import read_mig_minors
 from ctk.host.facts.gatherer import (
     DRIVER_VERSION,
     LIBRARY_DIRS,
@@ -37,10 +38,10 @@ from ctk.host.facts.gatherer import (
     posix_join,
 )
 from ctk.host.root import PathEscapeError
+from ctk.node import NvmlReturn
 from ctk.nvproc import (
     parse_gpu_information,
     parse_key_values,
-    parse_mig_minors,
     parse_proc_devices,
 )
 
@@ -180,7 +181,7 @@ def gather_dev(g: Gatherer) -> DevFacts:
     """NVIDIA device nodes, their /dev/char links, MIG capability minors and files."""
     paths = g.glob("/dev/nvidia*") + g.glob("/dev/nvidia-caps/nvidia-cap*")
     nodes = {path: _node(g, path) for path in paths if not path.endswith("/nvidia-caps")}
-    minors = parse_mig_minors(g.text("/proc/driver/nvidia-caps/mig-minors") or "").as_dict()
+    minors = read_mig_minors(g.root).as_dict()  # the reader cdi generate uses
     caps_base = "/proc/driver/nvidia/capabilities/"
     caps = g.glob(caps_base + "gpu*/mig/gi*/access") + g.glob(caps_base + "gpu*/mig/gi*/ci*/access")
     names = frozenset(path[len(caps_base) :].replace("/mig/", "/") for path in caps)
@@ -260,7 +261,7 @@ def nvml_error_code(exc: BaseException) -> int | None:
     if isinstance(code, int):
         return code
     if "not found" in str(exc):
-        return 12
+        return NvmlReturn.LIBRARY_NOT_FOUND
     return None
 
 
