@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import venv
 import zipfile
 from pathlib import Path
@@ -49,8 +50,14 @@ def test_wheel_in_a_fresh_venv(tmp_path: Path) -> None:
         check=True,
     )
     env_dir = tmp_path / "venv"
-    # The dependencies come from this interpreter's site-packages; ctk itself only from the wheel.
-    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
+    # The dependencies come from this interpreter's site-packages (a .pth file: this interpreter
+    # may itself be a venv's); ctk itself only from the wheel.
+    venv.EnvBuilder(with_pip=False).create(env_dir)
+    purelib = subprocess.run(
+        [env_dir / "bin/python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    Path(purelib, "_ctk_test_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     wheel = next(wheels.glob("ctk-*.whl"))
     subprocess.run(
         [
