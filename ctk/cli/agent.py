@@ -115,7 +115,11 @@ def agent(
             enable_cdi=enable_cdi,
         )
         if uninstall:
-            host_agent.write_state(host, revert(settings, state))
+            left = revert(settings, state)
+            if left.restart_pending:  # kept: the next agent still has a restart to report
+                host_agent.write_state(host, left)
+            else:
+                host_agent.forget_state(host)
             raise typer.Exit(0)
         while True:
             outcome = reconcile(settings, state)

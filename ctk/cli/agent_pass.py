@@ -74,7 +74,7 @@ def _configure(agent: Agent, state: State) -> tuple[State, bool, bool]:
     current = {name: host_agent.read_config(agent.host, name) for name in state.configs}
     if untouched(state, current):
         return state, False, False
-    inputs = host_agent.gather_runtime(agent.host, agent.runtime, state.record)
+    inputs = host_agent.gather_runtime(agent.host, agent.runtime, state.record, agent.say)
     plan = configure(agent.runtime, inputs, RuntimeRequest(enable_cdi=agent.enable_cdi))
     for warning in plan.warnings:
         agent.say(f"warning: {warning}")
@@ -84,14 +84,15 @@ def _configure(agent: Agent, state: State) -> tuple[State, bool, bool]:
         if change.record is not None:
             state = replace(state, record=dump_record(change.record))
         if change.changed:
-            host_agent.write_change(agent.host, change)
             state = after_write(state, change.path, change.before, change.after)
-            what = "created" if change.before is None else "updated"
-            agent.say(
-                f"{what} {change.path}" + (" (overwritten by someone else: repaired)" * drift)
-            )
     if drift:
         state = replace(state, drift_repairs=state.drift_repairs + 1)
+    if changed:  # the originals are kept before any file changes: a kill in between loses none
+        host_agent.write_state(agent.host, state)
+    for change in changed:
+        host_agent.write_change(agent.host, change)
+        what = "created" if change.before is None else "updated"
+        agent.say(f"{what} {change.path}" + (" (overwritten by someone else: repaired)" * drift))
     return state, bool(changed), drift
 
 
@@ -266,11 +267,18 @@ def _outlets(agent: Agent, state: State, *, ready: bool, driver: str | None) -> 
 def reconcile(agent: Agent, state: State) -> PassResult:
     """One pass: configure, restart if needed, hook, spec, readiness, outlets."""
     state = replace(state, runtime=agent.runtime)
-    live_before, _ = _live_nvidia(agent, state, trust_files=not state.restart_pending)
-    state, changed, _ = _configure(agent, state)
-    restarted_before = state.engine_restarts
-    state = _restart(agent, state, changed=changed, live=live_before, removal=False)
-    restarted = state.engine_restarts != restarted_before
+    changed = restarted = False
+    engine_ok = True
+    try:  # a config the planner refuses, a failed restart: said, and the loop goes on
+        live_before, _ = _live_nvidia(agent, state, trust_files=not state.restart_pending)
+        state, changed, _ = _configure(agent, state)
+        restarted_before = state.engine_restarts
+        state = _restart(agent, state, changed=changed, live=live_before, removal=False)
+        restarted = state.engine_restarts != restarted_before
+    except CtkError as exc:
+        agent.say(f"error: {exc.message}" + (f" (hint: {exc.hint})" if exc.hint else ""))
+        engine_ok = False
+        state = replace(state, restart_pending=state.restart_pending or changed)
     state = _hook(agent, state)
     state, spec_ok, driver = _spec(agent, state)
     trust = restarted or (not changed and not state.restart_pending)
@@ -280,9 +288,9 @@ def reconcile(agent: Agent, state: State) -> PassResult:
     ready = live and spec_ok
     state = _mark_ready(agent, state, ready)
     state = _outlets(agent, state, ready=ready, driver=driver)
-    if not changed and not restarted:
+    if engine_ok and not changed and not restarted:
         agent.say(f"pass: nothing changed; {'ready' if ready else 'not ready'}")
-    return PassResult(state, ok=spec_ok, ready=ready)
+    return PassResult(state, ok=engine_ok and spec_ok, ready=ready)
 
 
 def uninstall(agent: Agent, state: State) -> State:
@@ -325,7 +333,7 @@ def _revert_configs(agent: Agent, state: State) -> bool:
                 f"warning: {name} changed since ctk wrote it: removing only ctk's entries, "
                 "keeping the rest"
             )
-    inputs = host_agent.gather_runtime(agent.host, agent.runtime, state.record)
+    inputs = host_agent.gather_runtime(agent.host, agent.runtime, state.record, agent.say)
     plan = unconfigure(agent.runtime, inputs, "nvidia")
     for change in plan.changes:
         host_agent.write_change(agent.host, change)

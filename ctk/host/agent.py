@@ -113,6 +113,14 @@ def read_state(host: HostRoot) -> State:
     return load_state(str(path), files.read_text(path, missing_ok=True))
 
 
+def forget_state(host: HostRoot) -> None:
+    """Remove the state file and its folder (an uninstall that is complete)."""
+    path = state_path(host)
+    files.remove(path)
+    with contextlib.suppress(OSError):
+        path.parent.rmdir()
+
+
 def write_state(host: HostRoot, state: State) -> None:
     """Keep ``state`` for the next pass (and the next agent process)."""
     files.write_atomic(state_path(host), dump_state(state), mode=0o600, make_parents=True)
@@ -248,101 +256,23 @@ def _read(host: HostRoot, name: str) -> str | None:
     return files.read_text(host.path(name), missing_ok=True)
 
 
-def _list_dir(host: HostRoot) -> Callable[[str], list[str] | None]:
-    def list_dir(directory: str) -> list[str] | None:
-        try:
-            return os.listdir(host.path(directory))
-        except (OSError, CtkError):
-            return None
+def gather_runtime(
+    host: HostRoot, runtime: Runtime, record: str | None, say: Callable[[str], None]
+) -> Inputs:
+    """The files `ctk runtime configure` reads (its own gather, under the host root), with the
+    agent's record of what it changed instead of the runtime command's."""
+    from dataclasses import replace
 
-    return list_dir
-
-
-def gather_runtime(host: HostRoot, runtime: Runtime, record: str | None) -> Inputs:
-    """The files `ctk runtime configure` reads, by host name, read under the host root.
-
-    TODO(issue 13): use the runtime gather with --root once it lands in ctk/host.
-    """
+    from ctk.host.engines import Place, gather
     from ctk.runtime_config.changes import load_record
-    from ctk.runtime_config.configure import Inputs, uses_drop_in
+    from ctk.runtime_config.editor import editor_for
 
-    engine = ENGINES[runtime]
-    config = str(engine.config_path)
-    text = _read(host, config)
-    loaded = load_record("agent record", record, nested_null=runtime is Runtime.DOCKER)
-    base = Inputs(config=config, config_text=text, record=loaded, recorded=record is not None)
-    if engine.drop_in_path is None:
-        return base
-    drop_in = str(engine.drop_in_path)
-    drop_in_text = _read(host, drop_in)
-    probe = Inputs(config=config, config_text=text, drop_in=drop_in, drop_in_text=drop_in_text)
-    if not uses_drop_in(runtime, probe):
-        return Inputs(
-            config=config,
-            config_text=text,
-            record=loaded,
-            recorded=record is not None,
-            drop_in=drop_in,
-        )
-    before, after = (
-        _containerd_split(host, config, text or "", drop_in)
-        if runtime is Runtime.CONTAINERD
-        else _crio_split(host, drop_in)
-    )
-    return Inputs(
-        config=config,
-        config_text=text,
-        record=loaded,
-        recorded=record is not None,
-        drop_in=drop_in,
-        drop_in_text=drop_in_text,
-        before=before,
-        after=after,
-    )
-
-
-Files = tuple[tuple[str, str], ...]
-
-
-def _containerd_split(
-    host: HostRoot, main: str, main_text: str, drop_in: str
-) -> tuple[Files, Files]:
-    """The files containerd imports, split around ctk's drop-in (which counts as imported)."""
-    from ctk.runtime_config import imports
-
-    texts: dict[str, str] = {}
-
-    def imports_of(name: str) -> list[str] | None:
-        if name == main:
-            entries = imports.imports_in(name, main_text)
-            ours = imports.imported_by_all_versions(name, entries, drop_in)
-            return entries if ours else [*entries, drop_in]
-        if name == drop_in:
-            return []
-        text = _read(host, name)
-        if text is None:
-            return None
-        texts[name] = text
-        return imports.imports_in(name, text)
-
-    loaded = imports.walk(main, imports_of, imports.with_path(_list_dir(host), drop_in))
-    order = [(name, texts.get(name, "")) for name in loaded.files]
-    index = loaded.files.index(drop_in)
-    return tuple(order[:index]), tuple(order[index + 1 :])
-
-
-def _crio_split(host: HostRoot, drop_in: str) -> tuple[Files, Files]:
-    folder = PurePosixPath(drop_in).parent
-    names = sorted(_list_dir(host)(str(folder)) or [])
-    before: list[tuple[str, str]] = []
-    after: list[tuple[str, str]] = []
-    for name in names:
-        path = str(folder / name)
-        if name == PurePosixPath(drop_in).name or not host.path(path).is_file():
-            continue
-        entry = (path, _read(host, path) or "")
-        (before if name < PurePosixPath(drop_in).name else after).append(entry)
-    return tuple(before), tuple(after)
+    gathered = gather(runtime, config=None, drop_in=None, place=Place(host.root))
+    for warning in gathered.warnings:
+        say(f"warning: {warning}")
+    nested_null = editor_for(runtime).records_hold_null
+    loaded = load_record("the agent's record", record, nested_null=nested_null)
+    return replace(gathered.inputs, record=loaded, recorded=record is not None)
 
 
 def write_change(host: HostRoot, change: FileChange) -> None:

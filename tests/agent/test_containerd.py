@@ -67,6 +67,7 @@ def test_once_configures_then_does_nothing_then_repairs_then_uninstalls(
     assert drop_in["version"] == 2  # never above the main file's
     assert host.restarts == 1
     assert host.pid != first_pid
+    assert "\nrestarted containerd (systemctl restart containerd); down " in done.stderr
     assert runtimes(host)["nvidia"] == {
         **runtimes(host)["nvidia"],  # type: ignore[dict-item]
         "runtime_type": "io.containerd.runc.v2",
@@ -152,11 +153,10 @@ def test_sigterm_in_the_loop_exits_0_without_reverting(
         if agent.poll() is None:
             agent.kill()
         log.close()
-    assert (
-        (tmp_path / "agent.log")
-        .read_text()
-        .endswith("SIGTERM: stopping without reverting anything\n")
-    )
+    said = (tmp_path / "agent.log").read_text()  # the pass under way finishes; nothing reverted
+    assert "SIGTERM: stopping without reverting anything\n" in said
+    assert "restored" not in said
+    assert "removed" not in said
     assert host.path("/etc/containerd/config.toml").read_bytes() == configured
     assert host.path(IMPORT).exists()
     assert host.restarts == 1
@@ -232,8 +232,10 @@ def test_lifecycle_restarts_the_engine_exactly_twice(containerd_host: Host, tmp_
         assert (host.restarts, host.pid) == (1, pid)
 
         config.write_bytes(original)  # kubespray, a package upgrade
-        wait_until(lambda: state(host)["drift_repairs"] == 1, "the drift repair")
-        assert config.read_bytes() == configured
+        wait_until(
+            lambda: state(host)["drift_repairs"] == 1 and config.read_bytes() == configured,
+            "the drift repair",
+        )
         assert "libcuda.so.550.54.15" in spec.read_text()
 
         upgrade_driver(host, "550.54.15", "560.35.03")
@@ -260,6 +262,7 @@ def test_lifecycle_restarts_the_engine_exactly_twice(containerd_host: Host, tmp_
     assert not (nfd / "ctk").exists()
     assert "nvidia" not in runtimes(host)
     assert host.restarts == 2
+    assert not host.path("/var/lib/ctk/agent").exists()
 
 
 def test_no_running_engine_no_ready_file(containerd_host: Host, tmp_path: Path) -> None:
@@ -329,3 +332,30 @@ def test_uninstall_after_a_persons_edit_removes_only_ctks_entries(
     assert not host.path(IMPORT).exists()
     assert "nvidia" not in runtimes(host)
     assert host.restarts == 2
+
+
+def test_once_exits_1_when_the_host_cannot_be_put_right(
+    containerd_host: Host, tmp_path: Path
+) -> None:
+    host = containerd_host
+    ready = tmp_path / "ready"
+    config = host.path("/etc/containerd/config.toml")
+    broken = config.read_text() + "[grpc\n"
+    config.write_text(broken)
+    done = host.agent("--once", "--ready-file", str(ready))
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: /etc/containerd/config.toml: not valid TOML")
+    assert config.read_text() == broken
+    assert not ready.exists()
+    assert host.restarts == 0
+
+    spec = host.path("/var/run/cdi/nvidia.yaml").read_bytes()  # the spec step still ran
+    config.write_text(broken.removesuffix("[grpc\n"))
+    library = host.path("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1")
+    library.unlink()  # no NVML: no new spec (the last one stays), not ready, the pass failed
+    done = host.agent("--once", "--ready-file", str(ready))
+    assert done.returncode == 1
+    assert "cdi: cannot generate the spec: " in done.stderr
+    assert host.path("/var/run/cdi/nvidia.yaml").read_bytes() == spec
+    assert not ready.exists()
+    assert host.restarts == 1
