@@ -72,7 +72,7 @@ if __name__ == '__main__':
 """  # the console-script template pip writes (distlib's), so start-up matches an install
 
 
-def install(tmp: Path) -> Path:
+def install(tmp: Path, tree: Path = REPO) -> Path:
     """Install ctk into a fresh venv under ``tmp`` and return the venv's bin directory.
 
     The package is copied into the venv's site-packages and byte-compiled, and its
@@ -92,9 +92,9 @@ def install(tmp: Path) -> Path:
     )
     # the venv sees the dependencies of the interpreter running this script
     (purelib / "_ctk_bench_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    shutil.copytree(REPO / "ctk", purelib / "ctk", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(tree / "ctk", purelib / "ctk", ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run([str(python), "-m", "compileall", "-q", str(purelib / "ctk")], check=True)
-    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    scripts = tomllib.loads((tree / "pyproject.toml").read_text())["project"]["scripts"]
     for name, entry in scripts.items():
         module, func = entry.split(":")
         script = venv / "bin" / name
@@ -242,6 +242,109 @@ def doctor_case(bin_dir: Path, tmp: Path, stack: contextlib.ExitStack) -> Case:
     return case
 
 
+PROFILED = (
+    "ctk --version",
+    "ctk --help",
+    "ctk runtime --help",
+    "ctk runtime configure --dry-run (docker)",
+    "ctk cdi validate (one spec)",
+)
+GROUP_HELP = ("cdi", "runtime", "doctor", "system")
+
+
+def startup_cases(bin_dir: Path, tmp: Path) -> list[Case]:
+    """Issue 13's start-up targets: every group's help, configure, validate and generate."""
+    ctk = str(bin_dir / "ctk")
+    (tmp / "config.toml").write_text("version = 2\n")
+    (tmp / "daemon.json").write_text('{\n    "log-driver": "local"\n}\n')
+    spec = REPO / "tests/fixtures/expected/workstation.yaml"
+    configure = [ctk, "runtime", "configure", "--dry-run", "--runtime"]
+    state = {**os.environ, "CTK_STATE_DIR": str(tmp / "state")}
+    return [
+        Case("ctk --help", [ctk, "--help"], target=6.0),
+        *(Case(f"ctk {g} --help", [ctk, g, "--help"], target=6.0) for g in GROUP_HELP),
+        Case("ctk runtime configure --dry-run (containerd)",
+             [*configure, "containerd", "--config", str(tmp / "config.toml"),
+              "--drop-in-config", ""], target=8.0, env=state),
+        Case("ctk runtime configure --dry-run (docker)",
+             [*configure, "docker", "--config", str(tmp / "daemon.json")], target=7.0, env=state,
+             note="no tomlkit"),
+        Case("ctk cdi validate (one spec)", [ctk, "cdi", "validate", str(spec)], target=7.0),
+    ]  # fmt: skip
+
+
+def generate_cases(bin_dir: Path, tmp: Path) -> list[Case]:
+    """Whole-process `cdi generate` on synthetic nodes of 1 and 64 GPUs (bench_generate's)."""
+    bench = load_bench("bench_generate")
+    make_node = getattr(bench, "make_node", None)
+    cases = [
+        Case("ctk cdi generate --mode management (1 GPU)", [], target=8.0),
+        Case("ctk cdi generate (nvml, 1 GPU)", []),
+        Case("ctk cdi generate (nvml, 64 GPUs)", [], max_runs=10),
+    ]
+    if make_node is None or os.geteuid() != 0:
+        for case in cases:
+            case.unavailable = "needs root and benchmarks/bench_generate.py (its node builder)"
+        return cases
+    from tests.fake_nvml import TOPOLOGY_ENV, build_library
+
+    library = build_library(tmp / "generate-lib")
+    for case, (gpus, mode) in zip(
+        cases, ((1, "management"), (1, "nvml"), (64, "nvml")), strict=True
+    ):
+        root = make_node(tmp / f"generate-{gpus}-{mode}", library, gpus, 0)
+        case.env = {**os.environ, TOPOLOGY_ENV: os.environ[TOPOLOGY_ENV]}
+        case.argv = [str(bin_dir / "ctk"), "cdi", "generate", "--mode", mode,
+                     "--driver-root", str(root), "--dev-root", str(root),
+                     "--hook-path", "/usr/bin/nvidia-cdi-hook",
+                     "--output", str(tmp / f"generate-{gpus}-{mode}.yaml")]  # fmt: skip
+    return cases
+
+
+def generate_slope(medians: dict[str, float]) -> str:
+    """The whole-process cost of one more GPU, from the 1- and 64-GPU generate runs."""
+    one, many = (
+        medians.get("ctk cdi generate (nvml, 1 GPU)"),
+        medians.get("ctk cdi generate (nvml, 64 GPUs)"),
+    )
+    if one is None or many is None:
+        return "not available (needs root and gcc for the synthetic nodes)"
+    slope = (many - one) / 63 * 1000
+    return f"{slope:.2f} ms per GPU ({one * 1000:.0f} ms for 1 GPU, {many * 1000:.0f} ms for 64)"
+
+
+def fault_figures() -> str:
+    """Run the hostile-input table (tests/faults) and list its slowest and biggest cases."""
+    with tempfile.TemporaryDirectory(prefix="ctk-faults-") as name:
+        report = Path(name) / "faults.jsonl"
+        subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+             "tests/faults/test_hostile_inputs.py"],
+            cwd=REPO, env={**os.environ, "CTK_FAULTS_REPORT": str(report)},
+            capture_output=True, check=False,
+        )  # fmt: skip
+        if not report.exists():
+            return "not available: tests/faults/test_hostile_inputs.py wrote no report\n"
+        rows = [json.loads(line) for line in report.read_text().splitlines()]
+    held = sum(not r["problems"] for r in rows)
+    lines = [
+        f"{len(rows)} cases tried, {held} held every promise, {len(rows) - held} still fail "
+        "(strict xfails in tests/faults/cases.py, by issue item and owner).",
+        "",
+        "| case | exit | seconds | peak RSS MB | problems |",
+        "|---|---:|---:|---:|---|",
+    ]
+    slowest = sorted(rows, key=lambda r: -r["seconds"])[:6]
+    biggest = sorted(rows, key=lambda r: -r["peak_rss_mb"])[:6]
+    for row in slowest + [r for r in biggest if r not in slowest]:
+        problems = short("; ".join(row["problems"]), 80) or "held"
+        lines.append(
+            f"| {row['case']} | {row['code']} | {row['seconds']:.2f} | "
+            f"{row['peak_rss_mb']:.0f} | {problems} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def short(text: str, limit: int = 120) -> str:
     """One table-safe line of at most ``limit`` characters."""
     text = text.replace("|", "/")
@@ -255,14 +358,18 @@ def time_round_robin(cases: list[Case], runs: int) -> None:
             if not case.wanted(runs):
                 continue
             start = time.perf_counter()
-            result = subprocess.run(
-                case.argv,
-                input=case.stdin,
-                capture_output=True,
-                text=True,
-                env=case.env,
-                check=False,
-            )
+            try:
+                result = subprocess.run(
+                    case.argv,
+                    input=case.stdin,
+                    capture_output=True,
+                    text=True,
+                    env=case.env,
+                    check=False,
+                )
+            except OSError as exc:  # a program this tree does not install
+                case.unavailable = short(f"cannot run {case.argv[0]}: {exc.strerror}")
+                continue
             elapsed = time.perf_counter() - start
             if result.returncode not in (0, 1) or "not implemented" in result.stderr:
                 last = (result.stderr.strip().splitlines() or ["no output"])[-1]
@@ -271,17 +378,17 @@ def time_round_robin(cases: list[Case], runs: int) -> None:
                 case.samples.append(elapsed)
 
 
-def generate_table() -> str:
-    """The output of bench_generate.py, run as its author meant, or why there is none."""
-    path = BENCH / "bench_generate.py"
+def bench_table(name: str) -> str:
+    """The output of ``benchmarks/<name>.py``, run as its author meant, or why there is none."""
+    path = BENCH / f"{name}.py"
     if not path.exists():
-        return "not available: benchmarks/bench_generate.py is not here yet\n"
+        return f"not available: benchmarks/{name}.py is not here yet\n"
     result = subprocess.run(
         [sys.executable, str(path)], capture_output=True, text=True, cwd=REPO, check=False
     )
     if result.returncode != 0:
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        return short(f"not available: bench_generate.py exited {result.returncode}: {last}") + "\n"
+        return short(f"not available: {name}.py exited {result.returncode}: {last}") + "\n"
     return result.stdout
 
 
@@ -304,7 +411,14 @@ def import_profile(python: str, argv: list[str], stdin: str | None) -> str:
 
 
 def render(
-    cases: list[Case], baseline: float, runs: int, generate: str, imports: dict[str, str]
+    cases: list[Case],
+    baseline: float,
+    runs: int,
+    generate: str,
+    imports: dict[str, str],
+    *,
+    faults: str | None = None,
+    agent: str | None = None,
 ) -> str:
     """The Markdown page."""
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -339,6 +453,15 @@ def render(
     lines += [f"- {name}: {profile}" for name, profile in imports.items()]
     lines += [
         "",
+        "## Per-GPU slope of `ctk cdi generate` (whole process)",
+        "",
+        generate_slope(medians),
+    ]
+    if faults is not None:
+        lines += ["", "## Fault-injection suite (`tests/faults`): slowest and biggest cases", ""]
+        lines.append(faults.rstrip())
+    lines += [
+        "",
         "## `ctk cdi generate` (from `benchmarks/bench_generate.py`)",
         "",
         "```",
@@ -346,6 +469,8 @@ def render(
         "```",
         "",
     ]
+    if agent is not None:
+        lines += ["## `ctk agent` (from `benchmarks/bench_agent.py`)", "", agent.rstrip(), ""]
     return "\n".join(lines)
 
 
@@ -355,17 +480,27 @@ def main() -> int:
         "--runs", type=int, default=30, help="timed runs per command (at most 5 for slow ones)"
     )
     parser.add_argument("--output", type=Path, default=REPO / "docs/PERFORMANCE.md")
+    parser.add_argument(
+        "--tree",
+        type=Path,
+        default=REPO,
+        help="measure the ctk of this checkout (e.g. an older one)",
+    )
+    parser.add_argument(
+        "--faults", action="store_true", help="also run tests/faults and list its slowest cases"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ctk-bench-") as name, contextlib.ExitStack() as stack:
         tmp = Path(name)
-        bin_dir = install(tmp)
+        bin_dir = install(tmp, args.tree)
         python = str(bin_dir / "python")
         hook = native_hook(tmp)
         link = "--link=libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so"
         cases = [
             Case("python -c pass", [python, "-c", "pass"], note="the baseline"),
             Case("ctk --version", [str(bin_dir / "ctk"), "--version"], target=3.0),
-            Case("ctk --help", [str(bin_dir / "ctk"), "--help"]),
+            *startup_cases(bin_dir, tmp),
+            *generate_cases(bin_dir, tmp),
             Case("ctk-hook create-symlinks (state on stdin)", [str(hook), "create-symlinks", link],
                  stdin=hook_bundle(tmp), target=0.5,
                  note="what every container start pays; native (issue 9: <= 0.5x)"),
@@ -378,11 +513,21 @@ def main() -> int:
         time_round_robin(cases, args.runs)
         imports = {
             case.name: import_profile(python, case.argv, case.stdin)
-            for case in cases[1:3]  # the Python programs (ctk-hook is native)
+            for case in cases
+            if case.name in PROFILED
             if not case.unavailable
         }
     baseline = statistics.median(cases[0].samples)
-    page = render(cases, baseline, args.runs, generate_table(), imports)
+    faults = fault_figures() if args.faults else None
+    page = render(
+        cases,
+        baseline,
+        args.runs,
+        bench_table("bench_generate"),
+        imports,
+        faults=faults,
+        agent=bench_table("bench_agent"),
+    )
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(page, encoding="utf-8")
     sys.stdout.write(page)

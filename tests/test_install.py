@@ -23,6 +23,23 @@ REPO = Path(__file__).resolve().parents[1]
 GOOD_SPEC = REPO / "tests/fixtures/conformance/cdi-upstream/good/spec-example.json"
 
 
+def _venv_with_our_dependencies(env_dir: Path) -> None:
+    """A venv whose own site-packages holds nothing, seeing this interpreter's packages.
+
+    The dependencies come from the site-packages of the interpreter running the tests (a venv of
+    its own, or not), through a `.pth` path line; ctk itself only from the wheel installed next.
+    A `.pth` line adds a directory without running the `.pth` files in it, so an editable ctk
+    of the test run's environment stays out. (``system_site_packages`` would give the *base*
+    interpreter's packages, which lack the dependencies when the tests run in a venv.)
+    """
+    venv.EnvBuilder(with_pip=False).create(env_dir)
+    python = str(env_dir / "bin/python")
+    code = "import sysconfig; print(sysconfig.get_path('purelib'))"
+    site = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
+    ours = dict.fromkeys(sysconfig.get_path(k) for k in ("purelib", "platlib"))
+    Path(site.stdout.strip(), "ctk-test-dependencies.pth").write_text("\n".join(ours) + "\n")
+
+
 @pytest.mark.integration
 def test_wheel_in_a_fresh_venv(tmp_path: Path) -> None:
     # Build from a copy, so that the checkout gets no build/ or egg-info directories.
@@ -50,14 +67,7 @@ def test_wheel_in_a_fresh_venv(tmp_path: Path) -> None:
         check=True,
     )
     env_dir = tmp_path / "venv"
-    # The dependencies come from this interpreter's site-packages (a .pth file: this interpreter
-    # may itself be a venv's); ctk itself only from the wheel.
-    venv.EnvBuilder(with_pip=False).create(env_dir)
-    purelib = subprocess.run(
-        [env_dir / "bin/python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
-    Path(purelib, "_ctk_test_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    _venv_with_our_dependencies(env_dir)
     wheel = next(wheels.glob("ctk-*.whl"))
     subprocess.run(
         [

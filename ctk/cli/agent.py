@@ -132,6 +132,5 @@ def agent(
                 raise typer.Exit(0)
 
 
-def register(app: typer.Typer) -> None:
-    """Add `ctk agent` to the root app."""
-    app.command("agent")(agent)
+app = typer.Typer()
+app.command("agent")(agent)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -11,10 +10,10 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 
+from ctk.cli import render
 from ctk.errors import UsageError
 
 if TYPE_CHECKING:
-    from rich.console import Console
     from rich.text import Text
 
     from ctk.cdi.problems import Problem
@@ -112,7 +111,7 @@ def validate(
         problem.is_error for _, problem in dir_problems
     )
     if as_json:
-        _dump_json(_validate_json(entries, dirs, valid=valid), sys.stdout)
+        render.dump_json(_validate_json(entries, dirs, valid=valid), sys.stdout)
     else:
         _validate_text(entries, dirs, dir_problems, sys.stdout)
     if not valid:
@@ -143,7 +142,9 @@ def list_devices(
     dir_problems = _dir_problems(found.dirs, given=bool(spec_dir))
     valid = found.registry.valid and not any(p.is_error for _, p in dir_problems)
     if as_json:
-        _dump_json(_list_json(found.registry, found.dirs, dir_problems, valid=valid), sys.stdout)
+        render.dump_json(
+            _list_json(found.registry, found.dirs, dir_problems, valid=valid), sys.stdout
+        )
     else:
         _list_text(found.registry, dir_problems, sys.stdout, sys.stderr)
     if not valid:
@@ -165,12 +166,6 @@ class SpecEntry:
     @property
     def valid(self) -> bool:
         return self.report.valid and not self.conflicts
-
-
-def _console(stream: TextIO) -> Console:
-    from rich.console import Console
-
-    return Console(file=stream, highlight=False, soft_wrap=True, emoji=False)
 
 
 def _where(source: str, problem: Problem) -> str:
@@ -226,7 +221,7 @@ def _validate_text(
     dir_problems: Sequence[tuple[str, Problem]],
     out: TextIO,
 ) -> None:
-    console = _console(out)
+    console = render.console(out)
     for path, problem in dir_problems:
         console.print(_problem_text(path, problem))
     if not entries:
@@ -298,17 +293,12 @@ def _dir_json(directory: SpecDir) -> dict[str, object]:
     }
 
 
-def _dump_json(value: object, out: TextIO) -> None:
-    json.dump(value, out, indent=2, ensure_ascii=False)
-    out.write("\n")
-
-
 def _list_text(
     registry: Registry, dir_problems: Sequence[tuple[str, Problem]], out: TextIO, err: TextIO
 ) -> None:
     for device in registry.devices:
         out.write(f"{device.name}\n")
-    console = _console(err)
+    console = render.console(err)
     for path, problem in dir_problems:
         console.print(_problem_text(path, problem))
     for spec in registry.files:

@@ -23,13 +23,11 @@ transform_app = typer.Typer(no_args_is_help=True, help="Transform a CDI spec (nv
 
 def _read_input(path: str, what: str) -> tuple[bytes, str]:
     """The bytes of ``path`` ('-' is standard input) and the name to show for it."""
-    if path == "-":
-        return sys.stdin.buffer.read(), "<stdin>"
     from ctk.host import files
 
-    data = files.read_bytes(Path(path))
-    assert data is not None  # missing_ok is off
-    return data, path
+    if path == "-":
+        return files.read_stream(sys.stdin.buffer, "<stdin>"), "<stdin>"
+    return files.read_bytes(Path(path)), path
 
 
 def _spec(path: str) -> tuple[dict[str, object], str]:

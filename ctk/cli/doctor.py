@@ -11,6 +11,7 @@ from typing import Any
 import typer
 
 from ctk import __version__
+from ctk.cli import render
 from ctk.doctor.facts import CudaNeed, NodeFacts
 from ctk.doctor.model import Finding, Fix, Group, Status
 from ctk.errors import CtkError, UsageError
@@ -88,8 +89,7 @@ def doctor(
 
     summary = summarize(findings, strict=strict)
     if as_json:
-        sys.stdout.write(json.dumps(to_json(facts, findings, timings, strict=strict), indent=2))
-        sys.stdout.write("\n")
+        render.dump_json(to_json(facts, findings, timings, strict=strict), sys.stdout)
         raise typer.Exit(summary.exit_code)
     from ctk.cli import doctor_render
 
@@ -213,7 +213,7 @@ def _print_list(*, as_json: bool) -> None:
             }
             for c in checks
         ]
-        sys.stdout.write(json.dumps(listing, indent=2) + "\n")
+        render.dump_json(listing, sys.stdout)
         return
     width = max(len(c.id) for c in checks)
     for item in checks:
@@ -367,6 +367,5 @@ def _fix(
     return summarize(after).exit_code
 
 
-def register(app: typer.Typer) -> None:
-    """Add the doctor command to the root app."""
-    app.command("doctor")(doctor)
+app = typer.Typer()
+app.command("doctor")(doctor)

@@ -7,7 +7,6 @@ read the same.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 
@@ -15,6 +14,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ctk import __version__
+from ctk.cli import render
 from ctk.doctor.facts import NodeFacts
 from ctk.doctor.model import Finding, Severity, Status
 from ctk.doctor.run import summarize
@@ -35,16 +35,6 @@ LABELS = {
 }
 INFO = ("i", "cyan", "[info]")
 INDENT = "  "
-
-
-def _plain(console: Console) -> bool:
-    # no-color.org: only a non-empty NO_COLOR counts
-    return (
-        not console.is_terminal
-        or bool(os.environ.get("NO_COLOR"))
-        or os.environ.get("TERM") == "dumb"
-        or console.no_color
-    )
 
 
 def mark(finding: Finding, *, plain: bool) -> Text:
@@ -94,10 +84,8 @@ def _not_applicable(findings: Sequence[Finding]) -> bool:
 
 def report(facts: NodeFacts, findings: Sequence[Finding], *, verbose: bool, strict: bool) -> None:
     """Print the report to stdout."""
-    console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
-    plain = _plain(console)
-    if plain:  # no escape codes at all: no colour, and no bold or dim either
-        console = Console(file=sys.stdout, highlight=False, soft_wrap=True, color_system=None)
+    console = render.console(sys.stdout)
+    plain = render.plain(sys.stdout)
     user = "root" if facts.is_root else "not root"
     console.print(
         Text(f"ctk doctor: {facts.where.value}, root {facts.root}, {user}, ctk {__version__}")

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import typer
 
+app = typer.Typer()
 
-def register(app: typer.Typer) -> None:
-    """Add `ctk hook`, which passes its arguments to the hook program."""
 
-    @app.command(
-        "hook",
-        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-        add_help_option=False,
-    )
-    def hook(ctx: typer.Context) -> None:
-        """Run an OCI hook (the native `ctk-hook` program)."""
-        from ctk.host import hook_program
+@app.command(
+    "hook",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    add_help_option=False,
+)
+def hook(ctx: typer.Context) -> None:
+    """Run an OCI hook (the native `ctk-hook` program)."""
+    from ctk.host import hook_program
 
-        hook_program.exec_hook(list(ctx.args))
+    hook_program.exec_hook(list(ctx.args))

@@ -43,6 +43,5 @@ def _state(path: str) -> str:
     return "present" if os.path.isfile(path) else "absent: the toolkit's defaults apply"
 
 
-def register(app: typer.Typer) -> None:
-    """Add `info` to the top-level app."""
-    app.command("info")(info)
+app = typer.Typer()
+app.command("info")(info)

@@ -53,80 +53,77 @@ def _prefix(text: str) -> PurePosixPath:
     return prefix
 
 
-def register(app: typer.Typer) -> None:
-    """Add `ctk install` and `ctk uninstall`."""
+app = typer.Typer()
 
-    @app.command("install")
-    def install(
-        root: Root = Path("/"),
-        prefix: Prefix = "/usr/local",
-        as_json: Json = False,
-        ctk_program: CtkProgram = None,
-    ) -> None:
-        """Install the native hook, the systemd units and the udev rule (idempotent)."""
-        from ctk.host import files, installation
-        from ctk.host.hook_program import packaged_hook
-        from ctk.install import install_plan
 
-        where = _prefix(prefix)
-        plan = install_plan(  # gather, then decide
-            prefix=where,
-            ctk_program=ctk_program or running_ctk(),
-            hook=files.read_bytes(packaged_hook(), limit=64 << 20),
-            units=installation.unit_templates(),
+@app.command("install")
+def install(
+    root: Root = Path("/"),
+    prefix: Prefix = "/usr/local",
+    as_json: Json = False,
+    ctk_program: CtkProgram = None,
+) -> None:
+    """Install the native hook, the systemd units and the udev rule (idempotent)."""
+    from ctk.host import files, installation
+    from ctk.host.hook_program import packaged_hook
+    from ctk.install import install_plan
+
+    where = _prefix(prefix)
+    plan = install_plan(  # gather, then decide
+        prefix=where,
+        ctk_program=ctk_program or running_ctk(),
+        hook=files.read_bytes(packaged_hook(), limit=64 << 20),
+        units=installation.unit_templates(),
+    )
+    outcome = installation.install(root, where, plan)  # write
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "written": [{"path": str(f.path), "sha256": f.sha256} for f in outcome.written],
+                    "unchanged": [
+                        {"path": str(f.path), "sha256": f.sha256} for f in outcome.unchanged
+                    ],
+                    "manifest": str(outcome.manifest),
+                },
+                indent=2,
+            )
         )
-        outcome = installation.install(root, where, plan)  # write
-        if as_json:
-            typer.echo(
-                json.dumps(
-                    {
-                        "written": [
-                            {"path": str(f.path), "sha256": f.sha256} for f in outcome.written
-                        ],
-                        "unchanged": [
-                            {"path": str(f.path), "sha256": f.sha256} for f in outcome.unchanged
-                        ],
-                        "manifest": str(outcome.manifest),
-                    },
-                    indent=2,
-                )
-            )
-            return
-        for item in outcome.written:
-            typer.echo(f"wrote {item.path}")
-        if not outcome.written:
-            typer.echo("already installed; nothing written")
-        elif str(root) == "/":
-            typer.echo(
-                "next: systemctl daemon-reload && systemctl enable --now ctk-cdi-refresh.path "
-                "ctk-cdi-refresh.service ctk-dev-char-symlinks.service && udevadm control --reload"
-            )
+        return
+    for item in outcome.written:
+        typer.echo(f"wrote {item.path}")
+    if not outcome.written:
+        typer.echo("already installed; nothing written")
+    elif str(root) == "/":
+        typer.echo(
+            "next: systemctl daemon-reload && systemctl enable --now ctk-cdi-refresh.path "
+            "ctk-cdi-refresh.service ctk-dev-char-symlinks.service && udevadm control --reload"
+        )
 
-    @app.command("uninstall")
-    def uninstall(
-        root: Root = Path("/"), prefix: Prefix = "/usr/local", as_json: Json = False
-    ) -> None:
-        """Remove what `ctk install` wrote (files changed since are kept)."""
-        from ctk.host import installation
 
-        outcome = installation.uninstall(root, _prefix(prefix))
-        if outcome is None:
-            raise CtkError(
-                f"nothing to uninstall: no install manifest under {prefix}/libexec/ctk",
-                hint="pass the --prefix (and --root) that ctk install was given",
+@app.command("uninstall")
+def uninstall(root: Root = Path("/"), prefix: Prefix = "/usr/local", as_json: Json = False) -> None:
+    """Remove what `ctk install` wrote (files changed since are kept)."""
+    from ctk.host import installation
+
+    outcome = installation.uninstall(root, _prefix(prefix))
+    if outcome is None:
+        raise CtkError(
+            f"nothing to uninstall: no install manifest under {prefix}/libexec/ctk",
+            hint="pass the --prefix (and --root) that ctk install was given",
+        )
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "removed": [str(p) for p in outcome.removed],
+                    "kept": [str(p) for p in outcome.kept],
+                },
+                indent=2,
             )
-        if as_json:
-            typer.echo(
-                json.dumps(
-                    {
-                        "removed": [str(p) for p in outcome.removed],
-                        "kept": [str(p) for p in outcome.kept],
-                    },
-                    indent=2,
-                )
-            )
-            return
-        for path in outcome.removed:
-            typer.echo(f"removed {path}")
-        for path in outcome.kept:
-            typer.echo(f"kept {path}: changed since ctk install wrote it")
+        )
+        return
+    for path in outcome.removed:
+        typer.echo(f"removed {path}")
+    for path in outcome.kept:
+        typer.echo(f"kept {path}: changed since ctk install wrote it")
