@@ -156,6 +156,15 @@ def _named_devices(
     return devices
 
 
+def device_names(nvml: NvmlFacts) -> tuple[tuple[str, ...], ...]:
+    """Each device `build_spec` writes for this node in nvml mode (not `all`), by every strategy.
+
+    One tuple per full GPU or MIG device, its names in `NameStrategy` order (index, uuid,
+    type-index): the doctor's idea of a complete spec, from the code that writes it.
+    """
+    return tuple(tuple(unit.names(strategy) for strategy in NameStrategy) for unit in _units(nvml))
+
+
 def _units(nvml: NvmlFacts) -> list[_Unit]:
     """Full GPUs, and the MIG devices of GPUs in MIG mode (such a GPU is no device itself)."""
     units = []

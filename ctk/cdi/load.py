@@ -703,6 +703,8 @@ def load_text(text: str, *, strict_json: bool = False) -> Loaded:
                     Severity.WARNING,
                 )
             )
+        except ValueError:
+            pass  # an integer too long for Python's int(); decoding reports it where it is
     value, found = decode(root)
     problems.extend(found)
     return Loaded(root, value, tuple(problems))

@@ -68,6 +68,13 @@ def _spec_dirs(given: Sequence[Path] | None, root: Path | None) -> list[PurePosi
     return [PurePosixPath(d) for d in given]
 
 
+def _named(given: Sequence[Path] | None) -> bool:
+    """Whether the spec directories were named (flag or variable), so a missing one is news."""
+    from ctk.cli.compat import env_list
+
+    return bool(given) or bool(env_list("NVIDIA_CTK_CDI_SPEC_DIRS"))
+
+
 def _read_dirs(given: Sequence[Path] | None, root: Path | None) -> SpecDirs:
     from ctk.host import cdi_specs
 
@@ -105,7 +112,7 @@ def validate(
     else:
         found = _read_dirs(spec_dir, root)
         dirs = found.dirs
-        dir_problems = _dir_problems(dirs, given=bool(spec_dir))
+        dir_problems = _dir_problems(dirs, given=_named(spec_dir))
         entries = [SpecEntry(f.report, f.priority, f.conflicts) for f in found.registry.files]
     valid = all(entry.valid for entry in entries) and not any(
         problem.is_error for _, problem in dir_problems
@@ -139,7 +146,7 @@ def list_devices(
     invalid or a spec directory is missing (exit 1 for invalid specs and unreadable directories).
     """
     found = _read_dirs(spec_dir, root)
-    dir_problems = _dir_problems(found.dirs, given=bool(spec_dir))
+    dir_problems = _dir_problems(found.dirs, given=_named(spec_dir))
     valid = found.registry.valid and not any(p.is_error for _, p in dir_problems)
     if as_json:
         render.dump_json(

@@ -71,6 +71,16 @@ def _bool_flag(command: click.Command, name: str) -> click.Option | None:
     return None
 
 
+def _takes_value(command: click.Command, arg: str) -> bool:
+    """Whether ``arg`` is an option of ``command`` whose value is the next argument."""
+    if not arg.startswith("-") or "=" in arg:
+        return False
+    return any(
+        isinstance(p, click.Option) and not p.is_flag and not p.count and arg in p.opts
+        for p in command.params
+    )
+
+
 def normalize(command: click.Command, args: Sequence[str]) -> list[str]:
     """``args`` with nvidia-ctk's spellings turned into ctk's (see the module docstring)."""
     out: list[str] = []
@@ -80,6 +90,9 @@ def normalize(command: click.Command, args: Sequence[str]) -> list[str]:
         arg = rest.pop(0)
         if arg == "--":
             return [*out, arg, *rest]
+        if _takes_value(current, out[-1] if out else ""):
+            out.append(arg)  # the value of the option before it, never a command
+            continue
         if not arg.startswith("-"):
             sub = _subcommand(current, arg)
             if sub is None and arg in HELP_WORDS and isinstance(current, click.Group):

@@ -13,7 +13,7 @@ import typer
 from ctk import __version__
 from ctk.cli import render
 from ctk.doctor.facts import CudaNeed, NodeFacts
-from ctk.doctor.model import Finding, Fix, Group, Status
+from ctk.doctor.model import Finding, Group
 from ctk.errors import CtkError, UsageError
 
 SCHEMA_ID = "ctk.doctor/v1"
@@ -35,6 +35,12 @@ IMAGE_ENV = typer.Option(
     "--image-env",
     help="An image's environment to check CUDA against: KEY=VALUE lines or docker inspect's "
     "JSON list of Config.Env.",
+)
+IMAGE = typer.Option(
+    None,
+    "--image",
+    help="Check CUDA against this image's environment: oci:DIR[:TAG], oci-archive:FILE[:TAG], "
+    "or an image docker, podman or containerd (k8s.io) has locally.",
 )
 NVML_TIMEOUT = typer.Option(5.0, "--nvml-timeout", help="Seconds to wait for NVML.", min=0.1)
 NPD = typer.Option(
@@ -58,6 +64,7 @@ def doctor(
     yes: bool = YES,
     cuda_version: str | None = CUDA,
     image_env: Path | None = IMAGE_ENV,
+    image: str | None = IMAGE,
     nvml_timeout: float = NVML_TIMEOUT,
     npd: bool = NPD,
 ) -> None:
@@ -76,7 +83,13 @@ def doctor(
     if fix and as_json:
         raise UsageError("--fix and --json cannot be combined", hint="run --fix without --json")
     root = _root(root_arg)
-    need = _cuda_need(cuda_version, image_env)
+    need: CudaNeed | None
+    if image is not None:
+        from ctk.cli.doctor_image import image_need
+
+        need = image_need(image, cuda_version=cuda_version, image_env=image_env)
+    else:
+        need = _cuda_need(cuda_version, image_env)
     shown = select(ids=check, groups=[g.value for g in group])
     facts, findings, timings = _diagnose(root, need, shown, nvml_timeout)
     if npd:
@@ -143,6 +156,8 @@ def _cuda_need(cuda_version: str | None, image_env: Path | None) -> CudaNeed | N
         raise UsageError(f"--image-env {image_env}: no such file", hint=ENV_HINT)
     if image_env.is_dir():
         raise UsageError(f"--image-env {image_env}: is a directory", hint=ENV_HINT)
+    if not image_env.is_file():  # a FIFO would block, a device never ends
+        raise UsageError(f"--image-env {image_env}: not a regular file", hint=ENV_HINT)
     text = files.read_text(image_env) or ""
     try:
         env = parse_env_file(text)
@@ -164,6 +179,8 @@ def _json_env(text: str) -> list[str]:
         data = json.loads(text)
     except ValueError as exc:
         raise CtkError(f"not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise CtkError("not valid JSON: nested too deeply to read") from exc
     if isinstance(data, list) and data and all(isinstance(item, dict) for item in data):
         data = data[0]  # `docker inspect` prints a list, one object per image
     if isinstance(data, dict):
@@ -252,6 +269,8 @@ def to_json(
 
 
 def _finding_json(finding: Finding) -> dict[str, Any]:
+    from ctk.doctor.fixes import APPLIABLE
+
     return {
         "id": finding.check,
         "group": finding.group.value,
@@ -264,7 +283,8 @@ def _finding_json(finding: Finding) -> dict[str, Any]:
             {
                 "text": finding.remedy,
                 "commands": list(finding.commands),
-                "fixable": bool(finding.fixes),
+                "notes": list(finding.notes),
+                "fixable": any(isinstance(fix, APPLIABLE) for fix in finding.fixes),
             }
             if finding.remedy is not None
             else None
@@ -277,39 +297,6 @@ def _finding_json(finding: Finding) -> dict[str, Any]:
 # --- --fix --------------------------------------------------------------------------------
 
 
-def fix_argv(fix: Fix, root: Path) -> list[str] | None:
-    """The ctk command line that applies ``fix`` to the node under ``root`` (None: not there)."""
-    from ctk.host.root import HostRoot
-    from ctk.runtime_config.engines import ENGINES, Runtime
-
-    argv = list(fix.argv)
-    if str(root) == "/":
-        return argv
-    # Paths go through HostRoot, so a symlink in the node's tree never leads a write out of it.
-    host = HostRoot(root)
-    if argv[:2] == ["runtime", "configure"]:
-        engine = Runtime(next(a.split("=", 1)[1] for a in argv if a.startswith("--runtime=")))
-        # in place: a drop-in's import line would name the path under --root
-        drop_in = [] if engine is Runtime.DOCKER else ["--drop-in-config="]
-        config = host.path(ENGINES[engine].config_path)
-        return [*argv, f"--config={config}", *drop_in]
-    if argv[:2] == ["system", "create-dev-char-symlinks"]:
-        return [*argv, f"--root={root}", f"--dev-char-path={host.path('/dev/char')}"]
-    # a spec generated under --root would name host paths with the root's prefix
-    return None
-
-
-def planned_fixes(findings: Sequence[Finding]) -> list[tuple[Fix, list[str]]]:
-    """Each distinct fix of a failing or warning finding, with the findings it answers."""
-    plan: dict[tuple[str, ...], tuple[Fix, list[str]]] = {}
-    for finding in findings:
-        if finding.status not in (Status.FAIL, Status.WARN):
-            continue
-        for fix in finding.fixes:
-            plan.setdefault(fix.argv, (fix, []))[1].append(finding.check)
-    return list(plan.values())
-
-
 def _fix(
     root: Path,
     need: CudaNeed | None,
@@ -319,37 +306,35 @@ def _fix(
     yes: bool,
     nvml_timeout: float,
 ) -> int:
-    from ctk.cli.app import main
+    from ctk.cli import doctor_fix
+    from ctk.doctor.fixes import describe
     from ctk.doctor.run import summarize
 
-    plan = planned_fixes(findings)
+    plan = doctor_fix.planned(findings)
     out = sys.stdout
     if not plan:
         out.write("\nNothing that ctk can fix by itself; apply the commands shown above.\n")
         return summarize(findings).exit_code
-    commands = []
+    todo = []
     out.write("\nctk can fix these findings itself:\n")
     for fix, ids in plan:
-        argv = fix_argv(fix, root)
-        shown_argv = (
-            "ctk " + " ".join(argv)
-            if argv
-            else "(run it on the node itself: not possible under --root)"
-        )
-        out.write(f"  {fix.description} ({', '.join(ids)})\n    {shown_argv}\n")
-        if argv:
-            commands.append(argv)
-    if not commands:
+        line = doctor_fix.shown(fix, root)
+        out.write(f"  {describe(fix)} ({', '.join(ids)})\n")
+        out.write(f"    {line or '(run it on the node itself: not possible under --root)'}\n")
+        if line is not None:
+            todo.append((fix, line))
+    if not todo:
         return summarize(findings).exit_code
     if not yes and not typer.confirm("Apply these fixes?", default=False):
         out.write("Nothing changed.\n")
         return summarize(findings).exit_code
-    for argv in commands:
-        out.write(f"$ ctk {' '.join(argv)}\n")
+    for fix, line in todo:
+        out.write(f"$ {line}\n")
         out.flush()
-        code = main(argv)
-        if code != 0:
-            out.write(f"fix failed (exit {code}); stopping\n")
+        try:
+            doctor_fix.apply(fix, root)
+        except CtkError as exc:
+            out.write(f"fix failed: {exc.message}; stopping\n")
             return 1
     affected = sorted({i for _, ids in plan for i in ids})
     _, after, _ = _diagnose(root, need, shown, nvml_timeout)

@@ -1,4 +1,8 @@
-"""Human output of `ctk doctor`: grouped by layer, problems in detail, one summary line.
+"""Human output of `ctk doctor`: the problems in detail, grouped by layer, and a summary.
+
+With `-v` every check is listed, an ok one as the state it confirmed (its title). Text wraps at
+the terminal's width (or `COLUMNS`), each continuation under its label; commands are never
+broken, so they can be pasted whole. A pipe gets unwrapped lines.
 
 Symbols need a colour terminal; with a non-empty `NO_COLOR`, `TERM=dumb` or output that is not a
 TTY the labels are plain text (`[ok]`, `[FAIL]`, ...) without any escape codes, so logs and pipes
@@ -7,7 +11,9 @@ read the same.
 
 from __future__ import annotations
 
+import os
 import sys
+import textwrap
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -49,19 +55,46 @@ def mark(finding: Finding, *, plain: bool) -> Text:
     return Text(symbol, style=style)
 
 
-def _details(finding: Finding, pad: str) -> list[Text]:
-    lines = []
-    for i, evidence in enumerate(finding.evidence):
-        head = "evidence  " if i == 0 else " " * 10
-        lines.append(Text(f"{pad}{head}{evidence.source}: {evidence.value}"))
+def _wrapped(text: str, first: str, rest: str, width: int | None) -> list[str]:
+    """``text`` after ``first``, wrapped at ``width`` (None: one line) with ``rest`` indenting."""
+    if width is None or len(first) + len(text) <= width:
+        return [first + text]
+    return textwrap.wrap(
+        text,
+        width=max(width, len(rest) + 20),
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [first]
+
+
+def _details(finding: Finding, pad: str, width: int | None) -> list[Text]:
+    lines: list[str] = []
+    label = " " * 10
+
+    def add(head: str, items: Sequence[str], *, wrap: bool = True) -> None:
+        for i, item in enumerate(items):
+            first = pad + (f"{head:<10}" if i == 0 else label)
+            # a command is never broken: it is copied and pasted whole
+            lines.extend(_wrapped(item, first, pad + label, width if wrap else None))
+
+    add("evidence", [f"{e.source}: {e.value}" for e in finding.evidence])
     if finding.remedy:
-        lines.append(Text(f"{pad}remedy    {finding.remedy}"))
-    for i, command in enumerate(finding.commands):
-        head = "fix       " if i == 0 else " " * 10
-        lines.append(Text(f"{pad}{head}{command}"))
+        add("remedy", [finding.remedy])
+    add("fix", finding.commands, wrap=False)
+    add("note", finding.notes)
     if finding.remedy and finding.sources:
-        lines.append(Text(f"{pad}docs      {finding.sources[0]}"))
-    return lines
+        add("docs", [finding.sources[0]], wrap=False)
+    return [Text(line) for line in lines]
+
+
+def width_of(console: Console) -> int | None:
+    """The width to wrap at: the terminal's (or `COLUMNS`); None (no wrapping) for a pipe."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return console.width if console.is_terminal else None
 
 
 def _skipped_line(skipped: Sequence[Finding], plain: bool) -> Text:
@@ -82,33 +115,61 @@ def _not_applicable(findings: Sequence[Finding]) -> bool:
     return all(f.status is Status.SKIP and not f.blocked_by for f in findings)
 
 
+def _shown(finding: Finding, *, verbose: bool) -> bool:
+    """Problems and unknowns always; everything else with -v only."""
+    return verbose or finding.is_problem or finding.status is Status.UNKNOWN
+
+
 def report(facts: NodeFacts, findings: Sequence[Finding], *, verbose: bool, strict: bool) -> None:
-    """Print the report to stdout."""
+    """Print the report to stdout: problems and the summary; with ``verbose`` every check."""
     console = render.console(sys.stdout)
     plain = render.plain(sys.stdout)
+    width = width_of(console)
     user = "root" if facts.is_root else "not root"
-    console.print(
-        Text(f"ctk doctor: {facts.where.value}, root {facts.root}, {user}, ctk {__version__}")
-    )
+    head = f"ctk doctor: {facts.where.value}, root {facts.root}, {user}, ctk {__version__}"
+    for line in _wrapped(head, "", "  ", width):
+        console.print(Text(line))
     if facts.host_mount:
-        console.print(
-            Text(
-                f"The node's file system is mounted at {facts.host_mount}: run "
-                f"`ctk doctor --root {facts.host_mount}` for the host's checks.",
-                style="dim",
-            )
+        text = (
+            f"The node's file system is mounted at {facts.host_mount}: run "
+            f"`ctk doctor --root {facts.host_mount}` for the host's checks."
         )
-    width = max((len(f.check) for f in findings), default=0)
+        for line in _wrapped(text, "", "", width):
+            console.print(Text(line, style="dim"))
+    shown = [f for f in findings if _shown(f, verbose=verbose) and f.status is not Status.SKIP]
+    id_width = max((len(f.check) for f in shown), default=0)
     groups: dict[str, list[Finding]] = {}
     for finding in findings:
         groups.setdefault(finding.group.value, []).append(finding)
-    idle = [name for name, items in groups.items() if _not_applicable(items) and not verbose]
+    idle = [name for name, items in groups.items() if _not_applicable(items)]
     for name, items in groups.items():
-        if name not in idle:
-            _group(console, name, items, plain=plain, verbose=verbose, width=width)
-    if idle:
-        console.print(Text(f"\nnot applicable here: {', '.join(idle)}", style="dim"))
-    console.print(_summary_line(findings, strict=strict))
+        if (verbose and name not in idle) or any(_shown(f, verbose=False) for f in items):
+            _group(console, name, items, plain=plain, verbose=verbose, ids=(id_width, width))
+    if verbose and idle:
+        line = f"not applicable here: {', '.join(idle)}"
+        console.print(Text("\n" + "\n".join(_wrapped(line, "", "  ", width)), style="dim"))
+    for row in _summary_lines(findings, strict=strict, verbose=verbose, width=width):
+        console.print(row)
+
+
+def _line(finding: Finding, *, plain: bool, id_width: int, width: int | None) -> list[Text]:
+    """The finding's status line(s): a problem by its id and summary, an ok one as a state."""
+    symbol = mark(finding, plain=plain)
+    lead = len(INDENT) + (6 if plain else 1) + 1
+    if finding.status is Status.OK:
+        text = f"{finding.title}: {finding.summary}"
+        rows = _wrapped(text, " " * lead, " " * (lead + 2), width)
+    else:
+        one = f"{finding.check:<{id_width}}  {finding.summary}"
+        if width is None or lead + len(one) <= width:
+            rows = [" " * lead + one]
+        else:  # narrow: the id on its own line, the summary wrapped under it
+            rows = [" " * lead + finding.check]
+            rows += _wrapped(finding.summary, " " * (lead + 2), " " * (lead + 2), width)
+    first = Text(INDENT)
+    first.append(symbol)
+    first.append(rows[0][len(INDENT) + symbol.cell_len :])
+    return [first, *(Text(row) for row in rows[1:])]
 
 
 def _group(
@@ -118,27 +179,30 @@ def _group(
     *,
     plain: bool,
     verbose: bool,
-    width: int,
+    ids: tuple[int, int | None],
 ) -> None:
+    id_width, width = ids
     console.print(Text(f"\n{name}", style="bold"))
     pad = INDENT + " " * (7 if plain else 2)
     skipped = []
     for finding in findings:
-        if finding.status is Status.SKIP and not verbose:
+        if finding.status is Status.SKIP:
             skipped.append(finding)
             continue
-        line = Text(INDENT)
-        line.append(mark(finding, plain=plain))
-        line.append(f" {finding.check:<{width}}  {finding.summary}")
-        console.print(line)
+        if not _shown(finding, verbose=verbose):
+            continue
+        for row in _line(finding, plain=plain, id_width=id_width, width=width):
+            console.print(row)
         if finding.is_problem or verbose:
-            for detail in _details(finding, pad):
+            for detail in _details(finding, pad, width):
                 console.print(detail)
-    if skipped:
+    if skipped and verbose:
         console.print(_skipped_line(skipped, plain))
 
 
-def _summary_line(findings: Sequence[Finding], *, strict: bool) -> Text:
+def _summary_lines(
+    findings: Sequence[Finding], *, strict: bool, verbose: bool, width: int | None
+) -> list[Text]:
     summary = summarize(findings, strict=strict)
     errors = sum(1 for f in findings if f.status is Status.FAIL and f.severity is Severity.ERROR)
     warnings = sum(
@@ -148,11 +212,15 @@ def _summary_line(findings: Sequence[Finding], *, strict: bool) -> Text:
     )
     counts = summary.counts
     text = (
-        f"\n{errors} error(s), {warnings} warning(s), {counts['ok']} ok, "
+        f"{errors} error(s), {warnings} warning(s), {counts['ok']} ok, "
         f"{counts['skip']} skipped, {counts['unknown']} unknown."
     )
     if summary.root_cause:
         text += f" Fix first: {summary.root_cause}."
+    elif not verbose and not errors and not warnings and not counts["unknown"]:
+        text += " -v lists every check."  # nothing else was printed
+    rows = ["", *_wrapped(text, "", "", width)]
     if summary.needs_root:
-        text += f"\n{summary.needs_root} check(s) need root; rerun with sudo for a full report."
-    return Text(text)
+        need = f"{summary.needs_root} check(s) need root; rerun with sudo for a full report."
+        rows += _wrapped(need, "", "", width)
+    return [Text(row) for row in rows]

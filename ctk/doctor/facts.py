@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctk.doctor.advisories import Advisory
 from ctk.doctor.model import Where
+
+if TYPE_CHECKING:
+    from ctk.node import NvmlFacts as NodeNvmlFacts
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,11 +27,16 @@ class Unavailable:
 
 
 class FactTimedOut(Exception):
-    """Raised when a check uses a fact whose gather step did not finish in time."""
+    """Raised when a check uses a fact whose gather step did not finish in time (or failed)."""
 
-    def __init__(self, step: str) -> None:
-        super().__init__(f"gathering {step} did not finish in time")
+    def __init__(self, step: str, reason: str | None = None) -> None:
+        super().__init__(
+            f"gathering {step} did not finish in time"
+            if reason is None
+            else f"gathering {step} failed ({reason})"
+        )
         self.step = step
+        self.reason = reason
 
 
 class TimedOut:
@@ -39,29 +47,32 @@ class TimedOut:
     need it run as usual.
     """
 
-    __slots__ = ("step",)
+    __slots__ = ("reason", "step")
     step: str
+    reason: str | None
+    """Why the step gave no facts when it did finish: the error it raised."""
 
-    def __init__(self, step: str) -> None:
+    def __init__(self, step: str, reason: str | None = None) -> None:
         object.__setattr__(self, "step", step)
+        object.__setattr__(self, "reason", reason)
 
     def __getattr__(self, name: str) -> Any:
-        raise FactTimedOut(self.step)
+        raise FactTimedOut(self.step, self.reason)
 
     def __iter__(self) -> Any:
-        raise FactTimedOut(self.step)
+        raise FactTimedOut(self.step, self.reason)
 
     def __bool__(self) -> bool:
-        raise FactTimedOut(self.step)
+        raise FactTimedOut(self.step, self.reason)
 
     def __len__(self) -> int:
-        raise FactTimedOut(self.step)
+        raise FactTimedOut(self.step, self.reason)
 
     def __contains__(self, item: object) -> bool:
-        raise FactTimedOut(self.step)
+        raise FactTimedOut(self.step, self.reason)
 
     def __getitem__(self, key: object) -> Any:
-        raise FactTimedOut(self.step)
+        raise FactTimedOut(self.step, self.reason)
 
     def __repr__(self) -> str:
         return f"TimedOut({self.step!r})"
@@ -181,6 +192,14 @@ class NvmlGpu:
     memory_used: int | None = None
     processes: tuple[NvmlProcess, ...] | None = None
     """None: NVML would not list them (not supported, or no permission with MIG on)."""
+    ecc_uncorrected: int | None = None
+    """Volatile uncorrected ECC errors since the driver loaded; None: not supported."""
+    retired_pages_pending: bool | None = None
+    remap_pending: bool | None = None
+    remap_failed: bool | None = None
+    clock_reasons: int | None = None
+    """The `nvmlClocksEventReason*` bits slowing the clocks now."""
+    persistence: bool | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -192,6 +211,8 @@ class NvmlFacts:
     driver_version: str = ""
     cuda_version: tuple[int, int] | None = None
     gpus: tuple[NvmlGpu, ...] = ()
+    source: NodeNvmlFacts | None = None
+    """The very value `ctk cdi generate` builds its spec from (None: built by hand in a test)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -213,6 +234,7 @@ class CudaNeed:
     requirements: tuple[str, ...] = ()
     cuda_version: str | None = None
     disable_require: bool = False
+    unknown: str | None = None  # why the workload's needs could not be read (`--image`)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -358,11 +380,14 @@ class NodeFacts:
     crio: EngineFacts = field(default_factory=lambda: EngineFacts(engine="crio"))
     cdi: CdiFacts = field(default_factory=CdiFacts)
     container: ContainerFacts = field(default_factory=ContainerFacts)
-    kubernetes: Mapping[str, Any] | None = None
+    kubernetes: Mapping[str, Any] | Unavailable | None = None
+    """The API server's view of this node (and pod): `ctk.host.facts.kubernetes`."""
     gpu_processes: tuple[GpuProcess, ...] | Unavailable = ()
     nvml_process_states: Mapping[int, str] | Unavailable = field(default_factory=dict)
     """`/proc/<pid>/stat` state of each PID NVML lists; "" when `/proc/<pid>` does not exist."""
     advisories: tuple[Advisory, ...] = ()
     kubelet: bool = False
+    persistenced: bool = False
+    """nvidia-persistenced runs (its socket exists): it keeps the GPUs initialised."""
     kubelet_cgroup_driver: str | Unavailable | None = None
     host_mount: str | None = None

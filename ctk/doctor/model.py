@@ -15,6 +15,7 @@ from ctk.enums import StrEnum
 
 if TYPE_CHECKING:
     from ctk.doctor.facts import NodeFacts
+    from ctk.doctor.fixes import Suggestion
 
 
 class Status(StrEnum):
@@ -76,14 +77,6 @@ class Evidence:
     value: str
 
 
-@dataclass(frozen=True, slots=True)
-class Fix:
-    """A remedy ctk implements itself: the ctk command line that applies it."""
-
-    argv: tuple[str, ...]
-    description: str
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Result:
     """What a check function returns."""
@@ -93,7 +86,10 @@ class Result:
     evidence: tuple[Evidence, ...] = ()
     commands: tuple[str, ...] = ()
     severity: Severity | None = None
-    fixes: tuple[Fix, ...] = ()
+    fixes: tuple[Suggestion, ...] = ()
+    """ctk's (or nvidia-ctk's) part of the remedy, as values; shown before ``commands``."""
+    notes: tuple[str, ...] = ()
+    """Prose that goes with the commands: what to do where no command does it."""
     needs_root: bool = False
     blocked_by: tuple[str, ...] = ()
     """The checks whose failure is the root cause of this skip."""
@@ -119,7 +115,8 @@ def fail(
     *evidence: Evidence,
     commands: tuple[str, ...] = (),
     severity: Severity | None = None,
-    fixes: tuple[Fix, ...] = (),
+    fixes: tuple[Suggestion, ...] = (),
+    notes: tuple[str, ...] = (),
 ) -> Result:
     """The check found the problem it looks for."""
     return Result(
@@ -129,6 +126,7 @@ def fail(
         commands=commands,
         severity=severity,
         fixes=fixes,
+        notes=notes,
     )
 
 
@@ -136,11 +134,19 @@ def warn(
     summary: str,
     *evidence: Evidence,
     commands: tuple[str, ...] = (),
-    fixes: tuple[Fix, ...] = (),
+    fixes: tuple[Suggestion, ...] = (),
+    severity: Severity | None = None,
+    notes: tuple[str, ...] = (),
 ) -> Result:
     """The check found something degraded or risky."""
     return Result(
-        status=Status.WARN, summary=summary, evidence=evidence, commands=commands, fixes=fixes
+        status=Status.WARN,
+        summary=summary,
+        evidence=evidence,
+        commands=commands,
+        fixes=fixes,
+        severity=severity,
+        notes=notes,
     )
 
 
@@ -175,9 +181,11 @@ class Finding:
     evidence: tuple[Evidence, ...] = ()
     remedy: str | None = None
     commands: tuple[str, ...] = ()
+    """Runnable command lines only: the fixes rendered for the node's tool, then the check's."""
+    notes: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
     blocked_by: tuple[str, ...] = ()
-    fixes: tuple[Fix, ...] = ()
+    fixes: tuple[Suggestion, ...] = ()
     needs_root: bool = False
 
     @property

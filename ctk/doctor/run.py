@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import ctk.doctor.checks  # noqa: F401  (fills the registry)
 from ctk.doctor.facts import FactTimedOut, NodeFacts
+from ctk.doctor.fixes import Tool, command_line, tool_of
 from ctk.doctor.model import (
     REGISTRY,
     Check,
@@ -23,7 +24,10 @@ from ctk.doctor.model import (
 )
 
 
-def _finding(check: Check, result: Result, blocked_by: tuple[str, ...] = ()) -> Finding:
+def _finding(
+    check: Check, result: Result, blocked_by: tuple[str, ...] = (), tool: Tool = Tool.CTK
+) -> Finding:
+    rendered = (command_line(fix, tool) for fix in result.fixes)
     return Finding(
         check=check.id,
         group=check.group,
@@ -33,7 +37,8 @@ def _finding(check: Check, result: Result, blocked_by: tuple[str, ...] = ()) -> 
         summary=result.summary,
         evidence=result.evidence,
         remedy=check.remedy if result.status in (Status.FAIL, Status.WARN) else None,
-        commands=result.commands,
+        commands=(*(line for line in rendered if line is not None), *result.commands),
+        notes=result.notes,
         sources=check.sources,
         blocked_by=blocked_by or result.blocked_by,
         fixes=result.fixes,
@@ -63,16 +68,15 @@ def _evaluate(check: Check, facts: NodeFacts, done: dict[str, Finding]) -> Findi
         return _finding(check, Result(status=Status.SKIP, summary=summary))
     try:
         result = check.run(facts)
-    except FactTimedOut as exc:  # the fact's gather step hung: this check cannot tell
-        result = Result(
-            status=Status.UNKNOWN, summary=f"{exc}: cannot tell (a hung driver or /proc read)"
-        )
+    except FactTimedOut as exc:  # the fact's gather step hung or failed: this check cannot tell
+        why = " (a hung driver or /proc read)" if exc.reason is None else ""
+        result = Result(status=Status.UNKNOWN, summary=f"{exc}: cannot tell{why}")
     except Exception as exc:  # a broken check must not take the whole report down
         result = Result(
             status=Status.UNKNOWN,
             summary=f"check crashed ({type(exc).__name__}: {exc}); please report it",
         )
-    return _finding(check, result)
+    return _finding(check, result, tool=tool_of(facts))
 
 
 def evaluation_order(registry: dict[str, Check] = REGISTRY) -> tuple[Check, ...]:

@@ -168,6 +168,12 @@ class GpuHealth:
     memory_total: int | None = None
     memory_used: int | None = None
     processes: tuple[ComputeProcess, ...] | None = None
+    ecc_uncorrected: int | None = None  # volatile (since the last driver load)
+    retired_pages_pending: bool | None = None
+    remap_pending: bool | None = None
+    remap_failed: bool | None = None
+    clock_reasons: int | None = None  # nvmlClocksEventReason* bits in force now
+    persistence: bool | None = None
     errors: tuple[str, ...] = ()
 
 
@@ -193,7 +199,17 @@ def _health(pynvml: Any, index: int) -> GpuHealth:
                 errors.append(f"{function.__name__}: {exc}")
             return None
 
+    def ecc(device: Any) -> Any:
+        # NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC
+        return pynvml.nvmlDeviceGetTotalEccErrors(device, 1, 0)
+
+    ecc.__name__ = "nvmlDeviceGetTotalEccErrors"
     brand = ask(pynvml.nvmlDeviceGetBrand)
+    uncorrected = ask(ecc)
+    retired = ask(pynvml.nvmlDeviceGetRetiredPagesPendingStatus)
+    remapped = ask(pynvml.nvmlDeviceGetRemappedRows)
+    reasons = ask(pynvml.nvmlDeviceGetCurrentClocksEventReasons)
+    persistence = ask(pynvml.nvmlDeviceGetPersistenceMode)
     mig = ask(pynvml.nvmlDeviceGetMigMode)
     memory = ask(pynvml.nvmlDeviceGetMemoryInfo)
     listing = pynvml.nvmlDeviceGetComputeRunningProcesses
@@ -219,6 +235,12 @@ def _health(pynvml: Any, index: int) -> GpuHealth:
             ComputeProcess(int(p.pid), None if p.usedGpuMemory is None else int(p.usedGpuMemory))
             for p in processes
         ),
+        ecc_uncorrected=None if uncorrected is None else int(uncorrected),
+        retired_pages_pending=None if retired is None else bool(retired),
+        remap_pending=None if remapped is None else bool(remapped[2]),
+        remap_failed=None if remapped is None else bool(remapped[3]),
+        clock_reasons=None if reasons is None else int(reasons),
+        persistence=None if persistence is None else bool(persistence),
         errors=tuple(errors),
     )
 

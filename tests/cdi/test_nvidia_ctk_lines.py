@@ -92,6 +92,13 @@ def test_list_spec_dirs_variable(
     assert capsys.readouterr() == ("example.com/x=a\nnvidia.com/gpu=1\n", "")
     assert main(["cdi", "list", "--spec-dir", str(other)]) == 0  # the flag beats the variable
     assert capsys.readouterr() == ("example.com/x=a\n", "")
+    monkeypatch.setenv("NVIDIA_CTK_CDI_SPEC_DIRS", f"{tmp_path}/missing,{other}")
+    assert main(["cdi", "list"]) == 0
+    assert capsys.readouterr() == (
+        "example.com/x=a\n",
+        f"{tmp_path}/missing: warning: spec directory does not exist; CDI runtimes skip it "
+        "[spec-dir.missing]\n",
+    )
 
 
 # --- cdi generate ------------------------------------------------------------------------------
@@ -333,3 +340,76 @@ def test_hook_program_by_name(
     assert err.splitlines()[0] == (
         "warning: --hook-path ctk-missing-hook: not found on PATH; using /usr/bin/ctk-missing-hook"
     )
+
+
+NVIDIA_CTK_FLAGS = {  # nvidia-ctk 1.20's flags of the commands ctk takes over (issue 12)
+    (): "--debug -d --quiet --config --help -h --version -v",
+    ("cdi", "generate"): "--config-search-path --output --format --mode --discovery-mode "
+    "--dev-root --device-name-strategy --driver-root --library-search-path "
+    "--nvidia-cdi-hook-path --nvidia-ctk-path --ldconfig-path --vendor --cdi-vendor --class "
+    "--cdi-class --csv.file --csv.ignore-pattern --csv.compat-container-root --disable-hook "
+    "--disable-hooks --enable-hook --enable-hooks --feature-flag --feature-flags --no-all-device "
+    "--device-id --device-ids --device --devices",
+    ("cdi", "list"): "--spec-dir",
+    ("cdi", "transform", "root"): "--from --to --input --output --relative-to",
+    ("system", "create-dev-char-symlinks"): "--dev-char-path --driver-root --create-all "
+    "--load-kernel-modules --create-device-nodes --dry-run",
+    ("system", "create-device-nodes"): "--root --driver-root --dev-root --control-devices "
+    "--load-kernel-modules --dry-run",
+    ("config",): "--config-file --config -c --set --in-place -i --output -o",
+    ("config", "default"): "--output -o",
+    ("config", "create-default"): "--output -o",
+    ("config", "generate-default"): "--output -o",
+    ("info",): "",
+}
+
+
+@pytest.mark.parametrize(
+    ("path", "flags"),
+    [pytest.param(p, f, id=" ".join(p) or "ctk") for p, f in NVIDIA_CTK_FLAGS.items()],
+)
+def test_every_nvidia_ctk_flag_exists(path: tuple[str, ...], flags: str) -> None:
+    import click
+
+    from ctk.cli.commands import build_app
+
+    command: click.Command = build_app()
+    for name in path:
+        assert isinstance(command, click.Group)
+        command = command.commands[name]
+    options = {opt for p in command.params for opt in (*p.opts, *p.secondary_opts)}
+    options |= {"--help", "-h"}
+    assert set(flags.split()) - options == set()
+
+
+def test_info(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from ctk import __version__
+
+    monkeypatch.setenv("NVIDIA_CTK_CDI_HOOK_PATH", "/opt/hook")
+    assert main(["info"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"version:        {__version__}"
+    assert lines[2:5] == [
+        "hook program:   /opt/hook",
+        "spec output:    /etc/cdi/nvidia.yaml",
+        "spec dirs:      /etc/cdi, /var/run/cdi",
+    ]
+
+
+def test_install_guide_rootless_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """NVIDIA's install guide, rootless Docker: `nvidia-ctk config --set
+    nvidia-container-cli.no-cgroups --in-place` (here with -c: the test's file)."""
+    config = tmp_path / "config.toml"
+    from ctk.toolkit_config import DEFAULT_CONFIG
+
+    config.write_text(DEFAULT_CONFIG)
+    argv = ["config", "-c", str(config), "--set", "nvidia-container-cli.no-cgroups", "--in-place"]
+    assert main(argv) == 0
+    assert config.read_text() == DEFAULT_CONFIG.replace(
+        "#no-cgroups = false\n", "#no-cgroups = false\n"
+    ).replace('#user = "root:video"\n', '#user = "root:video"\nno-cgroups = true\n')
+
+
+def test_an_option_value_named_help_is_a_value(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--config", "help", "cdi", "list", "--spec-dir", str(RUN)]) == 0
+    assert capsys.readouterr().out == "nvidia.com/gpu=1\n"

@@ -30,10 +30,12 @@ from ctk.doctor.facts import (
     ProcGpu,
     Unavailable,
 )
+from ctk.doctor.fixes import ConfigureRuntime
 from ctk.doctor.model import REGISTRY, Evidence, Result, Severity, Status, Where, check
 from ctk.doctor.run import diagnose, summarize
 from ctk.host.facts.gatherer import Gatherer
 from ctk.host.root import HostRoot
+from ctk.runtime_config.engines import Runtime
 
 GIB = 1 << 30
 GPU = NvmlGpu(index=0, minor=0, uuid="GPU-0", name="NVIDIA A100-SXM4-80GB")
@@ -76,10 +78,10 @@ CASES = [
                 Evidence("/dev/nvidiactl", "mode 0660, no access"),
                 Evidence("/proc/driver/nvidia/params", "DeviceFileMode 0660"),
             ),
-            commands=(
-                "sudo usermod -aG <device group> $USER",
-                "# or: echo 'options nvidia NVreg_DeviceFileMode=0666' | "
-                "sudo tee /etc/modprobe.d/nvidia.conf, then reload the module",
+            notes=(
+                "add the user to the device nodes' group (sudo usermod -aG GROUP USER)",
+                "or set `options nvidia NVreg_DeviceFileMode=0666` in "
+                "/etc/modprobe.d/nvidia.conf and reload the module",
             ),
         ),
         id="permission-denied",
@@ -148,11 +150,8 @@ CASES = [
             status=Status.WARN,
             summary="GPU memory is held by dead, stuck or missing processes",
             evidence=(Evidence("NVML GPU 0 PID 9", "2048 MiB, uninterruptible sleep"),),
-            commands=(
-                "sudo fuser -v /dev/nvidia*",
-                "sudo kill -9 9",
-                "# memory still held with no process: sudo nvidia-smi --gpu-reset -i <idx>",
-            ),
+            commands=("sudo fuser -v /dev/nvidia*", "sudo kill -9 9"),
+            notes=("memory still held with no process: reset that GPU (nvidia-smi --gpu-reset)",),
         ),
         id="leftover-nvml-process-stuck-in-d-state",
     ),
@@ -180,7 +179,7 @@ CASES = [
                     "supports driver branches 535, 570, 575, 580; the host runs 550",
                 ),
             ),
-            commands=("upgrade the host driver to >= 580.65.06 (then the compat libs are unused)",),
+            notes=("upgrade the host driver to >= 580.65.06 (then the compat libs are unused)",),
         ),
         id="forward-compat-branch-not-listed",
     ),
@@ -221,7 +220,9 @@ CASES = [
                 Evidence("node label nvidia.com/mig.strategy", "single"),
                 Evidence("NVML", "profiles 1g.10gb, 3g.40gb"),
             ),
-            commands=("helm upgrade ... --set mig.strategy=mixed",),
+            notes=(
+                "switch the device plugin to the mixed strategy (Helm: --set mig.strategy=mixed)",
+            ),
         ),
         id="mig-strategy-single-mixed",
     ),
@@ -238,7 +239,7 @@ CASES = [
                 Evidence("node allocatable", "{}"),
                 Evidence("NVML", "{'nvidia.com/mig-3g.40gb': 1}"),
             ),
-            commands=("kubectl -n <ns> rollout restart daemonset/nvidia-device-plugin-daemonset",),
+            notes=("restart the device plugin's DaemonSet (kubectl rollout restart)",),
         ),
         id="device-plugin-stale",
     ),
@@ -261,12 +262,53 @@ CASES = [
                 Evidence("/etc/containerd/config.toml", "default_runtime_name = runc"),
                 Evidence("RuntimeClasses", "kata"),
             ),
-            commands=(
-                "sudo ctk runtime configure --runtime=containerd --set-as-default",
-                "# or: kubectl apply a RuntimeClass nvidia (handler: nvidia)",
-            ),
+            commands=("sudo systemctl restart containerd",),
+            fixes=(ConfigureRuntime(runtime=Runtime.CONTAINERD, set_as_default=True),),
+            notes=("or create a RuntimeClass named nvidia with handler nvidia",),
         ),
         id="no-default-no-runtimeclass",
+    ),
+    pytest.param(
+        "k8s.runtimeclass-handler-missing",
+        NodeFacts(
+            containerd=EngineFacts(
+                engine="containerd", installed=True, config_path="/etc/containerd/config.toml"
+            ),
+            kubernetes={"runtimeclass_handlers": ["nvidia"]},
+        ),
+        Result(
+            status=Status.FAIL,
+            summary="a RuntimeClass sends pods to handler nvidia, which this node's runtime does "
+            "not define: they fail with 'no runtime for \"nvidia\" is configured'",
+            evidence=(
+                Evidence("RuntimeClasses", "handler nvidia"),
+                Evidence("/etc/containerd/config.toml", "runtimes: none (no nvidia)"),
+            ),
+            commands=("sudo systemctl restart containerd",),
+            fixes=(ConfigureRuntime(runtime=Runtime.CONTAINERD),),
+        ),
+        id="runtimeclass-handler-missing",
+    ),
+    pytest.param(
+        "k8s.gpu-not-allocatable",
+        NodeFacts(
+            kernel=DRIVER,
+            kubernetes={"node": "n1", "allocatable": {"nvidia.com/gpu": "0"}},
+        ),
+        Result(
+            status=Status.FAIL,
+            summary="the node has 1 GPU(s) but offers none to the scheduler: GPU pods stay "
+            "Pending with 'Insufficient nvidia.com/gpu'",
+            evidence=(
+                Evidence("node n1", "allocatable: no nvidia.com/gpu or mig-*"),
+                Evidence("/proc/driver/nvidia/gpus", "1 GPU(s)"),
+            ),
+            notes=(
+                "look at the device plugin pod on this node and its log (NVML errors, "
+                "'No devices found', a MIG strategy error)",
+            ),
+        ),
+        id="gpu-not-allocatable",
     ),
     pytest.param(
         "cdi.management-spec-missing",
@@ -293,7 +335,7 @@ CASES = [
             status=Status.FAIL,
             summary="NVML reports the full GPU memory, not HAMi's limit: the limit is not enforced",
             evidence=(Evidence("NVML GPU 0", "total 81920 MiB > limit 4096 MiB"),),
-            commands=("see hami.libvgpu-not-loaded",),
+            notes=("see hami.libvgpu-not-loaded",),
         ),
         id="hami-memory",
     ),
@@ -305,7 +347,7 @@ CASES = [
             summary="the container sees MIG-enabled GPU(s) without MIG devices: CUDA finds no "
             "usable device",
             evidence=(Evidence("NVML GPU 0", "GPU-0: MIG enabled, no MIG device"),),
-            commands=("docker run -e NVIDIA_VISIBLE_DEVICES=MIG-<uuid> ...",),
+            notes=("request a MIG device: NVIDIA_VISIBLE_DEVICES=MIG-<uuid> or nvidia.com/mig-*",),
         ),
         id="whole-gpu-in-container",
     ),
@@ -366,10 +408,12 @@ def test_conflict_fix_names_the_files_and_keeps_the_generated_spec() -> None:
     result = run(
         "cdi.spec-conflict", NodeFacts(cdi=CdiFacts(conflicts=(clash,), conflict_files=files))
     )
-    assert result.commands == (
-        "sudo rm /etc/cdi/b.yaml   # keeps /etc/cdi/a.yaml",
-        "sudo rm /var/run/cdi/nvidia-copy.yaml   # keeps /var/run/cdi/nvidia.yaml",
-        "ctk cdi list",
+    assert (result.commands, result.notes) == (
+        ("sudo rm /etc/cdi/b.yaml", "sudo rm /var/run/cdi/nvidia-copy.yaml"),
+        (
+            "/etc/cdi/b.yaml duplicates /etc/cdi/a.yaml",
+            "/var/run/cdi/nvidia-copy.yaml duplicates /var/run/cdi/nvidia.yaml",
+        ),
     )
     assert result.evidence == (
         Evidence("CDI", clash),
@@ -463,11 +507,11 @@ def test_symbols_only_on_a_colour_terminal(
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("TERM", raising=False)
     findings = diagnose(NodeFacts(), show=["driver.nouveau-loaded", "driver.not-loaded"])
-    doctor_render.report(NodeFacts(), findings, verbose=False, strict=False)
+    doctor_render.report(NodeFacts(), findings, verbose=True, strict=False)
     lines = [
         line
         for line in capsys.readouterr().out.splitlines()
-        if line.startswith("  ") and " driver." in line
+        if line.startswith("  ") and (" driver." in line or "nouveau" in line)
     ]
     assert [line.split()[0] for line in lines] == marks
 

@@ -39,7 +39,7 @@ CUDA_OLD_DRIVER = """\
 ctk doctor: container, root {root}, root, ctk 0.1.0
 
 cuda
-  [FAIL] cuda.driver-too-old              the workload needs CUDA 12.8 but driver 535.104.05 \
+  [FAIL] cuda.driver-too-old  the workload needs CUDA 12.8 but driver 535.104.05 \
 supports 12.2: the runtime refuses the container (unsatisfied condition: cuda>=12.8); it would \
 probably run under minor-version compatibility with NVIDIA_DISABLE_REQUIRE=1 (no PTX JIT, no newer \
 APIs)
@@ -49,15 +49,12 @@ APIs)
 driver<471
                    process environment: CUDA_VERSION=12.8.1
          remedy    Upgrade the driver, or use an image built for the host's CUDA version.
-         fix       upgrade the driver to >= 570.26: sudo apt-get install nvidia-driver-570 && \
+         note      upgrade the driver to >= 570.26: sudo apt-get install nvidia-driver-570 && \
 sudo reboot
                    or use an image built for CUDA 12.2 or older
                    or add cuda-compat-12-8 to the image (forward compatibility; the driver \
 branch must be one the compat package lists)
          docs      https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html
-  [ok]   cuda.minor-compat-only           minor-version compatibility is not relied on
-  [ok]   cuda.requirement-check-disabled  the requirement check is active
-  [skip] 1 skipped: 1 not applicable here
 
 1 error(s), 0 warning(s), 2 ok, 1 skipped, 0 unknown. Fix first: cuda.driver-too-old.
 """
@@ -85,10 +82,28 @@ needed.
          docs      https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/\
 troubleshooting.html
 
-cdi
-  [skip] 1 skipped: 1 need driver.not-loaded fixed first
-
 1 error(s), 0 warning(s), 0 ok, 1 skipped, 0 unknown. Fix first: driver.not-loaded.
+"""
+
+NO_DRIVER_60_COLUMNS = """\
+driver
+  [FAIL] driver.not-loaded
+           no NVIDIA kernel module is loaded
+         evidence  /proc/driver/nvidia/version: missing
+                   /sys/bus/pci/devices: NVIDIA GPUs:
+                   0000:62:00.0 (no driver), 0000:63:00.0
+                   (no driver)
+                   NVML: nvmlInit: Driver Not Loaded (9)
+         remedy    Load the module and read why it fails;
+                   rebuild it for the running kernel if
+                   needed.
+         fix       sudo modprobe nvidia
+                   sudo dmesg | grep -iE 'nvrm|nvidia'
+         docs      https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/\
+troubleshooting.html
+
+1 error(s), 0 warning(s), 0 ok, 1 skipped, 0 unknown. Fix
+first: driver.not-loaded.
 """
 
 
@@ -106,6 +121,35 @@ def test_selected_checks_still_skip_behind_the_root_cause(
         "cdi.spec-stale",
     )
     assert (code, out, err) == (1, NO_DRIVER_CHECK.format(root=node.root), "")
+
+
+@pytest.mark.parametrize("node", ["no-driver"], indirect=True)
+def test_a_60_column_terminal_reads_whole_words(
+    node: Node, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Prose wraps at the width under its label; commands and links stay whole."""
+    monkeypatch.setenv("COLUMNS", "60")
+    args = ("--root", str(node.root), "--check", "driver.not-loaded")
+    code, out, err = doctor(capsys, *args, "--check", "cdi.spec-stale")
+    body = out.split("\n\n", 1)[1]  # after the header, which names the (long) temporary root
+    assert (code, body, err) == (1, NO_DRIVER_60_COLUMNS, "")
+
+
+@pytest.mark.parametrize("node", ["healthy"], indirect=True)
+def test_ok_lines_only_with_verbose_and_phrased_as_states(
+    node: Node, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ("--root", str(node.root), "--check", "driver.secure-boot-blocked")
+    quiet = doctor(capsys, *args)[1].splitlines()
+    loud = doctor(capsys, *args, "-v")[1].splitlines()
+    assert (quiet[1:], loud[1:4]) == (
+        ["", "0 error(s), 0 warning(s), 1 ok, 0 skipped, 0 unknown. -v lists every check."],
+        [
+            "",
+            "driver",
+            "  [ok]   Secure Boot does not block the nvidia module: the nvidia module is loaded",
+        ],
+    )
 
 
 @pytest.mark.parametrize("node", ["systemd-legacy"], indirect=True)
@@ -284,7 +328,7 @@ def test_bad_group_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
 def test_list_names_every_check_once(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = doctor(capsys, "--list")
     ids = [line.split()[0] for line in out.splitlines()]
-    assert (code, len(ids), len(set(ids))) == (0, 66, 66)
+    assert (code, len(ids), len(set(ids))) == (0, 72, 72)
     assert out.splitlines()[0] == (
         "driver.nouveau-loaded                   error    the nouveau driver does not hold the GPU"
     )

@@ -52,6 +52,9 @@ def test_fix_configures_docker_and_rechecks(
     written = json.loads(config.read_text())
     assert written["runtimes"]["nvidia"]["path"] == "/usr/bin/nvidia-container-runtime"
     assert written["log-driver"] == "json-file"
+    # the undo record belongs to the diagnosed node's state directory, not this machine's
+    undo = docker_node / "var/lib/ctk/runtime/undo"
+    assert [p.name.endswith("daemon.json.json") for p in undo.iterdir()] == [True]
 
 
 def test_fix_declined_changes_nothing(
@@ -111,7 +114,8 @@ def test_fix_dev_char_links_under_root_point_inside_it(
 def test_a_fix_that_does_not_take_fails_and_says_so(
     legacy_node: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("ctk.cli.app.main", lambda argv: 0)  # the fix "succeeds", changes nothing
+    # the fix "succeeds", changes nothing
+    monkeypatch.setattr("ctk.cli.doctor_fix.apply", lambda fix, root: None)
     assert main(["doctor", "--root", str(legacy_node), "--fix", "--yes"]) == 1
     out = capsys.readouterr().out
     assert out.endswith(

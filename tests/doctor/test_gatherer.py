@@ -122,7 +122,7 @@ def test_containerd_imports_as_containerd_resolves_them(
     (tmp_path / "etc/containerd/conf.d/99-nvidia.toml").write_text("version = 2\n")
     facts = gather_containerd(Gatherer(HostRoot(tmp_path)), {"containerd": "/usr/bin/containerd"})
     assert (facts.imports, facts.drop_ins) == (imports, ("/etc/containerd/conf.d/99-nvidia.toml",))
-    result = drop_in_not_imported(NodeFacts(containerd=facts))
+    result = drop_in_not_imported(NodeFacts(containerd=facts, kubelet=True))
     expected = (
         (
             Status.FAIL,

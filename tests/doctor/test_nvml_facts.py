@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,7 +86,7 @@ def node(
                     H100_BYTES,
                     0,
                     (ComputeProcess(5151, 4 * GIB),),
-                    ("nvmlDeviceGetComputeRunningProcesses: Insufficient Permissions",),
+                    errors=("nvmlDeviceGetComputeRunningProcesses: Insufficient Permissions",),
                 ),
                 GpuHealth(1, "nvidia", 0, 0, H100_BYTES, 0, ()),
             ),
@@ -94,9 +96,53 @@ def node(
     indirect=["node"],
 )
 def test_report_health(node: Node, health: tuple[GpuHealth, ...]) -> None:
-    """Whole per-GPU details; older topology files get the fake's defaults."""
+    """Whole per-GPU details; older topology files get the fake's defaults (a healthy GPU in
+    persistence mode, idle)."""
     report = read_nvml_report(node.root)
-    assert (report.facts, report.health) == (read_nvml(node.root), health)
+    healthy = tuple(replace(h, **HEALTHY) for h in health)
+    assert (report.facts, report.health) == (read_nvml(node.root), healthy)
+
+
+HEALTHY: dict[str, Any] = {
+    "ecc_uncorrected": 0,
+    "retired_pages_pending": False,
+    "remap_pending": False,
+    "remap_failed": False,
+    "clock_reasons": 1,
+    "persistence": True,
+}
+
+
+@pytest.mark.parametrize(
+    ("node", "health"),
+    [
+        pytest.param(
+            "gpu-ecc",
+            replace(
+                GpuHealth(0, "nvidia", 0, 0, H100_BYTES, 0, ()), **{**HEALTHY, "ecc_uncorrected": 3}
+            ),
+            id="ecc",
+        ),
+        pytest.param(
+            "gpu-remap-failed",
+            replace(
+                GpuHealth(0, "nvidia", 0, 0, H100_BYTES, 0, ()), **{**HEALTHY, "remap_failed": True}
+            ),
+            id="remap-failed",
+        ),
+        pytest.param(
+            "gpu-throttled",
+            replace(
+                GpuHealth(0, "nvidia", 0, 0, H100_BYTES, 0, ()),
+                **{**HEALTHY, "clock_reasons": 0x40},
+            ),
+            id="throttled",
+        ),
+    ],
+    indirect=["node"],
+)
+def test_health_fields_come_from_nvml(node: Node, health: GpuHealth) -> None:
+    assert read_nvml_report(node.root).health[0] == health
 
 
 LEFTOVER = """\
@@ -109,8 +155,9 @@ gpu
          remedy    Find the holders with fuser, kill them; reset the GPU or reboot if memory \
 stays held.
          fix       sudo fuser -v /dev/nvidia*
-                   sudo nvidia-smi --gpu-reset -i 0   # memory of no live process; or reboot
-                   sudo nvidia-smi --gpu-reset -i 1   # memory of no live process; or reboot
+                   sudo nvidia-smi --gpu-reset -i 0
+                   sudo nvidia-smi --gpu-reset -i 1
+         note      a GPU reset frees memory no live process holds; reboot if it fails
          docs      https://github.com/PaddlePaddle/PaddleOCR/issues/2074
 
 0 error(s), 1 warning(s), 0 ok, 0 skipped, 0 unknown. Fix first: gpu.leftover-processes.
@@ -143,7 +190,7 @@ host: LD_LIBRARY_PATH forces it first, so CUDA fails with error 804
                    LD_LIBRARY_PATH: /usr/local/cuda/compat
          remedy    Upgrade the host driver (best), or drop the compat directory from the \
 library path.
-         fix       upgrade the host driver to >= 570.124.06 (then the compat libs are unused)
+         note      upgrade the host driver to >= 570.124.06 (then the compat libs are unused)
                    or remove /usr/local/cuda/compat from LD_LIBRARY_PATH in the image
          docs      https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
 
@@ -175,7 +222,7 @@ def test_nvml_finding_is_exact(
 
 
 @pytest.mark.parametrize(
-    ("node", "last_command"),
+    ("node", "last_note"),
     [
         pytest.param(
             "container-old-driver",
@@ -192,8 +239,8 @@ def test_nvml_finding_is_exact(
     indirect=["node"],
 )
 def test_forward_compat_follows_the_brand(
-    node: Node, last_command: str, capsys: pytest.CaptureFixture[str]
+    node: Node, last_note: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     main(["doctor", "--json", "--root", str(node.root), "--check", "cuda.driver-too-old"])
     (found,) = json.loads(capsys.readouterr().out)["checks"]
-    assert found["remedy"]["commands"][-1] == last_command
+    assert found["remedy"]["notes"][-1] == last_note

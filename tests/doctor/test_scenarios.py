@@ -1,4 +1,5 @@
-"""The catalog's scenario matrix: one fixture node per scenario, the exact set of problems.
+# ruff: noqa: E501  (the summaries are data, compared whole)
+"""The catalog's scenario matrix: one fixture node per scenario, each problem and its summary.
 
 Each node is a real tree (real device nodes, a real tmpfs for /dev/shm) read by the real
 gatherer, with NVML answered by the real pynvml talking to the fake libnvidia-ml.so.1 placed in
@@ -19,209 +20,767 @@ from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
 from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
 
 SCENARIOS = [
-    pytest.param("healthy", set(), set(), id="healthy"),
-    pytest.param("no-driver", {"driver.not-loaded"}, set(), id="no-driver"),
-    pytest.param("nouveau", {"driver.nouveau-loaded", "driver.not-loaded"}, set(), id="nouveau"),
-    pytest.param("secure-boot", {"driver.secure-boot-blocked"}, set(), id="secure-boot"),
     pytest.param(
-        "mismatch-after-upgrade", {"driver.library-mismatch"}, set(), id="mismatch-after-upgrade"
+        "healthy",
+        {},
+        set(),
+        id="healthy",
     ),
     pytest.param(
-        "cdi-missing", {"cdi.spec-missing", "toolkit.mode-mismatch"}, set(), id="cdi-missing"
+        "no-driver",
+        {
+            "driver.not-loaded": "no NVIDIA kernel module is loaded",
+        },
+        set(),
+        id="no-driver",
     ),
-    pytest.param("cdi-stale", {"cdi.spec-stale"}, set(), id="cdi-stale"),
-    pytest.param("cdi-conflict", {"cdi.spec-conflict"}, set(), id="cdi-same-directory-conflict"),
     pytest.param(
-        "cdi-conflict-stale", {"cdi.spec-conflict"}, set(), id="cdi-conflict-with-a-stale-copy"
+        "nouveau",
+        {
+            "driver.nouveau-loaded": "the open-source nouveau driver is loaded, so the nvidia module cannot bind the GPU",
+            "driver.not-loaded": "no NVIDIA kernel module is loaded; nouveau holds the GPU (see driver.nouveau-loaded)",
+        },
+        set(),
+        id="nouveau",
+    ),
+    pytest.param(
+        "secure-boot",
+        {
+            "driver.secure-boot-blocked": "Secure Boot is on and the nvidia module built for this kernel is not loaded: the firmware most likely rejects its signature",
+        },
+        set(),
+        id="secure-boot",
+    ),
+    pytest.param(
+        "mismatch-after-upgrade",
+        {
+            "driver.library-mismatch": "kernel module 550.54.15 is loaded but the driver libraries are 550.90.07: the driver was upgraded without a reboot",
+        },
+        set(),
+        id="mismatch-after-upgrade",
+    ),
+    pytest.param(
+        "cdi-missing",
+        {
+            "toolkit.mode-mismatch": "the toolkit is in mode cdi but no nvidia.com/gpu CDI spec exists: every GPU container fails with 'unresolvable CDI devices'",
+            "cdi.spec-missing": "no nvidia.com/gpu CDI spec in /etc/cdi, /var/run/cdi: CDI requests fail with 'unresolvable CDI devices nvidia.com/gpu=all'",
+        },
+        set(),
+        id="cdi-missing",
+    ),
+    pytest.param(
+        "cdi-stale",
+        {
+            "cdi.spec-stale": "/var/run/cdi/nvidia.yaml was generated for driver 535.104.05 but driver 550.54.15 is loaded: containers fail at creation or get mismatched libraries",
+        },
+        set(),
+        id="cdi-stale",
+    ),
+    pytest.param(
+        "cdi-conflict",
+        {
+            "cdi.spec-conflict": "10 CDI device definition(s) clash within one spec directory; runtimes drop those devices (unresolvable CDI devices)",
+        },
+        set(),
+        id="cdi-same-directory-conflict",
+    ),
+    pytest.param(
+        "cdi-conflict-stale",
+        {
+            "cdi.spec-conflict": "6 CDI device definition(s) clash within one spec directory; runtimes drop those devices (unresolvable CDI devices)",
+        },
+        set(),
+        id="cdi-conflict-with-a-stale-copy",
     ),
     pytest.param(
         "cdi-conflict-incomplete",
-        {"cdi.spec-conflict", "cdi.spec-incomplete"},
+        {
+            "cdi.spec-incomplete": "the CDI spec does not match the node's GPUs: GPU 1 (GPU-9221d5d1-b60b-a624-bf14-0a1819cfda31) has no CDI device; no device named all",
+            "cdi.spec-conflict": "2 CDI device definition(s) clash within one spec directory; runtimes drop those devices (unresolvable CDI devices)",
+        },
         set(),
         id="cdi-conflict-and-incomplete-for-another-reason",
     ),
-    pytest.param("cdi-override", set(), set(), id="cdi-override-across-directories"),
-    pytest.param("cdi-incomplete", {"cdi.spec-incomplete"}, set(), id="cdi-incomplete"),
-    pytest.param("cdi-gpu-replaced", {"cdi.spec-incomplete"}, set(), id="cdi-gpu-replaced"),
-    pytest.param("cdi-wrong-minor", {"cdi.spec-incomplete"}, set(), id="cdi-index-names-moved"),
-    pytest.param("dev-nodes-missing", {"dev.nodes-missing"}, set(), id="dev-nodes-missing"),
+    pytest.param(
+        "cdi-override",
+        {},
+        set(),
+        id="cdi-override-across-directories",
+    ),
+    pytest.param(
+        "cdi-incomplete",
+        {
+            "cdi.spec-incomplete": "the CDI spec does not match the node's GPUs: GPU 1 (GPU-9221d5d1-b60b-a624-bf14-0a1819cfda31) has no CDI device; no device named all",
+        },
+        set(),
+        id="cdi-incomplete",
+    ),
+    pytest.param(
+        "cdi-gpu-replaced",
+        {
+            "cdi.spec-incomplete": "the CDI spec does not match the node's GPUs: GPU 1 (GPU-5e2c0a44-0d1f-4c7e-9b1a-77f3a9c4e001) has no CDI device; device GPU-9221d5d1-b60b-a624-bf14-0a1819cfda31 names no device of this node (replaced or removed)",
+        },
+        set(),
+        id="cdi-gpu-replaced",
+    ),
+    pytest.param(
+        "cdi-wrong-minor",
+        {
+            "cdi.spec-incomplete": "the CDI spec does not match the node's GPUs: device 0 gives /dev/nvidia1 but GPU 0 is /dev/nvidia0; device 1 gives /dev/nvidia0 but GPU 1 is /dev/nvidia1",
+        },
+        set(),
+        id="cdi-index-names-moved",
+    ),
+    pytest.param(
+        "dev-nodes-missing",
+        {
+            "dev.nodes-missing": "1 NVIDIA device node(s) missing or wrong: /dev/nvidia1",
+        },
+        set(),
+        id="dev-nodes-missing",
+    ),
     pytest.param(
         "a100-mig-no-instances",
-        {"mig.enabled-without-instances"},
+        {
+            "mig.enabled-without-instances": "MIG is enabled on GPU 0 but no GPU instance exists: the GPU is unusable until instances are created (they do not survive reboot)",
+        },
         set(),
         id="mig-enabled-without-instances",
     ),
     pytest.param(
-        "a100-mig-not-in-spec", {"mig.not-in-cdi-spec"}, set(), id="mig-missing-from-spec"
+        "a100-mig-not-in-spec",
+        {
+            "mig.not-in-cdi-spec": "2 MIG device(s) are not in the CDI spec: requests for them fail with 'unresolvable CDI devices' (the refresh unit does not run on MIG changes)",
+        },
+        set(),
+        id="mig-missing-from-spec",
     ),
     pytest.param(
-        "docker-no-runtime", {"docker.runtime-not-configured"}, set(), id="docker-not-configured"
+        "docker-no-runtime",
+        {
+            "docker.runtime-not-configured": "Docker has no usable nvidia runtime: `docker run --runtime=nvidia` fails with 'unknown or invalid runtime name: nvidia'",
+        },
+        set(),
+        id="docker-not-configured",
     ),
     pytest.param(
-        "docker-invalid-json", {"docker.daemon-json-invalid"}, set(), id="docker-invalid-json"
+        "nvidia-ctk-only",
+        {
+            "docker.runtime-not-configured": "Docker has no usable nvidia runtime: `docker run --runtime=nvidia` fails with 'unknown or invalid runtime name: nvidia'",
+        },
+        set(),
+        id="docker-not-configured-nvidia-ctk-only",
     ),
-    pytest.param("docker-snap", {"docker.snap"}, set(), id="docker-snap"),
     pytest.param(
-        "containerd-docker-certs", set(), set(), id="docker-certs-dir-on-containerd-node-healthy"
+        "docker-invalid-json",
+        {
+            "docker.daemon-json-invalid": "/etc/docker/daemon.json does not parse: /etc/docker/daemon.json: not valid JSON: Expecting property name enclosed in double quotes (line 3, column 1)",
+        },
+        set(),
+        id="docker-invalid-json",
     ),
-    pytest.param("docker-cdi-only", set(), set(), id="docker-cdi-only-no-runtime-healthy"),
-    pytest.param("docker-host", set(), set(), id="docker-host-containerd-cri-off-healthy"),
+    pytest.param(
+        "docker-snap",
+        {
+            "docker.snap": "Docker is installed as a snap: its confinement hides the host driver libraries and the NVIDIA runtime",
+        },
+        set(),
+        id="docker-snap",
+    ),
+    pytest.param(
+        "containerd-docker-certs",
+        {},
+        set(),
+        id="docker-certs-dir-on-containerd-node-healthy",
+    ),
+    pytest.param(
+        "docker-cdi-only",
+        {},
+        set(),
+        id="docker-cdi-only-no-runtime-healthy",
+    ),
+    pytest.param(
+        "docker-host",
+        {},
+        set(),
+        id="docker-host-containerd-cri-off-healthy",
+    ),
     pytest.param(
         "rootless-docker",
-        {"docker.rootless-config", "toolkit.rootless-no-cgroups"},
+        {
+            "toolkit.rootless-no-cgroups": "a rootless Docker daemon is configured but the toolkit still programs device cgroups: containers fail with 'bpf_prog_query(BPF_CGROUP_DEVICE) failed'",
+            "docker.rootless-config": "rootless Docker reads /home/alice/.config/docker/daemon.json, which has no nvidia runtime",
+        },
         set(),
         id="rootless-docker",
     ),
-    pytest.param("systemd-legacy", {"dev.char-symlinks-missing"}, set(), id="dev-char-links"),
     pytest.param(
-        "legacy-nvidia-docker2", {"toolkit.legacy-nvidia-docker2"}, set(), id="nvidia-docker2"
+        "systemd-legacy",
+        {
+            "dev.char-symlinks-missing": "containers will lose GPU access after `systemctl daemon-reload` (NVML: Unknown Error): the systemd cgroup driver rebuilds device rules from /dev/char and 5 NVIDIA link(s) are missing",
+        },
+        set(),
+        id="dev-char-links",
+    ),
+    pytest.param(
+        "legacy-nvidia-docker2",
+        {
+            "toolkit.legacy-nvidia-docker2": "the deprecated nvidia-docker2 stack is still installed (archived project; upgrades from it often lose the nvidia runtime in daemon.json)",
+        },
+        set(),
+        id="nvidia-docker2",
     ),
     pytest.param(
         "containerd-dropin-orphan",
-        {"containerd.drop-in-not-imported", "containerd.runtime-not-configured"},
+        {
+            "containerd.drop-in-not-imported": "containerd ignores /etc/containerd/conf.d/99-nvidia.toml: /etc/containerd/config.toml does not import it",
+            "containerd.runtime-not-configured": "containerd has no usable nvidia runtime: pods fail with 'no runtime for \"nvidia\" is configured'",
+        },
         set(),
         id="containerd-drop-in-not-imported",
     ),
     pytest.param(
         "containerd-config-invalid",
-        {"containerd.runtime-not-configured"},
+        {
+            "containerd.runtime-not-configured": "/etc/containerd/config.toml does not parse: /etc/containerd/config.toml: not valid TOML: Expected ']' at the end of a table declaration (at line 6, column 9)",
+        },
         set(),
         id="containerd-config-does-not-parse",
     ),
     pytest.param(
         "containerd-cgroup-mismatch",
-        {"containerd.systemd-cgroup-mismatch"},
+        {
+            "containerd.systemd-cgroup-mismatch": "the nvidia runtime's SystemdCgroup differs from runc's: pods fail with 'expected cgroupsPath to be of format \"slice:prefix:name\"' or land in the wrong hierarchy",
+        },
         set(),
         id="containerd-systemd-cgroup",
     ),
     pytest.param(
         "kubelet-cgroupfs",
-        {"containerd.systemd-cgroup-mismatch"},
+        {
+            "containerd.systemd-cgroup-mismatch": "the nvidia runtime's SystemdCgroup differs from kubelet's: pods fail with 'expected cgroupsPath to be of format \"slice:prefix:name\"' or land in the wrong hierarchy",
+        },
         set(),
         id="kubelet-cgroupfs-vs-systemd",
     ),
     pytest.param(
-        "ldconfig-real-on-rhel", {"toolkit.ldconfig-path"}, set(), id="ldconfig-real-on-rhel"
+        "ldconfig-real-on-rhel",
+        {
+            "toolkit.ldconfig-path": "the toolkit runs ldconfig from /sbin/ldconfig.real, which does not exist: containers fail with 'ldcache error: open failed: /sbin/ldconfig.real: no such file or directory'",
+        },
+        set(),
+        id="ldconfig-real-on-rhel",
     ),
-    pytest.param("ldconfig-usr-sbin", {"toolkit.ldconfig-path"}, set(), id="ldconfig-usr-sbin"),
-    pytest.param("toolkit-config-dir", {"toolkit.config-invalid"}, set(), id="toolkit-config-dir"),
+    pytest.param(
+        "ldconfig-usr-sbin",
+        {
+            "toolkit.ldconfig-path": "the toolkit runs ldconfig from /sbin/ldconfig, which does not exist: containers fail with 'ldcache error: open failed: /sbin/ldconfig: no such file or directory'",
+        },
+        set(),
+        id="ldconfig-usr-sbin",
+    ),
+    pytest.param(
+        "toolkit-config-dir",
+        {
+            "toolkit.config-invalid": "/etc/nvidia-container-runtime/config.toml does not parse: a directory; remove it first",
+        },
+        set(),
+        id="toolkit-config-dir",
+    ),
     pytest.param(
         "old-toolkit-cgroupv2",
-        {"host.cgroup-v2-legacy-stack", "toolkit.too-old", "toolkit.security-outdated"},
+        {
+            "toolkit.too-old": "libnvidia-container 1.7.0 is too old: cgroup v2 needs >= 1.8; drivers that split the GSP firmware into several files need >= 1.13; drivers that ship libnvidia-gpucomp.so need >= 1.14",
+            "toolkit.security-outdated": "toolkit 1.7.0 is affected by CVE-2024-0132, CVE-2025-23359, CVE-2025-23266 (container escape)",
+            "host.cgroup-v2-legacy-stack": "cgroup v2 host with libnvidia-container 1.7.0: containers fail with 'cgroup subsystem devices not found'",
+        },
         set(),
         id="old-toolkit-cgroup-v2",
     ),
     pytest.param(
-        "toolkit-config-invalid", {"toolkit.config-invalid"}, set(), id="toolkit-config-invalid"
+        "toolkit-config-invalid",
+        {
+            "toolkit.config-invalid": "/etc/nvidia-container-runtime/config.toml does not parse: Invalid value (at line 2, column 8)",
+        },
+        set(),
+        id="toolkit-config-invalid",
     ),
-    pytest.param("container", set(), set(), id="container-healthy"),
-    pytest.param("container-shm-64m", {"container.shm-too-small"}, set(), id="container-shm-64m"),
+    pytest.param(
+        "container",
+        {},
+        set(),
+        id="container-healthy",
+    ),
+    pytest.param(
+        "container-shm-64m",
+        {
+            "container.shm-too-small": "/dev/shm is 64 MiB (the 64 MiB Docker default or less): PyTorch DataLoader workers die with 'Bus error' and NCCL's shared-memory transport fails",
+        },
+        set(),
+        id="container-shm-64m",
+    ),
     pytest.param(
         "container-driver-in-image",
-        {"container.driver-in-image"},
+        {
+            "container.driver-in-image": "the image ships its own driver libraries (/usr/lib/x86_64-linux-gnu/libcuda.so.565.57.01) that shadow the host driver 550.54.15: expect 'Driver/library version mismatch'",
+        },
         set(),
         id="container-driver-in-image",
     ),
-    pytest.param("container-535", set(), set(), id="container-535-no-requirement"),
-    pytest.param("container-old-driver", {"cuda.driver-too-old"}, set(), id="container-old-driver"),
-    pytest.param("rtx-forward-compat", {"cuda.driver-too-old"}, set(), id="geforce-old-driver"),
+    pytest.param(
+        "container-535",
+        {},
+        set(),
+        id="container-535-no-requirement",
+    ),
+    pytest.param(
+        "container-old-driver",
+        {
+            "cuda.driver-too-old": "the workload needs CUDA 12.8 but driver 535.104.05 supports 12.2: the runtime refuses the container (unsatisfied condition: cuda>=12.8); it would probably run under minor-version compatibility with NVIDIA_DISABLE_REQUIRE=1 (no PTX JIT, no newer APIs)",
+        },
+        set(),
+        id="container-old-driver",
+    ),
+    pytest.param(
+        "rtx-forward-compat",
+        {
+            "cuda.driver-too-old": "the workload needs CUDA 12.8 but driver 535.104.05 supports 12.2: the runtime refuses the container (unsatisfied condition: cuda>=12.8); it would probably run under minor-version compatibility with NVIDIA_DISABLE_REQUIRE=1 (no PTX JIT, no newer APIs)",
+        },
+        set(),
+        id="geforce-old-driver",
+    ),
     pytest.param(
         "container-compat-geforce",
-        {"cuda.driver-too-old", "cuda.forward-compat-unusable"},
+        {
+            "cuda.driver-too-old": "the workload needs CUDA 12.8 but driver 535.104.05 supports 12.2: the runtime refuses the container (unsatisfied condition: cuda>=12.8); it would probably run under minor-version compatibility with NVIDIA_DISABLE_REQUIRE=1 (no PTX JIT, no newer APIs)",
+            "cuda.forward-compat-unusable": "the image's compat libcuda 570.124.06 cannot work on this host: LD_LIBRARY_PATH forces it first, so CUDA fails with error 804",
+        },
         set(),
         id="cuda-compat-on-geforce",
     ),
     pytest.param(
         "container-compat-datacenter",
-        {"cuda.driver-too-old"},
+        {
+            "cuda.driver-too-old": "the workload needs CUDA 12.8 but driver 535.104.05 supports 12.2: the runtime refuses the container (unsatisfied condition: cuda>=12.8); it would probably run under minor-version compatibility with NVIDIA_DISABLE_REQUIRE=1 (no PTX JIT, no newer APIs)",
+        },
         set(),
         id="cuda-compat-on-h100-usable",
     ),
-    pytest.param("container-new-major", {"cuda.driver-too-old"}, set(), id="container-new-major"),
+    pytest.param(
+        "container-new-major",
+        {
+            "cuda.driver-too-old": "the workload needs CUDA 13.0 but driver 535.104.05 supports 12.2: the runtime refuses the container (unsatisfied condition: cuda>=13.0)",
+        },
+        set(),
+        id="container-new-major",
+    ),
     pytest.param(
         "container-mvc",
-        {"cuda.minor-compat-only", "cuda.requirement-check-disabled"},
+        {
+            "cuda.minor-compat-only": "CUDA 12.6 runs on driver 535.104.05 only through minor-version compatibility: kernels shipped as PTX fail to JIT and newer APIs return 'not supported'",
+            "cuda.requirement-check-disabled": "NVIDIA_DISABLE_REQUIRE is set: the runtime does not refuse this container although the driver does not meet its CUDA requirement",
+        },
         set(),
         id="container-mvc",
     ),
-    pytest.param("container-no-gpu", {"container.no-gpu-attached"}, set(), id="container-no-gpu"),
-    pytest.param("container-stub", {"lib.libcuda-stub"}, set(), id="container-libcuda-stub"),
-    pytest.param("debug-pod", {"container.no-gpu-attached"}, set(), id="node-debug-pod"),
     pytest.param(
-        "pod-cgroupv2", {"container.shm-too-small"}, set(), id="cri-pod-found-by-overlay-root"
+        "container-no-gpu",
+        {
+            "container.no-gpu-attached": "this container has no GPU: no /dev/nvidia* device node was injected",
+        },
+        set(),
+        id="container-no-gpu",
     ),
-    pytest.param("pod-unrequested", {"k8s.unrequested-gpu-access"}, set(), id="pod-unrequested"),
     pytest.param(
-        "pod-hami-no-preload", {"hami.libvgpu-not-loaded"}, set(), id="pod-hami-no-preload"
+        "container-stub",
+        {
+            "lib.libcuda-stub": "libcuda resolves to the CUDA toolkit's link-time stub: CUDA will fail with error 34 (CUDA driver is a stub library)",
+        },
+        set(),
+        id="container-libcuda-stub",
+    ),
+    pytest.param(
+        "debug-pod",
+        {
+            "container.no-gpu-attached": "this container has no GPU: no /dev/nvidia* device node was injected",
+        },
+        set(),
+        id="node-debug-pod",
+    ),
+    pytest.param(
+        "pod-cgroupv2",
+        {
+            "container.shm-too-small": "/dev/shm is 64 MiB (the 64 MiB Docker default or less): PyTorch DataLoader workers die with 'Bus error' and NCCL's shared-memory transport fails",
+        },
+        set(),
+        id="cri-pod-found-by-overlay-root",
+    ),
+    pytest.param(
+        "pod-unrequested",
+        {
+            "k8s.unrequested-gpu-access": "the pod sees 2 GPU(s) through NVIDIA_VISIBLE_DEVICES=all without a device plugin allocation: it bypasses the scheduler",
+        },
+        set(),
+        id="pod-unrequested",
+    ),
+    pytest.param(
+        "pod-hami-no-preload",
+        {
+            "hami.libvgpu-not-loaded": "HAMi limits are set but libvgpu.so is not preloaded: nothing enforces them",
+        },
+        set(),
+        id="pod-hami-no-preload",
     ),
     pytest.param(
         "pod-hami-limit-ignored",
-        {"hami.memory-limit-not-enforced"},
+        {
+            "hami.memory-limit-not-enforced": "NVML reports the full GPU memory, not HAMi's limit: the limit is not enforced",
+        },
         set(),
         id="pod-hami-nvml-reports-full-memory",
     ),
-    pytest.param("nvml-unknown-host", {"gpu.lost"}, set(), id="nvml-unknown-error-on-host"),
-    pytest.param("nvml-not-found", {"lib.nvml-not-found"}, set(), id="nvml-not-found"),
-    pytest.param("libcuda-not-found", {"lib.libcuda-not-found"}, set(), id="libcuda-not-found"),
-    pytest.param("gpu-leftover", {"gpu.leftover-processes"}, set(), id="gpu-leftover-zombie"),
     pytest.param(
-        "gpu-leftover-nvml", {"gpu.leftover-processes"}, set(), id="gpu-leftover-gone-and-orphaned"
+        "nvml-unknown-host",
+        {
+            "gpu.lost": "NVML fails with 'Unknown Error' (999) although the driver is loaded: a GPU fell off the bus or the driver lost it; GPU containers cannot start",
+        },
+        set(),
+        id="nvml-unknown-error-on-host",
     ),
-    pytest.param("a100-mig-pending", {"mig.mode-pending"}, set(), id="a100-mig-pending"),
+    pytest.param(
+        "nvml-not-found",
+        {
+            "lib.nvml-not-found": "the dynamic loader cannot find libnvidia-ml.so.1: the driver's user-space libraries are missing or ldconfig was not run",
+        },
+        set(),
+        id="nvml-not-found",
+    ),
+    pytest.param(
+        "libcuda-not-found",
+        {
+            "lib.libcuda-not-found": "the dynamic loader cannot find libcuda.so.1: the driver's user-space libraries are missing or ldconfig was not run",
+        },
+        set(),
+        id="libcuda-not-found",
+    ),
+    pytest.param(
+        "gpu-leftover",
+        {
+            "gpu.leftover-processes": "GPU memory is held by dead, stuck or missing processes",
+        },
+        set(),
+        id="gpu-leftover-zombie",
+    ),
+    pytest.param(
+        "gpu-leftover-nvml",
+        {
+            "gpu.leftover-processes": "GPU memory is held by dead, stuck or missing processes",
+        },
+        set(),
+        id="gpu-leftover-gone-and-orphaned",
+    ),
+    pytest.param(
+        "a100-mig-pending",
+        {
+            "mig.mode-pending": "MIG mode change pending on GPU 0: it takes effect after a GPU reset or reboot",
+        },
+        set(),
+        id="a100-mig-pending",
+    ),
     pytest.param(
         "a100-mig-leftover-unprivileged",
-        {"gpu.leftover-processes"},
+        {
+            "gpu.leftover-processes": "GPU memory is held by dead, stuck or missing processes",
+        },
         set(),
         id="mig-leftover-found-through-mig-handles",
     ),
     pytest.param(
         "blackwell-proprietary",
-        {"driver.kernel-module-flavor"},
+        {
+            "driver.kernel-module-flavor": "the proprietary kernel module is loaded but NVIDIA B200 needs the open modules: the driver cannot initialise it (RmInitAdapter failed)",
+        },
         set(),
         id="blackwell-needs-open-modules",
     ),
-    pytest.param("gpu-vfio", {"driver.gpu-not-enumerated"}, set(), id="gpu-bound-to-vfio"),
-    pytest.param("toolkit-cve", {"toolkit.security-outdated"}, set(), id="toolkit-1.17.3-cves"),
+    pytest.param(
+        "gpu-vfio",
+        {
+            "driver.gpu-not-enumerated": "1 of 2 NVIDIA GPU(s) on the PCI bus are not enumerated by the driver",
+        },
+        set(),
+        id="gpu-bound-to-vfio",
+    ),
+    pytest.param(
+        "toolkit-cve",
+        {
+            "toolkit.security-outdated": "toolkit 1.17.3 is affected by CVE-2025-23359, CVE-2025-23266 (container escape)",
+        },
+        set(),
+        id="toolkit-1.17.3-cves",
+    ),
     pytest.param(
         "envvar-default",
-        {"toolkit.unprivileged-envvar-accepted"},
+        {
+            "toolkit.unprivileged-envvar-accepted": "nvidia is the default runtime and unprivileged containers may set NVIDIA_VISIBLE_DEVICES: any container can take every GPU, bypassing the scheduler",
+        },
         set(),
         id="unprivileged-envvar-with-nvidia-default",
     ),
-    pytest.param("cdi-invalid", {"cdi.spec-invalid"}, set(), id="cdi-invalid"),
-    pytest.param("crio-no-runtime", {"crio.runtime-not-configured"}, set(), id="crio-no-runtime"),
-    pytest.param("k3s", {"containerd.managed-config"}, set(), id="k3s-managed-config"),
+    pytest.param(
+        "cdi-invalid",
+        {
+            "cdi.spec-invalid": "1 CDI spec file(s) are invalid: /etc/cdi/broken.yaml",
+        },
+        set(),
+        id="cdi-invalid",
+    ),
+    pytest.param(
+        "crio-no-runtime",
+        {
+            "crio.runtime-not-configured": "CRI-O has no usable nvidia runtime",
+        },
+        set(),
+        id="crio-no-runtime",
+    ),
+    pytest.param(
+        "k3s",
+        {
+            "containerd.managed-config": "containerd's config is generated by k3s at every start: edits to config.toml are lost",
+        },
+        set(),
+        id="k3s-managed-config",
+    ),
     pytest.param(
         "toolkit-missing",
-        {"toolkit.not-installed", "cdi.spec-stale"},
+        {
+            "toolkit.not-installed": "the NVIDIA Container Toolkit is not installed: no engine can inject GPUs",
+            "cdi.spec-stale": "/var/run/cdi/nvidia.yaml refers to host files that no longer exist: containers fail at creation or get mismatched libraries",
+        },
         set(),
         id="toolkit-missing-spec-hook-gone",
     ),
     pytest.param(
-        "oci-hook-and-cdi", {"toolkit.conflicting-oci-hook"}, set(), id="oci-hook-and-cdi"
+        "oci-hook-and-cdi",
+        {
+            "toolkit.conflicting-oci-hook": "an old NVIDIA OCI hook is installed next to a CDI spec: devices are injected twice",
+        },
+        set(),
+        id="oci-hook-and-cdi",
     ),
-    pytest.param("docker-cdi-off", {"docker.cdi-not-enabled"}, set(), id="docker-cdi-off"),
-    pytest.param("refresh-disabled", {"cdi.refresh-disabled"}, set(), id="refresh-disabled"),
-    pytest.param("uvm-missing", {"driver.uvm-missing"}, set(), id="uvm-missing"),
     pytest.param(
-        "mig-cap-nodes-missing", {"dev.mig-cap-nodes-missing"}, set(), id="mig-cap-nodes-missing"
+        "docker-cdi-off",
+        {
+            "docker.cdi-not-enabled": "the toolkit uses CDI but Docker's CDI support is off: `--device nvidia.com/gpu=...` fails with 'could not select device driver \"cdi\"'",
+        },
+        set(),
+        id="docker-cdi-off",
     ),
-    pytest.param("a100-mig-mixed", set(), set(), id="a100-mig-mixed-healthy"),
-    pytest.param("selinux", {"dev.selinux-blocks"}, set(), id="selinux-enforcing"),
+    pytest.param(
+        "refresh-disabled",
+        {
+            "cdi.refresh-disabled": "no CDI refresh unit is enabled: /var/run/cdi/nvidia.yaml lives in a tmpfs and disappears at reboot",
+        },
+        set(),
+        id="refresh-disabled",
+    ),
+    pytest.param(
+        "uvm-missing",
+        {
+            "driver.uvm-missing": "the nvidia_uvm module or its device node is missing: CUDA will report no device",
+        },
+        set(),
+        id="uvm-missing",
+    ),
+    pytest.param(
+        "mig-cap-nodes-missing",
+        {
+            "dev.mig-cap-nodes-missing": "6 MIG capability device node(s) missing: containers cannot use their MIG devices",
+        },
+        set(),
+        id="mig-cap-nodes-missing",
+    ),
+    pytest.param(
+        "a100-mig-mixed",
+        {},
+        set(),
+        id="a100-mig-mixed-healthy",
+    ),
+    pytest.param(
+        "selinux",
+        {
+            "dev.selinux-blocks": "SELinux is enforcing: containers without a device-allowing label get 'Insufficient Permissions' from NVML",
+        },
+        set(),
+        id="selinux-enforcing",
+    ),
     pytest.param(
         "container-visible-misuse",
-        {"container.visible-devices-misuse"},
+        {
+            "container.visible-devices-misuse": "GPU selection variables name GPUs this container does not have",
+        },
         set(),
         id="cuda-visible-devices-out-of-range",
     ),
     pytest.param(
-        "containerd-cdi-off", {"containerd.cdi-disabled"}, set(), id="containerd-cdi-disabled"
+        "containerd-cdi-off",
+        {
+            "containerd.cdi-disabled": "containerd is set up for CDI (cdi_spec_dirs) but enable_cdi is not true",
+        },
+        set(),
+        id="containerd-cdi-disabled",
     ),
     pytest.param(
         "pod-nvml-unknown",
-        {"container.nvml-unknown-error"},
+        {
+            "container.nvml-unknown-error": "NVML fails with 'Unknown Error' although /dev/nvidiactl exists: the container lost its device cgroup access (typically after a host `systemctl daemon-reload`)",
+        },
         {"mig.whole-gpu-in-container"},
         id="pod-nvml-unknown",
+    ),
+    pytest.param(
+        "containerd-dropin-orphan-docker",
+        {
+            "containerd.drop-in-not-imported": "containerd ignores /etc/containerd/conf.d/99-nvidia.toml: /etc/containerd/config.toml does not import it",
+        },
+        set(),
+        id="containerd-drop-in-not-imported-on-a-docker-host",
+    ),
+    pytest.param(
+        "containerd-dropin-orphan-kubelet",
+        {
+            "containerd.drop-in-not-imported": "containerd ignores /etc/containerd/conf.d/99-nvidia.toml: /etc/containerd/config.toml does not import it",
+            "containerd.runtime-not-configured": "containerd has no usable nvidia runtime: pods fail with 'no runtime for \"nvidia\" is configured'",
+        },
+        set(),
+        id="containerd-drop-in-not-imported-with-kubelet",
+    ),
+    pytest.param(
+        "dev-node-wrong-minor",
+        {
+            "dev.nodes-missing": "1 NVIDIA device node(s) missing or wrong: /dev/nvidia1",
+        },
+        set(),
+        id="dev-node-with-the-wrong-minor",
+    ),
+    pytest.param(
+        "dev-node-not-char",
+        {
+            "dev.nodes-missing": "1 NVIDIA device node(s) missing or wrong: /dev/nvidia1",
+        },
+        set(),
+        id="dev-node-a-regular-file",
+    ),
+    pytest.param(
+        "nouveau-builtin",
+        {
+            "driver.nouveau-loaded": "the open-source nouveau driver is loaded, so the nvidia module cannot bind the GPU",
+            "driver.not-loaded": "no NVIDIA kernel module is loaded; nouveau holds the GPU (see driver.nouveau-loaded)",
+        },
+        set(),
+        id="nouveau-bound-in-sysfs-not-in-proc-modules",
+    ),
+    pytest.param(
+        "cdi-no-all",
+        {
+            "cdi.spec-incomplete": "the CDI spec does not match the node's GPUs: no device named all",
+        },
+        set(),
+        id="cdi-spec-lacking-only-all",
+    ),
+    pytest.param(
+        "cdi-libraries-gone",
+        {
+            "cdi.spec-stale": "/var/run/cdi/nvidia.yaml refers to host files that no longer exist: containers fail at creation or get mismatched libraries",
+        },
+        set(),
+        id="cdi-spec-for-the-running-driver-libraries-gone",
+    ),
+    pytest.param(
+        "refresh-old-toolkit",
+        {
+            "cdi.refresh-disabled": "no CDI refresh unit is enabled: /var/run/cdi/nvidia.yaml lives in a tmpfs and disappears at reboot",
+        },
+        set(),
+        id="refresh-volatile-spec-toolkit-before-1.18",
+    ),
+    pytest.param(
+        "docker-runtime-binary-missing",
+        {
+            "docker.runtime-not-configured": "/etc/docker/daemon.json names the nvidia runtime nvidia-container-runtime, which does not exist: GPU containers fail to start",
+        },
+        set(),
+        id="docker-nvidia-runtime-binary-missing",
+    ),
+    pytest.param(
+        "containerd-runtime-binary-missing",
+        {
+            "containerd.runtime-not-configured": "/etc/containerd/config.toml names the nvidia runtime /usr/bin/nvidia-container-runtime, which does not exist: GPU containers fail to start",
+        },
+        set(),
+        id="containerd-nvidia-runtime-binary-missing",
+    ),
+    pytest.param(
+        "nvml-no-permission",
+        {
+            "dev.permission-denied": "the current user cannot open the NVIDIA device nodes",
+        },
+        set(),
+        id="nvml-no-permission-alone",
+    ),
+    pytest.param(
+        "gpu-ecc",
+        {
+            "gpu.ecc-uncorrectable": "GPU 0 had uncorrectable ECC errors since the driver loaded: its work may have failed, and CUDA contexts on it can be lost",
+        },
+        set(),
+        id="gpu-uncorrectable-ecc",
+    ),
+    pytest.param(
+        "gpu-remap-pending",
+        {
+            "gpu.memory-remap-pending": "GPU 0 has a memory repair pending: it takes effect at the next GPU reset, until then the bad memory stays in use",
+        },
+        set(),
+        id="gpu-row-remap-pending",
+    ),
+    pytest.param(
+        "gpu-remap-failed",
+        {
+            "gpu.memory-remap-pending": "row remapping failed on GPU 0: the GPU has memory it cannot repair and should be replaced",
+        },
+        set(),
+        id="gpu-row-remap-failed",
+    ),
+    pytest.param(
+        "gpu-retired-pending",
+        {
+            "gpu.memory-remap-pending": "GPU 0 has a memory repair pending: it takes effect at the next GPU reset, until then the bad memory stays in use",
+        },
+        set(),
+        id="gpu-page-retirement-pending",
+    ),
+    pytest.param(
+        "gpu-throttled",
+        {
+            "gpu.clocks-throttled": "GPU 0 runs below its clocks now because of hardware thermal slowdown",
+        },
+        set(),
+        id="gpu-thermal-slowdown-now",
+    ),
+    pytest.param(
+        "persistence-off",
+        {
+            "driver.persistence-off": "persistence mode is off on GPU 0, 1 and nvidia-persistenced is not running: the driver tears the GPU down whenever no process uses it (slow job starts, lost settings)",
+        },
+        set(),
+        id="persistence-off-on-a-server",
+    ),
+    pytest.param(
+        "persistence-daemon",
+        {},
+        set(),
+        id="persistence-off-but-daemon-runs-healthy",
     ),
 ]
 
@@ -239,7 +798,7 @@ def run_doctor(
 @pytest.mark.parametrize(("node", "problems", "unknowns"), SCENARIOS)
 def test_scenario(  # noqa: PLR0917  (pytest passes parameters and fixtures by position)
     node: str,
-    problems: set[str],
+    problems: dict[str, str],
     unknowns: set[str],
     fake_nvml_library: Path,  # noqa: F811
     tmp_path: Path,
@@ -252,7 +811,7 @@ def test_scenario(  # noqa: PLR0917  (pytest passes parameters and fixtures by p
             code, document = run_doctor(built.root, capsys)
     except SkipNode as exc:
         pytest.skip(str(exc))
-    found = {c["id"] for c in document["checks"] if c["status"] in ("fail", "warn")}
+    found = {c["id"]: c["summary"] for c in document["checks"] if c["status"] in ("fail", "warn")}
     unknown = {c["id"] for c in document["checks"] if c["status"] == "unknown"}
     assert (found, unknown) == (problems, unknowns)
     errors = [c for c in document["checks"] if c["status"] == "fail" and c["severity"] == "error"]

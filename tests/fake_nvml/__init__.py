@@ -55,6 +55,20 @@ def build_library(out_dir: Path) -> Path:
     return target
 
 
+def _health_lines(gpu: dict[str, Any]) -> list[str]:
+    """The optional health lines of one GPU (ECC, memory repair, clocks, persistence)."""
+    lines = [
+        f"{key} {int(gpu[key])}" for key in ("ecc", "retired-pending", "persistence") if key in gpu
+    ]
+    if "remap" in gpu:
+        lines.append(f"remap {int(gpu['remap'][0])} {int(gpu['remap'][1])}")
+    if "throttle" in gpu:
+        lines.append(f"throttle {gpu['throttle']}")
+    if gpu.get("nohealth"):
+        lines.append("nohealth")
+    return lines
+
+
 def topology_text(nvml: dict[str, Any]) -> str:
     """The line format `fake_nvml.c` reads, from the `nvml:` table of a node.yaml."""
     lines = [f"driver {nvml['driver']}", f"cuda {nvml['cuda']}"]
@@ -71,6 +85,7 @@ def topology_text(nvml: dict[str, Any]) -> str:
             lines.append(f"brand {gpu['brand']}")
         if "memory" in gpu:
             lines.append(f"memory {gpu['memory']['total']} {gpu['memory']['used']}")
+        lines += _health_lines(gpu)
         for pid, used in gpu.get("processes", []):
             lines.append(f"process {pid} {'na' if used is None else used}")
         for slot, gi, ci, gi_slices, ci_slices, memory, uuid, profile in gpu.get("migs", []):

@@ -15,6 +15,13 @@
  *   process <pid> <used|na>     a compute process and its memory in bytes (na: not available)
  *   migprocess <pid> <used|na>  the same on the last mig device
  *   unprivileged                answer as to a non-root caller even when run as root
+ * Health lines about the last gpu (defaults: a healthy GPU in persistence mode):
+ *   ecc <count>                 volatile uncorrected ECC errors (default 0)
+ *   retired-pending <0|1>       pages waiting for retirement (pre-A100)
+ *   remap <pending> <failure>   row remapping pending / failed (A100 and later)
+ *   throttle <mask>             current clocks event reasons, hex (default 0x1: idle)
+ *   persistence <0|1>           persistence mode (default 1)
+ *   nohealth                    the health calls answer NOT_SUPPORTED (a GeForce, say)
  *
  * Build: gcc -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o libnvidia-ml.so.1 fake_nvml.c
  */
@@ -47,6 +54,8 @@ struct process {
 struct device {
     int is_mig, index, minor, mig_mode, lost; /* mig_mode: -1 none, 0 off, 1 on */
     int pending, brand, memory_set, proc_count;
+    int retired_pending, remap_pending, remap_failure, persistence, no_health;
+    unsigned long long ecc_uncorrected, throttle;
     unsigned gi, ci, gi_slices, ci_slices;
     unsigned long long memory_mb, memory_total, memory_used;
     struct process procs[MAX_PROCS];
@@ -123,6 +132,8 @@ static nvmlReturn_t load(void) {
             gpu->pending = gpu->mig_mode;
             gpu->brand = BRAND_NVIDIA;
             gpu->memory_total = DEFAULT_MEMORY;
+            gpu->persistence = 1;
+            gpu->throttle = 0x1ULL;
             rest_of_line(line, 5, gpu->name);
         } else if (!strcmp(word, "pending") && gpu) {
             sscanf(line, "pending %d", &gpu->pending);
@@ -131,6 +142,18 @@ static nvmlReturn_t load(void) {
         } else if (!strcmp(word, "memory") && gpu) {
             if (sscanf(line, "memory %llu %llu", &gpu->memory_total, &gpu->memory_used) == 2)
                 gpu->memory_set = 1;
+        } else if (!strcmp(word, "ecc") && gpu) {
+            sscanf(line, "ecc %llu", &gpu->ecc_uncorrected);
+        } else if (!strcmp(word, "retired-pending") && gpu) {
+            sscanf(line, "retired-pending %d", &gpu->retired_pending);
+        } else if (!strcmp(word, "remap") && gpu) {
+            sscanf(line, "remap %d %d", &gpu->remap_pending, &gpu->remap_failure);
+        } else if (!strcmp(word, "throttle") && gpu) {
+            sscanf(line, "throttle %llx", &gpu->throttle);
+        } else if (!strcmp(word, "persistence") && gpu) {
+            sscanf(line, "persistence %d", &gpu->persistence);
+        } else if (!strcmp(word, "nohealth") && gpu) {
+            gpu->no_health = 1;
         } else if (!strcmp(word, "unprivileged")) {
             unprivileged = 1;
         } else if ((!strcmp(word, "process") && gpu && gpu->proc_count < MAX_PROCS) ||
@@ -353,6 +376,60 @@ nvmlReturn_t nvmlDeviceGetBrand(struct device *device, int *brand) {
     REQUIRE_INIT();
     REQUIRE(device && brand);
     *brand = device->is_mig ? device->parent->brand : device->brand;
+    return OK;
+}
+
+/* --- health (ECC, memory repair, clocks, persistence): full GPUs only --------------------- */
+
+#define HEALTH(device) \
+    REQUIRE_INIT(); \
+    if (!(device) || (device)->is_mig) return INVALID_ARGUMENT; \
+    if ((device)->no_health) return NOT_SUPPORTED
+
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(struct device *device, int error_type, int counter_type,
+                                         unsigned long long *count) {
+    HEALTH(device);
+    REQUIRE(count);
+    /* NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1, NVML_VOLATILE_ECC = 0 */
+    *count = error_type == 1 && counter_type == 0 ? device->ecc_uncorrected : 0;
+    return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(struct device *device, int *pending) {
+    HEALTH(device);
+    REQUIRE(pending);
+    *pending = device->retired_pending;
+    return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetRemappedRows(struct device *device, unsigned *corrected,
+                                       unsigned *uncorrected, unsigned *pending, unsigned *failure) {
+    HEALTH(device);
+    REQUIRE(corrected && uncorrected && pending && failure);
+    *corrected = 0;
+    *uncorrected = device->remap_pending || device->remap_failure ? 1 : 0;
+    *pending = (unsigned)device->remap_pending;
+    *failure = (unsigned)device->remap_failure;
+    return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(struct device *device,
+                                                    unsigned long long *reasons) {
+    HEALTH(device);
+    REQUIRE(reasons);
+    *reasons = device->throttle;
+    return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(struct device *device,
+                                                       unsigned long long *reasons) {
+    return nvmlDeviceGetCurrentClocksEventReasons(device, reasons);
+}
+
+nvmlReturn_t nvmlDeviceGetPersistenceMode(struct device *device, int *mode) {
+    HEALTH(device);
+    REQUIRE(mode);
+    *mode = device->persistence;
     return OK;
 }
 

@@ -155,7 +155,6 @@ def test_cdi_validate_any_spec(
     capsys.readouterr()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 15 item 3 (cdi): exit 3 on a JSON spec")
 @SETTINGS
 @given(
     devices=st.lists(

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from ctk.doctor.checks.mig import GENERATE, GENERATE_FIX, GPU_KIND
+import shlex
+
+from ctk.doctor.checks.mig import GPU_KIND, kube, regenerate
 from ctk.doctor.checks.toolkit import runtime_mode, toolkit_version
+from ctk.doctor.expected import expected_devices, missing_from, unknown_uuids
 from ctk.doctor.facts import NodeFacts, NvmlFacts, SpecFile
+from ctk.doctor.fixes import EnableRefresh, GenerateSpec, ValidateSpec
 from ctk.doctor.model import (
     HOST_ONLY,
     Evidence,
@@ -22,8 +26,7 @@ CDI_SUPPORT = (
     "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/cdi-support.html"
 )
 CDI_SPEC = "https://github.com/cncf-tags/container-device-interface/blob/main/SPEC.md"
-REFRESH_UNITS = ("nvidia-cdi-refresh.path", "ctk-cdi-refresh.path")
-ENABLE_REFRESH = "sudo systemctl enable --now nvidia-cdi-refresh.path"
+REFRESH_UNITS = ("ctk-cdi-refresh.path", "nvidia-cdi-refresh.path")
 REFRESH_TOOLKIT = (1, 18)
 MAX_EVIDENCE = 3
 
@@ -76,7 +79,7 @@ def spec_invalid(facts: NodeFacts) -> Result:
     return fail(
         f"{len(broken)} CDI spec file(s) are invalid: " + ", ".join(s.path for s in broken),
         *(Evidence(spec.path, spec.problems[0]) for spec in broken),
-        commands=tuple(f"ctk cdi validate {spec.path}" for spec in broken),
+        fixes=tuple(ValidateSpec(path=spec.path) for spec in broken),
     )
 
 
@@ -106,8 +109,7 @@ def spec_missing(facts: NodeFacts) -> Result:
         "with 'unresolvable CDI devices nvidia.com/gpu=all'",
         *users,
         *(Evidence(d, "no nvidia.com/gpu spec") for d in facts.cdi.dirs),
-        commands=(GENERATE, "ctk cdi list", ENABLE_REFRESH),
-        fixes=(GENERATE_FIX,),
+        fixes=(GenerateSpec(), EnableRefresh()),
     )
 
 
@@ -165,19 +167,8 @@ def spec_stale(facts: NodeFacts) -> Result:
         summary + ": containers fail at creation or get mismatched libraries",
         Evidence("/proc/driver/nvidia/version", module or "unknown"),
         *evidence,
-        commands=(GENERATE, ENABLE_REFRESH),
-        fixes=(GENERATE_FIX,),
+        fixes=(regenerate(facts), EnableRefresh()),
     )
-
-
-def _gpu_names(facts: NodeFacts) -> list[tuple[str, tuple[str, ...], str]]:
-    """(label, names that cover the GPU, device node) for each GPU the node has."""
-    if isinstance(facts.nvml, NvmlFacts) and facts.nvml.error_code is None and facts.nvml.gpus:
-        return [
-            (f"GPU {g.index} ({g.uuid})", (str(g.index), g.uuid), f"/dev/nvidia{g.minor}")
-            for g in facts.nvml.gpus
-        ]
-    return [(f"{g.bdf} ({g.uuid})", (g.uuid,), f"/dev/nvidia{g.minor}") for g in facts.kernel.gpus]
 
 
 def _wrong_nodes(facts: NodeFacts, specs: tuple[SpecFile, ...]) -> list[Evidence]:
@@ -210,7 +201,7 @@ def _wrong_nodes(facts: NodeFacts, specs: tuple[SpecFile, ...]) -> list[Evidence
     title="the CDI spec names every GPU (right device node) and has `all`",
     remedy="Regenerate the spec.",
     sources=(CDI_SUPPORT,),
-    depends_on=("cdi.spec-stale",),
+    depends_on=("cdi.spec-stale", "mig.not-in-cdi-spec"),
     where=HOST_ONLY,
 )
 def spec_incomplete(facts: NodeFacts) -> Result:
@@ -238,36 +229,55 @@ def spec_incomplete(facts: NodeFacts) -> Result:
     return fail(
         "the CDI spec does not match the node's GPUs: " + "; ".join(e.value for e in problems),
         *problems,
-        commands=(GENERATE,),
-        fixes=(GENERATE_FIX,),
+        fixes=(regenerate(facts),),
     )
 
 
 def _incomplete(facts: NodeFacts, specs: tuple[SpecFile, ...]) -> list[Evidence]:
-    """What ``specs`` lack or name wrongly for this node's GPUs."""
+    """What ``specs`` lack or name wrongly, against the devices `ctk cdi generate` writes here."""
     names = {name for spec in specs for name in spec.devices}
-    nodes = {path for spec in specs for paths in spec.device_node_paths.values() for path in paths}
-    gpus = _gpu_names(facts)
-    # a spec that names GPUs by UUID must name each current GPU's: a replaced GPU keeps its index
-    # and device node, but `--device nvidia.com/gpu=<new UUID>` is unresolvable
-    by_uuid = any(name.startswith("GPU-") for name in names)
-    missing = [
-        label
-        for label, aliases, node in gpus
-        if aliases[-1] not in names
-        and (by_uuid or (not any(alias in names for alias in aliases) and node not in nodes))
-    ]
-    problems = [Evidence("GPU", f"{label} has no CDI device") for label in missing]
     where = ", ".join(s.path for s in specs)
-    current = {aliases[-1] for _, aliases, _ in gpus}
-    problems += [
-        Evidence(where, f"device {name} names no GPU of this node (replaced or removed)")
-        for name in sorted(names)
-        if name.startswith("GPU-") and current and name not in current
-    ]
+    expected = expected_devices(facts)
+    if expected is None:  # without NVML: the kernel's GPUs, by UUID or device node
+        problems = _incomplete_without_nvml(facts, specs, names)
+    else:
+        problems = [
+            Evidence("GPU", f"{device.label} has no CDI device")
+            for device in missing_from(expected, names)
+        ]
+        problems += [
+            Evidence(where, f"device {name} names no device of this node (replaced or removed)")
+            for name in unknown_uuids(expected, names)
+        ]
     problems += _wrong_nodes(facts, specs)
     if "all" not in names:
         problems.append(Evidence(where, "no device named all"))
+    return problems
+
+
+def _incomplete_without_nvml(
+    facts: NodeFacts, specs: tuple[SpecFile, ...], names: set[str]
+) -> list[Evidence]:
+    """Whole GPUs the kernel enumerated that no spec device names or mounts.
+
+    Without NVML the MIG mode is unknown; a GPU in MIG mode counts as covered by its device node,
+    which every MIG device of it mounts.
+    """
+    nodes = {path for spec in specs for paths in spec.device_node_paths.values() for path in paths}
+    problems = [
+        Evidence("GPU", f"{gpu.bdf} ({gpu.uuid}) has no CDI device")
+        for gpu in facts.kernel.gpus
+        if gpu.uuid not in names and f"/dev/nvidia{gpu.minor}" not in nodes
+    ]
+    current = {gpu.uuid for gpu in facts.kernel.gpus}
+    problems += [
+        Evidence(
+            ", ".join(s.path for s in specs),
+            f"device {name} names no GPU of this node (replaced or removed)",
+        )
+        for name in sorted(names)
+        if name.startswith("GPU-") and current and name not in current
+    ]
     return problems
 
 
@@ -290,8 +300,9 @@ def conflict_losers(files: tuple[str, ...]) -> dict[str, str]:
 
 
 def conflict_removals(files: tuple[str, ...]) -> list[str]:
-    """`rm` commands leaving one file per directory: the generated `nvidia.yaml` if it clashes."""
-    return [f"sudo rm {path}   # keeps {keep}" for path, keep in conflict_losers(files).items()]
+    """`rm` commands leaving one file per directory: the generated `nvidia.yaml` if it clashes
+    (the notes say which file each one duplicates)."""
+    return [f"sudo rm {shlex.quote(path)}" for path in conflict_losers(files)]
 
 
 @check(
@@ -317,7 +328,11 @@ def spec_conflict(facts: NodeFacts) -> Result:
         "runtimes drop those devices (unresolvable CDI devices)",
         *(Evidence("CDI", conflict) for conflict in facts.cdi.conflicts[:MAX_EVIDENCE]),
         *(Evidence(path, "takes part in the clash") for path in facts.cdi.conflict_files),
-        commands=(*conflict_removals(facts.cdi.conflict_files), "ctk cdi list"),
+        commands=tuple(conflict_removals(facts.cdi.conflict_files)),
+        notes=tuple(
+            f"{path} duplicates {keep}"
+            for path, keep in conflict_losers(facts.cdi.conflict_files).items()
+        ),
     )
 
 
@@ -325,7 +340,7 @@ def spec_conflict(facts: NodeFacts) -> Result:
     "cdi.refresh-disabled",
     severity=Severity.WARNING,
     title="the CDI spec is regenerated on boot and driver upgrades",
-    remedy="Enable the nvidia-cdi-refresh.path unit.",
+    remedy="Enable the CDI refresh unit (ctk-cdi-refresh.path, or nvidia-ctk's).",
     sources=(CDI_SUPPORT,),
     depends_on=("cdi.spec-missing",),
     where=HOST_ONLY,
@@ -345,8 +360,8 @@ def refresh_disabled(facts: NodeFacts) -> Result:
         return ok("no refresh unit needed (no volatile spec, toolkit < 1.18)")
     return warn(
         f"no CDI refresh unit is enabled: {reason}",
-        Evidence("/etc/systemd/system", "nvidia-cdi-refresh.path not enabled"),
-        commands=(ENABLE_REFRESH,),
+        Evidence("/etc/systemd/system", "neither " + " nor ".join(REFRESH_UNITS) + " is enabled"),
+        fixes=(EnableRefresh(),),
     )
 
 
@@ -361,8 +376,10 @@ def refresh_disabled(facts: NodeFacts) -> Result:
 )
 def management_spec_missing(facts: NodeFacts) -> Result:
     """The device plugin in CDI mode requests `management.nvidia.com/gpu` devices."""
-    kube = facts.kubernetes
-    if kube is None or kube.get("device_list_strategy") not in ("cdi-cri", "cdi-annotations"):
+    node = kube(facts)
+    if isinstance(node, Result):
+        return node
+    if node.get("device_list_strategy") not in ("cdi-cri", "cdi-annotations"):
         return skip("no Kubernetes device plugin in CDI mode")
     if any(spec.kind == "management.nvidia.com/gpu" for spec in facts.cdi.specs):
         return ok("management.nvidia.com/gpu spec present")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from ctk.doctor.checks.driver import visible_devices
 from ctk.doctor.checks.mig import nvml_gpus
 from ctk.doctor.facts import NodeFacts, NvmlFacts, Unavailable
+from ctk.doctor.fixes import SetToolkitConfig
 from ctk.doctor.model import (
     INSIDE,
     Evidence,
@@ -57,7 +59,7 @@ def nvml_unknown_error(facts: NodeFacts) -> Result:
         "its device cgroup access (typically after a host `systemctl daemon-reload`)",
         Evidence("/dev/nvidiactl", "present"),
         Evidence("NVML", "nvmlInit: Unknown Error (999)"),
-        commands=(
+        notes=(
             "restart the container",
             "on the host: use CDI or create /dev/char links (see dev.char-symlinks-missing)",
         ),
@@ -91,7 +93,7 @@ def driver_in_image(facts: NodeFacts) -> Result:
         f"driver {module}: expect 'Driver/library version mismatch'",
         Evidence("/proc/driver/nvidia/version", module or "unknown"),
         *(Evidence(path, "file in the image, not mounted from the host") for path in foreign),
-        commands=(
+        notes=(
             "rebuild the image without nvidia-driver-*/libnvidia-compute-* packages or .run "
             "installers; start FROM nvidia/cuda",
         ),
@@ -143,7 +145,7 @@ def visible_devices_misuse(facts: NodeFacts) -> Result:
             "only works with the nvidia runtime (or --gpus)",
             Evidence("NVIDIA_VISIBLE_DEVICES", shown or ""),
             Evidence("/dev", "no nvidia* GPU nodes"),
-            commands=("docker run --gpus all ...",),
+            notes=("start the container with --gpus all (or --device nvidia.com/gpu=all)",),
         )
     problems = _visible_problems(facts, count)
     if not problems:
@@ -151,7 +153,7 @@ def visible_devices_misuse(facts: NodeFacts) -> Result:
     return warn(
         "GPU selection variables name GPUs this container does not have",
         *problems,
-        commands=("use GPU UUIDs, and leave CUDA_VISIBLE_DEVICES unset unless filtering",),
+        notes=("use GPU UUIDs, and leave CUDA_VISIBLE_DEVICES unset unless filtering",),
     )
 
 
@@ -188,9 +190,9 @@ def shm_too_small(facts: NodeFacts) -> Result:
         "NCCL's shared-memory transport fails",
         Evidence("/dev/shm", f"{size} bytes (statvfs)"),
         *([Evidence("python packages", "torch installed")] if facts.container.has_torch else []),
-        commands=(
-            "docker run --shm-size=16g ...   # or --ipc=host",
-            "# Kubernetes: mount an emptyDir {medium: Memory, sizeLimit: 16Gi} at /dev/shm",
+        notes=(
+            "Docker: start the container with --shm-size=16g (or --ipc=host)",
+            "Kubernetes: mount an emptyDir {medium: Memory, sizeLimit: 16Gi} at /dev/shm",
         ),
     )
 
@@ -211,6 +213,10 @@ def unrequested_gpu_access(facts: NodeFacts) -> Result:
     gpus = _gpu_nodes(facts)
     if not gpus:
         return ok("the pod sees no GPU")
+    pod = facts.kubernetes.get("pod") if isinstance(facts.kubernetes, Mapping) else None
+    if isinstance(pod, Mapping) and pod.get("limits"):
+        limits = ", ".join(f"{k}={v}" for k, v in sorted(pod["limits"].items()))
+        return ok(f"the pod requested {limits}")
     if facts.container.allocation_markers or visible_devices(facts) != "all":
         return ok("GPUs were allocated by the device plugin")
     return warn(
@@ -219,11 +225,17 @@ def unrequested_gpu_access(facts: NodeFacts) -> Result:
         Evidence("NVIDIA_VISIBLE_DEVICES", "all"),
         Evidence("/dev", ", ".join(gpus)),
         Evidence("/var/run/nvidia-container-devices", "no allocation markers"),
-        commands=(
-            "set env NVIDIA_VISIBLE_DEVICES=void in pods without nvidia.com/gpu limits",
-            "sudo nvidia-ctk config --in-place --set "
-            "accept-nvidia-visible-devices-envvar-when-unprivileged=false",
+        *(
+            (Evidence("pod spec", "no nvidia.com/gpu or mig-* limit"),)
+            if isinstance(pod, Mapping)
+            else ()
         ),
+        fixes=(
+            SetToolkitConfig(
+                settings=(("accept-nvidia-visible-devices-envvar-when-unprivileged", "false"),)
+            ),
+        ),
+        notes=("set env NVIDIA_VISIBLE_DEVICES=void in pods without nvidia.com/gpu limits",),
     )
 
 
@@ -258,7 +270,7 @@ def libvgpu_not_loaded(facts: NodeFacts) -> Result:
         "HAMi limits are set but libvgpu.so is not preloaded: nothing enforces them",
         *(Evidence(k, v) for k, v in sorted(limits.items())),
         Evidence("/etc/ld.so.preload", ", ".join(facts.container.preload) or "empty or missing"),
-        commands=("do not ship /etc/ld.so.preload in the image; restart the pod",),
+        notes=("do not ship /etc/ld.so.preload in the image; restart the pod",),
     )
 
 
@@ -308,5 +320,5 @@ def memory_limit_not_enforced(facts: NodeFacts) -> Result:
     return fail(
         "NVML reports the full GPU memory, not HAMi's limit: the limit is not enforced",
         *over,
-        commands=("see hami.libvgpu-not-loaded",),
+        notes=("see hami.libvgpu-not-loaded",),
     )

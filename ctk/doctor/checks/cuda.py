@@ -65,6 +65,8 @@ def _judge(facts: NodeFacts) -> tuple[CudaNeed, compat.HostCuda, compat.Verdict]
     need = facts.cuda_need
     if need is None:
         return skip(NO_NEED)
+    if need.unknown is not None:
+        return unknown(need.unknown)
     bad = compat.malformed(need)
     if bad:
         shown = ", ".join(repr(condition) for condition in bad)
@@ -161,7 +163,7 @@ def driver_too_old(facts: NodeFacts) -> Result:
                 "; it would probably run under minor-version compatibility with "
                 "NVIDIA_DISABLE_REQUIRE=1 (no PTX JIT, no newer APIs)"
             )
-    return fail(summary, *evidence, commands=_upgrade_commands(verdict, host))
+    return fail(summary, *evidence, notes=_upgrade_commands(verdict, host))
 
 
 @check(
@@ -187,7 +189,7 @@ def minor_compat_only(facts: NodeFacts) -> Result:
         "minor-version compatibility: kernels shipped as PTX fail to JIT and newer APIs "
         "return 'not supported'",
         *evidence,
-        commands=_upgrade_commands(verdict, host),
+        notes=_upgrade_commands(verdict, host),
     )
 
 
@@ -280,15 +282,13 @@ def forward_compat_unusable(facts: NodeFacts) -> Result:
     commands = [f"upgrade the host driver to >= {lib.version} (then the compat libs are unused)"]
     summary = f"the image's compat libcuda {lib.version} cannot work on this host"
     if lib.on_path is None:
-        return warn(
-            summary + " (CUDA error 804 if it is used)", *problems, commands=tuple(commands)
-        )
+        return warn(summary + " (CUDA error 804 if it is used)", *problems, notes=tuple(commands))
     directory = lib.path.rsplit("/", 1)[0]
     commands.append(f"or remove {directory} from {lib.on_path} in the image")
     return fail(
         summary + f": {lib.on_path} forces it first, so CUDA fails with error 804",
         *problems,
         Evidence(lib.on_path, directory),
-        commands=tuple(commands),
+        notes=tuple(commands),
         severity=Severity.ERROR,
     )

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from ctk.doctor.checks.mig import regenerate
 from ctk.doctor.facts import DeviceNode, NodeFacts, NvmlFacts
+from ctk.doctor.fixes import CreateCharLinks, CreateDeviceNodes
 from ctk.doctor.model import (
     HOST_ONLY,
     Evidence,
-    Fix,
     Result,
     Severity,
     Where,
@@ -48,7 +49,7 @@ def _describe(node: DeviceNode | None) -> str:
     "dev.nodes-missing",
     severity=Severity.ERROR,
     title="/dev/nvidia* device nodes exist with the right numbers",
-    remedy="Create the device nodes (nvidia-modprobe, or nvidia-ctk system create-device-nodes).",
+    remedy="Create the device nodes (system create-device-nodes, or nvidia-modprobe).",
     sources=(TOOLKIT_TROUBLESHOOTING,),
     depends_on=("driver.not-loaded", "container.no-gpu-attached"),
 )
@@ -65,10 +66,8 @@ def nodes_missing(facts: NodeFacts) -> Result:
     return fail(
         f"{len(bad)} NVIDIA device node(s) missing or wrong: " + ", ".join(e.source for e in bad),
         *bad,
-        commands=(
-            "sudo nvidia-ctk system create-device-nodes --control-devices --load-kernel-modules",
-            "# or: sudo nvidia-modprobe -c0 -u",
-        ),
+        fixes=(CreateDeviceNodes(),),
+        notes=("or let the driver create them: sudo nvidia-modprobe -c0 -u",),
     )
 
 
@@ -101,10 +100,10 @@ def permission_denied(facts: NodeFacts) -> Result:
     return fail(
         "the current user cannot open the NVIDIA device nodes",
         *evidence,
-        commands=(
-            "sudo usermod -aG <device group> $USER",
-            "# or: echo 'options nvidia NVreg_DeviceFileMode=0666' | "
-            "sudo tee /etc/modprobe.d/nvidia.conf, then reload the module",
+        notes=(
+            "add the user to the device nodes' group (sudo usermod -aG GROUP USER)",
+            "or set `options nvidia NVreg_DeviceFileMode=0666` in /etc/modprobe.d/nvidia.conf "
+            "and reload the module",
         ),
     )
 
@@ -181,16 +180,10 @@ def char_symlinks_missing(facts: NodeFacts) -> Result:
         *systemd,
         legacy,
         Evidence("/dev/char", "missing " + ", ".join(missing)),
-        commands=(
-            "sudo ctk system create-dev-char-symlinks",
-            "# and keep them: a udev rule running it on driver load, or switch to CDI "
-            "(sudo nvidia-ctk config --in-place --set nvidia-container-runtime.mode=cdi)",
-        ),
-        fixes=(
-            Fix(
-                ("system", "create-dev-char-symlinks"),
-                "create the /dev/char links for the NVIDIA device nodes",
-            ),
+        fixes=(CreateCharLinks(),),
+        notes=(
+            "keep them: a udev rule that creates them on driver load, or inject devices "
+            'through CDI (nvidia-container-runtime.mode = "cdi")',
         ),
     )
 
@@ -211,7 +204,10 @@ def selinux_blocks(facts: NodeFacts) -> Result:
         "SELinux is enforcing: containers without a device-allowing label get "
         "'Insufficient Permissions' from NVML",
         Evidence("/sys/fs/selinux/enforce", "1"),
-        commands=("docker run --security-opt=label=disable --gpus all ...",),
+        notes=(
+            "run GPU containers with --security-opt=label=disable, or load a policy that "
+            "allows the NVIDIA devices",
+        ),
     )
 
 
@@ -230,7 +226,13 @@ def _mig_enabled(facts: NodeFacts) -> bool | None:
         "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/",
         "https://github.com/NVIDIA/mig-parted/issues/82",
     ),
-    depends_on=("dev.nodes-missing", "driver.library-mismatch", "lib.nvml-not-found", "gpu.lost"),
+    depends_on=(
+        "dev.nodes-missing",
+        "dev.permission-denied",
+        "driver.library-mismatch",
+        "lib.nvml-not-found",
+        "gpu.lost",
+    ),
     where=HOST_ONLY,
 )
 def mig_cap_nodes_missing(facts: NodeFacts) -> Result:
@@ -257,8 +259,6 @@ def mig_cap_nodes_missing(facts: NodeFacts) -> Result:
         f"{len(missing)} MIG capability device node(s) missing: containers cannot use "
         "their MIG devices",
         *missing,
-        commands=(
-            "sudo nvidia-smi mig -lgi",
-            "sudo ctk cdi generate --output=/var/run/cdi/nvidia.yaml",
-        ),
+        commands=("sudo nvidia-smi mig -lgi",),
+        fixes=(regenerate(facts),),
     )

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import re
 
-from ctk.doctor.facts import LibFacts, NodeFacts, NvmlFacts, TimedOut
+from ctk.doctor.facts import LibFacts, NodeFacts, NvmlFacts, TimedOut, Unavailable
 from ctk.doctor.model import (
     HOST_ONLY,
     Evidence,
     Result,
     Severity,
-    Status,
     Where,
     check,
     fail,
     ok,
     skip,
+    unknown,
+    warn,
 )
 
 PROC_VERSION = "/proc/driver/nvidia/version"
@@ -61,9 +62,10 @@ def nouveau_loaded(facts: NodeFacts) -> Result:
         commands=(
             "printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | "
             "sudo tee /etc/modprobe.d/blacklist-nouveau.conf",
-            "sudo update-initramfs -u   # RHEL/Fedora: sudo dracut --force",
+            "sudo update-initramfs -u",
             "sudo reboot",
         ),
+        notes=("RHEL/Fedora: sudo dracut --force instead of update-initramfs",),
     )
 
 
@@ -91,8 +93,12 @@ def secure_boot_blocked(facts: NodeFacts) -> Result:
         Evidence(f"/lib/modules/{kernel.kernel_release}", "nvidia.ko present"),
         driver_version_evidence(facts),
         commands=(
-            "sudo modprobe nvidia   # 'Key was rejected by service' confirms it",
-            "sudo mokutil --import /var/lib/shim-signed/mok/MOK.der   # then reboot and enrol",
+            "sudo modprobe nvidia",
+            "sudo mokutil --import /var/lib/shim-signed/mok/MOK.der",
+        ),
+        notes=(
+            "'Key was rejected by service' from modprobe confirms it",
+            "after mokutil, reboot and enrol the key",
         ),
     )
 
@@ -125,7 +131,7 @@ def not_loaded(facts: NodeFacts) -> Result:
         evidence.append(Evidence("NVML", "nvmlInit: Driver Not Loaded (9)"))
     summary = "no NVIDIA kernel module is loaded"
     commands = ["sudo modprobe nvidia", "sudo dmesg | grep -iE 'nvrm|nvidia'"]
-    if "nouveau" in kernel.modules:
+    if "nouveau" in kernel.modules or any(g.driver == "nouveau" for g in kernel.pci_gpus):
         summary += "; nouveau holds the GPU (see driver.nouveau-loaded)"
     elif kernel.module_built is False:
         summary += f"; no nvidia module is built for kernel {kernel.kernel_release}"
@@ -161,9 +167,9 @@ def no_gpu_attached(facts: NodeFacts) -> Result:
         "this container has no GPU: no /dev/nvidia* device node was injected",
         Evidence("/dev", "no nvidia* device nodes"),
         Evidence("NVIDIA_VISIBLE_DEVICES", "unset" if shown is None else shown),
-        commands=(
-            "docker run --gpus all ...   # or --device nvidia.com/gpu=all with CDI",
-            "# Kubernetes: resources: {limits: {nvidia.com/gpu: 1}}",
+        notes=(
+            "Docker: start the container with --gpus all (or --device nvidia.com/gpu=all with CDI)",
+            "Kubernetes: resources: {limits: {nvidia.com/gpu: 1}}",
         ),
     )
 
@@ -209,11 +215,10 @@ def library_mismatch(facts: NodeFacts) -> Result:
         f"kernel module {module} is loaded but the driver libraries are {installed}: "
         "the driver was upgraded without a reboot",
         *evidence,
-        commands=(
-            "sudo reboot",
-            "# or, once no process uses the GPU: sudo systemctl stop nvidia-persistenced; "
-            "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia "
-            "&& sudo modprobe nvidia_uvm",
+        commands=("sudo reboot",),
+        notes=(
+            "or, once no process uses the GPU: stop nvidia-persistenced, rmmod nvidia_uvm "
+            "nvidia_drm nvidia_modeset nvidia, then modprobe nvidia and nvidia_uvm",
         ),
     )
 
@@ -268,13 +273,11 @@ def gpu_not_enumerated(facts: NodeFacts) -> Result:
         Evidence(f"/sys/bus/pci/devices/{gpu.bdf}/driver", gpu.driver or "no driver bound")
         for gpu in missing
     )
-    commands = (
-        "sudo dmesg | grep -iE 'RmInitAdapter|NVRM'",
-        "# vfio-pci is intended on VM passthrough hosts; otherwise drain and reboot",
-    )
+    commands = ("sudo dmesg | grep -iE 'RmInitAdapter|NVRM'",)
+    notes = ("vfio-pci is intended on VM passthrough hosts; otherwise drain and reboot",)
     if enumerated:
-        return Result(status=Status.WARN, summary=summary, evidence=evidence, commands=commands)
-    return fail(summary, *evidence, commands=commands, severity=Severity.ERROR)
+        return warn(summary, *evidence, commands=commands, notes=notes)
+    return fail(summary, *evidence, commands=commands, notes=notes, severity=Severity.ERROR)
 
 
 # Model-name patterns per GPU generation (the NVML architecture is not in the adapter's facts).
@@ -306,12 +309,62 @@ def kernel_module_flavor(facts: NodeFacts) -> Result:
     flavour = "open" if kernel.open_module else "proprietary"
     if not wrong:
         return ok(f"{flavour} kernel module suits the GPUs")
-    branch = (kernel.driver_version or "<branch>").split(".")[0]
-    package = f"nvidia-driver-{branch}-open" if needed == "open" else f"nvidia-driver-{branch}"
+    branch = (kernel.driver_version or "").split(".")[0]
+    package = (
+        "nvidia-driver" + (f"-{branch}" if branch else "") + ("-open" if needed == "open" else "")
+    )
     return fail(
         f"the {flavour} kernel module is loaded but {wrong[0].model} needs the {needed} "
         "modules: the driver cannot initialise it (RmInitAdapter failed)",
         Evidence(PROC_VERSION, kernel.version_line or flavour),
         *(Evidence(f"/proc/driver/nvidia/gpus/{gpu.bdf}/information", gpu.model) for gpu in wrong),
         commands=(f"sudo apt-get install {package}", "sudo reboot"),
+    )
+
+
+DATA_CENTER_BRANDS = frozenset({"tesla", "nvidia"})
+
+
+@check(
+    "driver.persistence-off",
+    severity=Severity.WARNING,
+    title="the GPUs stay initialised between jobs (persistence mode or nvidia-persistenced)",
+    remedy="Enable the nvidia-persistenced service.",
+    sources=("https://docs.nvidia.com/deploy/driver-persistence/index.html",),
+    depends_on=(
+        "driver.not-loaded",
+        "driver.library-mismatch",
+        "lib.nvml-not-found",
+        "gpu.lost",
+        "dev.permission-denied",
+    ),
+    where=HOST_ONLY,
+)
+def persistence_off(facts: NodeFacts) -> Result:
+    """Persistence mode off and no daemon: each job pays the GPU's init, and state resets.
+
+    A warning on data-center GPUs (servers), information on others.
+    """
+    nvml = facts.nvml
+    if isinstance(nvml, Unavailable):
+        return unknown(f"NVML facts unavailable: {nvml.reason}", needs_root=nvml.needs_root)
+    if nvml.error_code is not None:
+        return skip(f"NVML did not initialise ({nvml.error}): see the checks that name the cause")
+    if facts.persistenced:
+        return ok("nvidia-persistenced is running")
+    off = [g for g in nvml.gpus if g.persistence is False]
+    if not off:
+        return ok("persistence mode is on" if nvml.gpus else "no GPU")
+    server = any(g.brand in DATA_CENTER_BRANDS for g in off)
+    return warn(
+        f"persistence mode is off on GPU {', '.join(str(g.index) for g in off)} and "
+        "nvidia-persistenced is not running: the driver tears the GPU down whenever no "
+        "process uses it (slow job starts, lost settings)",
+        *(
+            Evidence(f"NVML GPU {g.index}", f"{g.brand or 'unknown brand'}: persistence off")
+            for g in off
+        ),
+        Evidence("/run/nvidia-persistenced/socket", "missing"),
+        commands=("sudo systemctl enable --now nvidia-persistenced",),
+        severity=Severity.WARNING if server else Severity.INFO,
     )

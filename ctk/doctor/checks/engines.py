@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Mapping
 
+from ctk.doctor.checks.mig import kube
 from ctk.doctor.checks.toolkit import INSTALL_GUIDE, runtime_mode
 from ctk.doctor.facts import EngineFacts, NodeFacts, RuntimeEntry, Unavailable
+from ctk.doctor.fixes import ConfigureRuntime
 from ctk.doctor.model import (
     HOST_ONLY,
     Evidence,
-    Fix,
     Result,
     Severity,
     check,
@@ -21,15 +23,17 @@ from ctk.doctor.model import (
 )
 from ctk.errors import CtkError
 from ctk.runtime_config import imports as containerd_imports
+from ctk.runtime_config.engines import Runtime
 
 CONTAINERD_DROP_IN_DIR = "/etc/containerd/conf.d"
 KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
 
 
-def _configure(engine: str, *extra: str) -> Fix:
-    return Fix(
-        ("runtime", "configure", f"--runtime={engine}", *extra),
-        f"add the nvidia runtime to the {engine} configuration",
+def _configure(
+    engine: str, *, set_as_default: bool = False, enable_cdi: bool = False
+) -> ConfigureRuntime:
+    return ConfigureRuntime(
+        runtime=Runtime(engine), set_as_default=set_as_default, enable_cdi=enable_cdi
     )
 
 
@@ -53,6 +57,20 @@ def _nvidia_runtime(engine: EngineFacts) -> tuple[RuntimeEntry | None, list[Evid
     if runtime.binary and not runtime.binary_exists:
         return None, [Evidence(where, f"nvidia runtime binary {runtime.binary} is missing")]
     return runtime, [Evidence(where, f"nvidia -> {runtime.binary or 'default binary'}")]
+
+
+def _binary_missing(engine: EngineFacts, restart: str) -> Result | None:
+    """The fail result when the engine names an nvidia runtime whose binary is gone."""
+    runtime = engine.runtimes.get("nvidia")
+    if runtime is None or not runtime.binary or runtime.binary_exists:
+        return None
+    return fail(
+        f"{engine.config_path or engine.engine} names the nvidia runtime {runtime.binary}, which "
+        "does not exist: GPU containers fail to start",
+        Evidence(engine.config_path or engine.engine, f"nvidia -> {runtime.binary} (missing)"),
+        commands=("sudo apt-get install -y nvidia-container-toolkit", restart),
+        notes=("or point the runtime at the binary's real path",),
+    )
 
 
 def _toml_bool(value: bool | None) -> str:
@@ -123,7 +141,8 @@ def docker_snap(facts: NodeFacts) -> Result:
         "Docker is installed as a snap: its confinement hides the host driver libraries and "
         "the NVIDIA runtime",
         Evidence("/snap/bin/docker", "present"),
-        commands=("sudo snap remove docker", "install Docker Engine from download.docker.com"),
+        commands=("sudo snap remove docker",),
+        notes=("then install Docker Engine from Docker's repository (download.docker.com)",),
     )
 
 
@@ -149,6 +168,9 @@ def docker_runtime(facts: NodeFacts) -> Result:
     if runtime is not None:
         default = facts.docker.default_runtime or "runc"
         return ok(f"nvidia runtime configured (default runtime {default})", *evidence)
+    missing = _binary_missing(facts.docker, "sudo systemctl restart docker")
+    if missing is not None:
+        return missing
     if facts.docker.cdi_enabled:
         # CDI-only Docker (25+): `--device nvidia.com/gpu=...` needs no nvidia runtime; the spec
         # itself is cdi.spec-missing's business (Docker's CDI counts as a consumer there)
@@ -160,10 +182,7 @@ def docker_runtime(facts: NodeFacts) -> Result:
         "Docker has no usable nvidia runtime: `docker run --runtime=nvidia` fails with "
         "'unknown or invalid runtime name: nvidia'",
         *evidence,
-        commands=(
-            "sudo ctk runtime configure --runtime=docker",
-            "sudo systemctl restart docker",
-        ),
+        commands=("sudo systemctl restart docker",),
         fixes=(_configure("docker"),),
     )
 
@@ -190,10 +209,8 @@ def rootless_config(facts: NodeFacts) -> Result:
     return fail(
         f"rootless Docker reads {rootless.config_path}, which has no nvidia runtime",
         *evidence,
-        commands=(
-            f"ctk runtime configure --runtime=docker --config={rootless.config_path}",
-            "systemctl --user restart docker",
-        ),
+        commands=("systemctl --user restart docker",),
+        fixes=(ConfigureRuntime(runtime=Runtime.DOCKER, config=rootless.config_path, user=True),),
     )
 
 
@@ -223,10 +240,8 @@ def docker_cdi(facts: NodeFacts) -> Result:
         "the toolkit uses CDI but Docker's CDI support is off: `--device nvidia.com/gpu=...` "
         "fails with 'could not select device driver \"cdi\"'",
         Evidence(facts.docker.config_path, "features.cdi not true"),
-        commands=(
-            "sudo ctk runtime configure --runtime=docker --cdi.enabled",
-            "sudo systemctl restart docker",
-        ),
+        commands=("sudo systemctl restart docker",),
+        fixes=(_configure("docker", enable_cdi=True),),
     )
 
 
@@ -269,11 +284,14 @@ def _imported(config: str, entries: tuple[str, ...], path: str) -> bool:
     where=HOST_ONLY,
 )
 def drop_in_not_imported(facts: NodeFacts) -> Result:
-    """A regenerated config.toml lost its `imports`, and the drop-in silently vanished."""
+    """A regenerated config.toml lost its `imports`, and the drop-in silently vanished.
+
+    A finding on any node with containerd, also where it serves only Docker: someone wrote the
+    drop-in for containerd, which never reads it (an error where a kubelet relies on containerd).
+    """
     containerd = facts.containerd
-    unused = containerd_unused(facts)
-    if unused is not None:
-        return unused
+    if not containerd.installed:
+        return skip("containerd is not installed")
     if containerd.needs_root:
         path = containerd.root_only or containerd.config_path
         return unknown(
@@ -296,17 +314,18 @@ def drop_in_not_imported(facts: NodeFacts) -> Result:
     if not orphans:
         return ok(f"{len(containerd.drop_ins)} drop-in(s) imported")
     imports = ", ".join(containerd.imports) or "none"
-    return fail(
-        f"containerd ignores {', '.join(orphans)}: {containerd.config_path} does not import it",
+    summary = (
+        f"containerd ignores {', '.join(orphans)}: {containerd.config_path} does not import it"
+    )
+    evidence = (
         Evidence(containerd.config_path, f"imports: {imports}"),
         *(Evidence(path, "exists, not imported") for path in orphans),
-        commands=(
-            "sudo ctk runtime configure --runtime=containerd",
-            '# or add: imports = ["/etc/containerd/conf.d/*.toml"] at the top of config.toml',
-            "sudo systemctl restart containerd",
-        ),
-        fixes=(_configure("containerd"),),
     )
+    commands = ("sudo systemctl restart containerd",)
+    fixes = (_configure("containerd"),)
+    if facts.kubelet:  # the kubelet's pods need what the drop-in says
+        return fail(summary, *evidence, commands=commands, fixes=fixes)
+    return warn(summary, *evidence, commands=commands, fixes=fixes, severity=Severity.WARNING)
 
 
 @check(
@@ -337,14 +356,14 @@ def containerd_runtime(facts: NodeFacts) -> Result:
     if runtime is not None:
         default = containerd.default_runtime or "runc"
         return ok(f"nvidia runtime configured (default runtime {default})", *evidence)
+    missing = _binary_missing(containerd, "sudo systemctl restart containerd")
+    if missing is not None:
+        return missing
     return fail(
         "containerd has no usable nvidia runtime: pods fail with "
         "'no runtime for \"nvidia\" is configured'",
         *evidence,
-        commands=(
-            "sudo ctk runtime configure --runtime=containerd",
-            "sudo systemctl restart containerd",
-        ),
+        commands=("sudo systemctl restart containerd",),
         fixes=(_configure("containerd"),),
     )
 
@@ -393,16 +412,14 @@ def systemd_cgroup_mismatch(facts: NodeFacts) -> Result:
             f"nvidia agrees with runc/kubelet: SystemdCgroup = {_toml_bool(nvidia.systemd_cgroup)}"
         )
     target = "false" if nvidia.systemd_cgroup else "true"
-    commands = (
-        f"set SystemdCgroup = {target} under the nvidia runtime's options",
-        "sudo systemctl restart containerd",
-    )
+    commands: tuple[str, ...] = ("sudo systemctl restart containerd",)
+    notes = (f"set SystemdCgroup = {target} under the nvidia runtime's options",)
     if any(e.source == KUBELET_CONFIG for e in want):
-        commands = (
+        commands = ("sudo systemctl restart containerd kubelet",)
+        notes = (
             "make kubelet and containerd agree: cgroupDriver: systemd in "
             f"{KUBELET_CONFIG} (recommended under systemd), or SystemdCgroup = false for runc "
             "and nvidia",
-            "sudo systemctl restart containerd kubelet",
         )
     return fail(
         "the nvidia runtime's SystemdCgroup differs from "
@@ -412,6 +429,7 @@ def systemd_cgroup_mismatch(facts: NodeFacts) -> Result:
         nvidia_says,
         *want,
         commands=commands,
+        notes=notes,
     )
 
 
@@ -426,12 +444,13 @@ def systemd_cgroup_mismatch(facts: NodeFacts) -> Result:
 )
 def not_default_no_runtimeclass(facts: NodeFacts) -> Result:
     """Neither default runtime nor a RuntimeClass: GPU pods run under runc."""
-    if facts.kubernetes is None:
-        return skip("no Kubernetes node facts")
+    node = kube(facts)
+    if isinstance(node, Result):
+        return node
     containerd = facts.containerd
     if containerd.default_runtime == "nvidia":
         return ok("nvidia is containerd's default runtime")
-    handlers = set(facts.kubernetes.get("runtimeclass_handlers", ()))
+    handlers = set(node.get("runtimeclass_handlers", ()))
     if "nvidia" in handlers:
         return ok("a RuntimeClass has handler nvidia")
     return fail(
@@ -439,10 +458,9 @@ def not_default_no_runtimeclass(facts: NodeFacts) -> Result:
         "GPU pods run under runc and see no GPU",
         Evidence(containerd.config_path, f"default_runtime_name = {containerd.default_runtime}"),
         Evidence("RuntimeClasses", ", ".join(sorted(handlers)) or "none"),
-        commands=(
-            "sudo ctk runtime configure --runtime=containerd --set-as-default",
-            "# or: kubectl apply a RuntimeClass nvidia (handler: nvidia)",
-        ),
+        commands=("sudo systemctl restart containerd",),
+        fixes=(_configure("containerd", set_as_default=True),),
+        notes=("or create a RuntimeClass named nvidia with handler nvidia",),
     )
 
 
@@ -462,7 +480,8 @@ def containerd_cdi(facts: NodeFacts) -> Result:
     if unused is not None:
         return unused
     wanted = bool(containerd.cdi_spec_dirs) or bool(
-        facts.kubernetes and facts.kubernetes.get("device_list_strategy") == "cdi-cri"
+        isinstance(facts.kubernetes, Mapping)
+        and facts.kubernetes.get("device_list_strategy") == "cdi-cri"
     )
     if not wanted:
         return ok("native CDI is not requested")
@@ -471,10 +490,8 @@ def containerd_cdi(facts: NodeFacts) -> Result:
     return warn(
         "containerd is set up for CDI (cdi_spec_dirs) but enable_cdi is not true",
         Evidence(containerd.config_path, "enable_cdi not true"),
-        commands=(
-            "sudo ctk runtime configure --runtime=containerd --cdi.enabled",
-            "sudo systemctl restart containerd",
-        ),
+        commands=("sudo systemctl restart containerd",),
+        fixes=(_configure("containerd", enable_cdi=True),),
     )
 
 
@@ -495,10 +512,10 @@ def managed_config(facts: NodeFacts) -> Result:
         f"containerd's config is generated by {managed} at every start: edits to config.toml "
         "are lost",
         Evidence(facts.containerd.config_path, f"managed by {managed}"),
-        commands=(
+        commands=(f"sudo systemctl restart {managed}",),
+        notes=(
             f"put custom settings in {posixpath.dirname(facts.containerd.config_path)}"
             "/config.toml.tmpl",
-            f"sudo systemctl restart {managed}",
         ),
     )
 
@@ -526,11 +543,87 @@ def crio_runtime(facts: NodeFacts) -> Result:
     runtime, evidence = _nvidia_runtime(crio)
     if runtime is not None:
         return ok("nvidia runtime configured", *evidence)
+    missing = _binary_missing(crio, "sudo systemctl restart crio")
+    if missing is not None:
+        return missing
     if facts.toolkit.oci_hooks:
         return ok("the (deprecated) NVIDIA OCI hook is installed")
     return fail(
         "CRI-O has no usable nvidia runtime",
         *evidence,
-        commands=("sudo ctk runtime configure --runtime=crio", "sudo systemctl restart crio"),
+        commands=("sudo systemctl restart crio",),
         fixes=(_configure("crio"),),
+    )
+
+
+K8S_DEVICE_PLUGIN = "https://github.com/NVIDIA/k8s-device-plugin"
+
+
+@check(
+    "k8s.runtimeclass-handler-missing",
+    severity=Severity.ERROR,
+    title="the node's runtime has the handler of the nvidia RuntimeClass",
+    remedy="Add the nvidia runtime to the node's container runtime (containerd or CRI-O).",
+    sources=("https://github.com/NVIDIA/gpu-operator/issues/413",),
+    where=HOST_ONLY,
+)
+def runtimeclass_handler_missing(facts: NodeFacts) -> Result:
+    """A RuntimeClass with handler nvidia, but neither containerd nor CRI-O defines it."""
+    node = kube(facts)
+    if isinstance(node, Result):
+        return node
+    if "nvidia" not in node.get("runtimeclass_handlers", ()):
+        return skip("no RuntimeClass has handler nvidia")
+    engines = [e for e in (facts.containerd, facts.crio) if e.installed and not e.error]
+    if not engines:
+        return skip("no containerd or CRI-O config to compare with")
+    if any(_nvidia_runtime(engine)[0] is not None for engine in engines):
+        return ok("a RuntimeClass has handler nvidia and the runtime defines it")
+    first = engines[0]
+    return fail(
+        "a RuntimeClass sends pods to handler nvidia, which this node's runtime does not "
+        "define: they fail with 'no runtime for \"nvidia\" is configured'",
+        Evidence("RuntimeClasses", "handler nvidia"),
+        *(_nvidia_runtime(engine)[1][0] for engine in engines),
+        commands=(f"sudo systemctl restart {_service(first)}",),
+        fixes=(_configure(_service(first)),),
+    )
+
+
+def _service(engine: EngineFacts) -> str:
+    return "crio" if engine.engine == "crio" else "containerd"
+
+
+@check(
+    "k8s.gpu-not-allocatable",
+    severity=Severity.ERROR,
+    title="the node offers its GPUs to the scheduler (allocatable nvidia.com/gpu or mig-*)",
+    remedy="Check the device plugin's pod and logs on this node (NVML errors, no devices).",
+    sources=(K8S_DEVICE_PLUGIN, "https://github.com/NVIDIA/k8s-device-plugin/issues/479"),
+    depends_on=("driver.not-loaded", "lib.nvml-not-found", "gpu.lost"),
+    where=HOST_ONLY,
+)
+def gpu_not_allocatable(facts: NodeFacts) -> Result:
+    """GPUs on the node, none in `status.allocatable`: GPU pods stay Pending."""
+    node = kube(facts)
+    if isinstance(node, Result):
+        return node
+    if "allocatable" not in node:
+        return unknown("the API server did not return this node (no node name, or no access)")
+    gpus = len(facts.kernel.gpus)
+    if not gpus:
+        return skip("the node has no GPU")
+    offered = {k: v for k, v in node["allocatable"].items() if v not in ("0", "")}
+    if offered:
+        listed = ", ".join(f"{k}={v}" for k, v in sorted(offered.items()))
+        return ok(f"allocatable: {listed}")
+    return fail(
+        f"the node has {gpus} GPU(s) but offers none to the scheduler: GPU pods stay Pending "
+        "with 'Insufficient nvidia.com/gpu'",
+        Evidence(f"node {node.get('node', '')}", "allocatable: no nvidia.com/gpu or mig-*"),
+        Evidence("/proc/driver/nvidia/gpus", f"{gpus} GPU(s)"),
+        notes=(
+            "look at the device plugin pod on this node and its log (NVML errors, "
+            "'No devices found', a MIG strategy error)",
+        ),
     )

@@ -62,10 +62,10 @@ def gpu_lost(facts: NodeFacts) -> Result:
         "fell off the bus or the driver lost it; GPU containers cannot start",
         Evidence("NVML", f"nvmlInit: {nvml.error or what}"),
         Evidence("/proc/driver/nvidia/version", facts.kernel.driver_version or "missing"),
-        commands=(
-            "sudo dmesg | grep -i xid   # Xid 79: fell off the bus; 119/120: GSP",
-            "sudo nvidia-smi -r   # reset, once no process uses the GPU",
-            "sudo reboot   # if the reset fails; drain the node first",
+        commands=("sudo dmesg | grep -i xid", "sudo nvidia-smi -r", "sudo reboot"),
+        notes=(
+            "Xid 79: the GPU fell off the bus; 119/120: GSP firmware",
+            "reset once no process uses the GPU; reboot (drain the node first) if the reset fails",
         ),
     )
 
@@ -142,15 +142,12 @@ def leftover_processes(facts: NodeFacts) -> Result:
         commands=(
             "sudo fuser -v /dev/nvidia*",
             *(f"sudo kill -9 {pid}" for pid in kill),
-            *(
-                f"sudo nvidia-smi --gpu-reset -i {index}   # memory of no live process; or reboot"
-                for index in dict.fromkeys(resets)
-            ),
-            *(
-                ()
-                if resets
-                else ("# memory still held with no process: sudo nvidia-smi --gpu-reset -i <idx>",)
-            ),
+            *(f"sudo nvidia-smi --gpu-reset -i {index}" for index in dict.fromkeys(resets)),
+        ),
+        notes=(
+            "a GPU reset frees memory no live process holds; reboot if it fails"
+            if resets
+            else "memory still held with no process: reset that GPU (nvidia-smi --gpu-reset)",
         ),
     )
 
@@ -175,3 +172,144 @@ def _unaccounted(gpu: NvmlGpu) -> int | None:
 
 def _mib(size: int | None) -> str:
     return "memory unknown" if size is None else f"{size // (1 << 20)} MiB"
+
+
+HEALTH_DEPENDS = (
+    "driver.not-loaded",
+    "driver.library-mismatch",
+    "lib.nvml-not-found",
+    "gpu.lost",
+    "dev.permission-denied",
+)
+MEMORY_DOCS = "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html"
+# nvmlClocksEventReason* bits that mean the GPU is held back by heat or power, not by choice
+THROTTLE_REASONS = {
+    0x4: "software power cap",
+    0x8: "hardware slowdown",
+    0x20: "software thermal slowdown",
+    0x40: "hardware thermal slowdown",
+    0x80: "hardware power brake",
+}
+
+
+def _health_gpus(facts: NodeFacts) -> tuple[NvmlGpu, ...] | Result:
+    """NVML's GPUs, or the `unknown` result a health check returns without NVML."""
+    nvml = facts.nvml
+    if isinstance(nvml, Unavailable):
+        return unknown(f"NVML facts unavailable: {nvml.reason}", needs_root=nvml.needs_root)
+    if nvml.error_code is not None:  # the driver, lib, gpu.lost or container checks say why
+        return skip(f"NVML did not initialise ({nvml.error}): see the checks that name the cause")
+    return nvml.gpus
+
+
+def _reset(gpus: list[NvmlGpu]) -> tuple[str, ...]:
+    return tuple(f"sudo nvidia-smi -r -i {gpu.index}" for gpu in gpus)
+
+
+@check(
+    "gpu.ecc-uncorrectable",
+    severity=Severity.WARNING,
+    title="no GPU has uncorrectable ECC errors since the driver loaded",
+    remedy="Drain the node and reset the GPU; if errors recur, replace it.",
+    sources=(MEMORY_DOCS, XID_DOCS),
+    depends_on=HEALTH_DEPENDS,
+)
+def ecc_uncorrectable(facts: NodeFacts) -> Result:
+    """`nvmlDeviceGetTotalEccErrors(UNCORRECTED, VOLATILE)` > 0."""
+    gpus = _health_gpus(facts)
+    if isinstance(gpus, Result):
+        return gpus
+    known = [gpu for gpu in gpus if gpu.ecc_uncorrected is not None]
+    if not known:
+        return skip("no GPU reports ECC counters (ECC off or not supported)")
+    bad = [gpu for gpu in known if gpu.ecc_uncorrected]
+    if not bad:
+        return ok(f"no uncorrectable ECC errors on {len(known)} GPU(s)")
+    return warn(
+        f"GPU {', '.join(str(g.index) for g in bad)} had uncorrectable ECC errors since the "
+        "driver loaded: its work may have failed, and CUDA contexts on it can be lost",
+        *(
+            Evidence(f"NVML GPU {g.index}", f"{g.ecc_uncorrected} volatile uncorrected error(s)")
+            for g in bad
+        ),
+        commands=_reset(bad),
+        notes=("drain the node before the reset; watch the kernel log for Xid 48, 94, 95",),
+    )
+
+
+@check(
+    "gpu.memory-remap-pending",
+    severity=Severity.WARNING,
+    title="no memory repair waits for a GPU reset (row remap, page retirement)",
+    remedy="Drain the node, reset the GPU (or reboot) so the repair takes effect; RMA on failure.",
+    sources=(MEMORY_DOCS, "https://docs.nvidia.com/deploy/dynamic-page-retirement/index.html"),
+    depends_on=HEALTH_DEPENDS,
+)
+def memory_remap_pending(facts: NodeFacts) -> Result:
+    """Retired pages pending (pre-A100), a row remap pending, or a remap that failed."""
+    gpus = _health_gpus(facts)
+    if isinstance(gpus, Result):
+        return gpus
+    known = [g for g in gpus if g.remap_pending is not None or g.retired_pages_pending is not None]
+    if not known:
+        return skip("no GPU reports row remapping or page retirement")
+    failed = [g for g in known if g.remap_failed]
+    pending = [g for g in known if g.remap_pending or g.retired_pages_pending]
+    if not failed and not pending:
+        return ok(f"no memory repair pending on {len(known)} GPU(s)")
+    evidence = [Evidence(f"NVML GPU {g.index}", "row remapping failed") for g in failed]
+    evidence += [
+        Evidence(
+            f"NVML GPU {g.index}",
+            "row remap pending" if g.remap_pending else "page retirement pending",
+        )
+        for g in pending
+    ]
+    if failed:
+        return fail(
+            f"row remapping failed on GPU {', '.join(str(g.index) for g in failed)}: the GPU "
+            "has memory it cannot repair and should be replaced",
+            *evidence,
+            commands=_reset([*failed, *(g for g in pending if g not in failed)]),
+            severity=Severity.ERROR,
+            notes=("drain the node; open an RMA for the GPU",),
+        )
+    return warn(
+        f"GPU {', '.join(str(g.index) for g in pending)} has a memory repair pending: it takes "
+        "effect at the next GPU reset, until then the bad memory stays in use",
+        *evidence,
+        commands=_reset(pending),
+        notes=("drain the node before the reset (or reboot it)",),
+    )
+
+
+@check(
+    "gpu.clocks-throttled",
+    severity=Severity.WARNING,
+    title="no GPU is slowed down by heat or power now",
+    remedy="Check cooling, airflow and power delivery; look at nvidia-smi's performance report.",
+    sources=("https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksEventReasons.html",),
+    depends_on=HEALTH_DEPENDS,
+)
+def clocks_throttled(facts: NodeFacts) -> Result:
+    """`nvmlDeviceGetCurrentClocksEventReasons` has a thermal or power reason set."""
+    gpus = _health_gpus(facts)
+    if isinstance(gpus, Result):
+        return gpus
+    known = [g for g in gpus if g.clock_reasons is not None]
+    if not known:
+        return skip("no GPU reports its clock event reasons")
+    slowed = {
+        g.index: [name for bit, name in THROTTLE_REASONS.items() if (g.clock_reasons or 0) & bit]
+        for g in known
+    }
+    slowed = {index: names for index, names in slowed.items() if names}
+    if not slowed:
+        return ok(f"no thermal or power slowdown on {len(known)} GPU(s)")
+    return warn(
+        f"GPU {', '.join(map(str, slowed))} runs below its clocks now because of "
+        + ", ".join(sorted({name for names in slowed.values() for name in names})),
+        *(Evidence(f"NVML GPU {i}", ", ".join(names)) for i, names in slowed.items()),
+        commands=tuple(f"nvidia-smi -q -d PERFORMANCE -i {i}" for i in slowed),
+        notes=("hardware slowdowns point to cooling or power supply; a power cap may be set",),
+    )

@@ -24,12 +24,16 @@ def _lookup(facts: NodeFacts, soname: str) -> Result | None:
         and facts.nvml.error_code == NvmlReturn.LIBRARY_NOT_FOUND
     ):
         evidence.append(Evidence("NVML", "nvmlInit: NVML Shared Library Not Found (12)"))
-    branch = (facts.kernel.driver_version or "<branch>").split(".")[0]
+    version = facts.kernel.driver_version
+    install = (
+        (f"sudo apt-get install libnvidia-compute-{version.split('.')[0]}",) if version else ()
+    )
     return fail(
         f"the dynamic loader cannot find {soname}: the driver's user-space libraries are "
         "missing or ldconfig was not run",
         *evidence,
-        commands=(f"sudo apt-get install libnvidia-compute-{branch}", "sudo ldconfig"),
+        commands=(*install, "sudo ldconfig"),
+        notes=() if version else ("install the driver's user-space libraries",),
     )
 
 
@@ -98,8 +102,6 @@ def libcuda_stub(facts: NodeFacts) -> Result:
         "libcuda resolves to the CUDA toolkit's link-time stub: CUDA will fail with error 34 "
         "(CUDA driver is a stub library)",
         *evidence,
-        commands=(
-            "remove the stubs directory from LD_LIBRARY_PATH and /etc/ld.so.conf.d/*",
-            "sudo ldconfig",
-        ),
+        commands=("sudo ldconfig",),
+        notes=("first remove the stubs directory from LD_LIBRARY_PATH and /etc/ld.so.conf.d/*",),
     )

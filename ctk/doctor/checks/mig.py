@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from ctk.doctor.expected import expected_devices
 from ctk.doctor.facts import NodeFacts, NvmlGpu, Unavailable
+from ctk.doctor.fixes import DEFAULT_SPEC, GenerateSpec
 from ctk.doctor.model import (
     HOST_ONLY,
     INSIDE,
     Evidence,
-    Fix,
     Result,
     Severity,
     check,
@@ -20,11 +24,19 @@ from ctk.doctor.model import (
 
 MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/"
 GPU_KIND = "nvidia.com/gpu"
-GENERATE = "sudo ctk cdi generate --output=/var/run/cdi/nvidia.yaml"
-GENERATE_FIX = Fix(
-    ("cdi", "generate", "--output=/var/run/cdi/nvidia.yaml"),
-    "generate the CDI spec for the current devices into /var/run/cdi/nvidia.yaml",
-)
+
+
+def spec_output(facts: NodeFacts) -> str:
+    """Where regenerating writes: the node's generated nvidia.com/gpu spec, the same path (a
+    second spec elsewhere would shadow or clash with it); the default where there is none."""
+    paths = sorted(spec.path for spec in facts.cdi.specs if spec.kind == GPU_KIND)
+    generated = [p for p in paths if p.rsplit("/", 1)[-1] in ("nvidia.yaml", "nvidia.json")]
+    return (generated or paths or [DEFAULT_SPEC])[0]
+
+
+def regenerate(facts: NodeFacts) -> GenerateSpec:
+    """The fix that rewrites the node's spec for its current devices."""
+    return GenerateSpec(output=spec_output(facts))
 
 
 def nvml_gpus(facts: NodeFacts) -> tuple[NvmlGpu, ...] | Result:
@@ -51,7 +63,13 @@ def _mig_gpus(facts: NodeFacts) -> tuple[NvmlGpu, ...] | Result:
     title="no MIG mode change is pending",
     remedy="Stop the GPU's clients and reset it (or reboot) so the MIG mode change takes effect.",
     sources=(MIG_GUIDE, "https://github.com/NVIDIA/gpu-operator/issues/1845"),
-    depends_on=("driver.not-loaded", "driver.library-mismatch", "lib.nvml-not-found", "gpu.lost"),
+    depends_on=(
+        "driver.not-loaded",
+        "driver.library-mismatch",
+        "lib.nvml-not-found",
+        "gpu.lost",
+        "dev.permission-denied",
+    ),
     where=HOST_ONLY,
 )
 def mode_pending(facts: NodeFacts) -> Result:
@@ -84,7 +102,13 @@ def mode_pending(facts: NodeFacts) -> Result:
     title="MIG-enabled GPUs have MIG devices",
     remedy="Create GPU and compute instances (nvidia-smi mig or mig-parted).",
     sources=(MIG_GUIDE, "https://github.com/NVIDIA/k8s-device-plugin/issues/225"),
-    depends_on=("driver.not-loaded", "driver.library-mismatch", "lib.nvml-not-found", "gpu.lost"),
+    depends_on=(
+        "driver.not-loaded",
+        "driver.library-mismatch",
+        "lib.nvml-not-found",
+        "gpu.lost",
+        "dev.permission-denied",
+    ),
     where=HOST_ONLY,
 )
 def enabled_without_instances(facts: NodeFacts) -> Result:
@@ -100,9 +124,14 @@ def enabled_without_instances(facts: NodeFacts) -> Result:
         f"MIG is enabled on GPU {', '.join(str(g.index) for g in empty)} but no GPU instance "
         "exists: the GPU is unusable until instances are created (they do not survive reboot)",
         *(Evidence(f"NVML GPU {g.index}", f"{g.name}: MIG on, 0 MIG devices") for g in empty),
-        commands=(
-            *(f"sudo nvidia-smi mig -i {g.index} -cgi <profile,...> -C" for g in empty),
-            "# list profiles: nvidia-smi mig -lgip; persistent layouts: nvidia-mig-parted apply",
+        commands=("sudo nvidia-smi mig -lgip",),
+        notes=(
+            *(
+                f"create instances on GPU {g.index}: sudo nvidia-smi mig -i {g.index} -cgi "
+                "PROFILES -C (profiles as listed)"
+                for g in empty
+            ),
+            "keep a layout across reboots with nvidia-mig-parted apply",
         ),
     )
 
@@ -132,11 +161,12 @@ def not_in_cdi_spec(facts: NodeFacts) -> Result:
     names = spec_device_names(facts)
     if not names:
         return skip("no nvidia.com/gpu CDI spec (see cdi.spec-missing)")
+    expected = expected_devices(facts)
+    migs = () if expected is None else tuple(d for d in expected if d.is_mig)
     missing = [
-        f"{gpu.index}:{i} ({mig.uuid})"
-        for gpu in gpus
-        for i, mig in enumerate(gpu.mig_devices)
-        if f"{gpu.index}:{i}" not in names and mig.uuid not in names
+        f"{device.index_name} ({device.uuid})"
+        for device in migs
+        if not any(name in names for name in device.names)
     ]
     if not missing:
         return ok("every MIG device has a CDI entry")
@@ -146,8 +176,7 @@ def not_in_cdi_spec(facts: NodeFacts) -> Result:
         "'unresolvable CDI devices' (the refresh unit does not run on MIG changes)",
         Evidence("NVML", "MIG devices " + ", ".join(missing)),
         *(Evidence(path, "no entry for them") for path in spec_paths),
-        commands=(GENERATE,),
-        fixes=(GENERATE_FIX,),
+        fixes=(regenerate(facts),),
     )
 
 
@@ -174,14 +203,18 @@ def whole_gpu_in_container(facts: NodeFacts) -> Result:
             Evidence(f"NVML GPU {g.index}", f"{g.uuid}: MIG enabled, no MIG device")
             for g in parents
         ),
-        commands=("docker run -e NVIDIA_VISIBLE_DEVICES=MIG-<uuid> ...",),
+        notes=("request a MIG device: NVIDIA_VISIBLE_DEVICES=MIG-<uuid> or nvidia.com/mig-*",),
     )
 
 
-def _kube(facts: NodeFacts) -> Result | None:
-    if facts.kubernetes is None:
+def kube(facts: NodeFacts) -> Mapping[str, Any] | Result:
+    """The Kubernetes facts, or the result of a check that needs them when there are none."""
+    found = facts.kubernetes
+    if found is None:
         return skip("no Kubernetes node facts (not a Kubernetes node or no kubeconfig)")
-    return None
+    if isinstance(found, Unavailable):
+        return unknown(f"Kubernetes facts unavailable: {found.reason}", needs_root=found.needs_root)
+    return found
 
 
 @check(
@@ -195,25 +228,28 @@ def _kube(facts: NodeFacts) -> Result | None:
 )
 def strategy_mismatch(facts: NodeFacts) -> Result:
     """`single` needs every GPU MIG-enabled with one profile."""
-    blocked = _kube(facts)
-    if blocked is not None:
-        return blocked
+    node = kube(facts)
+    if isinstance(node, Result):
+        return node
     gpus = nvml_gpus(facts)
     if isinstance(gpus, Result):
         return gpus
-    assert facts.kubernetes is not None
-    labels = facts.kubernetes.get("labels", {})
-    if labels.get("nvidia.com/mig.strategy") != "single":
-        return ok("the MIG strategy is not 'single'")
+    labels = node.get("labels", {})
+    strategy = node.get("mig_strategy") or labels.get("nvidia.com/mig.strategy")
+    source = "device plugin MIG_STRATEGY" if node.get("mig_strategy") else "node label"
+    if strategy != "single":
+        return ok(f"the MIG strategy is {strategy or 'not set'}, not 'single'")
     profiles = {m.profile for g in gpus for m in g.mig_devices}
     mixed = any(g.mig_current != 1 for g in gpus) and any(g.mig_current == 1 for g in gpus)
     if len(profiles) <= 1 and not mixed:
         return ok("uniform MIG layout under the single strategy")
     return fail(
         "MIG strategy 'single' with a mixed layout: the device plugin advertises nothing",
-        Evidence("node label nvidia.com/mig.strategy", "single"),
+        Evidence(
+            "node label nvidia.com/mig.strategy" if source == "node label" else source, "single"
+        ),
         Evidence("NVML", "profiles " + ", ".join(sorted(profiles)) if profiles else "MIG mixed"),
-        commands=("helm upgrade ... --set mig.strategy=mixed",),
+        notes=("switch the device plugin to the mixed strategy (Helm: --set mig.strategy=mixed)",),
     )
 
 
@@ -228,14 +264,13 @@ def strategy_mismatch(facts: NodeFacts) -> Result:
 )
 def device_plugin_stale(facts: NodeFacts) -> Result:
     """Allocatable `nvidia.com/mig-*` counts differ from NVML's layout."""
-    blocked = _kube(facts)
-    if blocked is not None:
-        return blocked
+    node = kube(facts)
+    if isinstance(node, Result):
+        return node
     gpus = nvml_gpus(facts)
     if isinstance(gpus, Result):
         return gpus
-    assert facts.kubernetes is not None
-    allocatable = facts.kubernetes.get("allocatable", {})
+    allocatable = node.get("allocatable", {})
     layout: dict[str, int] = {}
     for gpu in gpus:
         for mig in gpu.mig_devices:
@@ -248,5 +283,5 @@ def device_plugin_stale(facts: NodeFacts) -> Result:
         "the node advertises a MIG layout that differs from the GPUs' current one",
         Evidence("node allocatable", str(dict(sorted(advertised.items())))),
         Evidence("NVML", str(dict(sorted(layout.items())))),
-        commands=("kubectl -n <ns> rollout restart daemonset/nvidia-device-plugin-daemonset",),
+        notes=("restart the device plugin's DaemonSet (kubectl rollout restart)",),
     )

@@ -7,6 +7,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from ctk.doctor.facts import NodeFacts
+from ctk.doctor.fixes import (
+    ConfigureRuntime,
+    GenerateSpec,
+    SetToolkitConfig,
+    ToolkitConfigDefault,
+)
 from ctk.doctor.model import (
     HOST_ONLY,
     Evidence,
@@ -19,6 +25,7 @@ from ctk.doctor.model import (
     unknown,
     warn,
 )
+from ctk.runtime_config.engines import Runtime
 
 INSTALL_GUIDE = (
     "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
@@ -150,10 +157,11 @@ def legacy_nvidia_docker2(facts: NodeFacts) -> Result:
         "from it often lose the nvidia runtime in daemon.json)",
         *evidence,
         commands=(
-            "sudo apt-get purge -y nvidia-docker2 && sudo apt-get install -y "
-            "nvidia-container-toolkit",
-            "sudo ctk runtime configure --runtime=docker && sudo systemctl restart docker",
+            "sudo apt-get purge -y nvidia-docker2",
+            "sudo apt-get install -y nvidia-container-toolkit",
+            "sudo systemctl restart docker",
         ),
+        fixes=(ConfigureRuntime(runtime=Runtime.DOCKER),),
     )
 
 
@@ -214,7 +222,7 @@ def config_invalid(facts: NodeFacts) -> Result:
         return fail(
             f"{config.path} does not parse: {config.error}",
             Evidence(config.path, config.error),
-            commands=(f"sudo nvidia-ctk config default --output={CONFIG}",),
+            fixes=(ToolkitConfigDefault(output=CONFIG),),
         )
     mode = config_table(facts, "nvidia-container-runtime").get("mode", "auto")
     if mode not in MODES:
@@ -222,9 +230,7 @@ def config_invalid(facts: NodeFacts) -> Result:
             f"{config.path}: nvidia-container-runtime.mode = {mode!r} is not one of "
             + ", ".join(sorted(MODES)),
             Evidence(config.path, f"mode = {mode!r}"),
-            commands=(
-                "sudo nvidia-ctk config --in-place --set nvidia-container-runtime.mode=auto",
-            ),
+            fixes=(SetToolkitConfig(settings=(("nvidia-container-runtime.mode", "auto"),)),),
         )
     return ok(f"{config.path} is valid (mode {mode})")
 
@@ -247,18 +253,26 @@ def ldconfig_path(facts: NodeFacts) -> Result:
     if path in facts.toolkit.existing_paths:
         return ok(f"ldconfig {value} exists")
     found = next((p for p in LDCONFIG_CANDIDATES if p in facts.toolkit.existing_paths), None)
-    command = (
-        f"sudo nvidia-ctk config --in-place --set nvidia-container-cli.ldconfig=@{found}"
+    fixes = (
+        (SetToolkitConfig(settings=(("nvidia-container-cli.ldconfig", f"@{found}"),)),)
         if found
-        else "# no ldconfig in /sbin or /usr/sbin: install the C library's ldconfig, then set "
-        "nvidia-container-cli.ldconfig to @<its path>"
+        else ()
+    )
+    notes = (
+        ()
+        if found
+        else (
+            "no ldconfig in /sbin or /usr/sbin: install the C library's ldconfig, then set "
+            "nvidia-container-cli.ldconfig to @ and its path",
+        )
     )
     return fail(
         f"the toolkit runs ldconfig from {path}, which does not exist: containers fail with "
         f"'ldcache error: open failed: {path}: no such file or directory'",
         Evidence(facts.toolkit.config.path, f'ldconfig = "{value}"'),
         Evidence(path, "missing"),
-        commands=(command,),
+        fixes=fixes,
+        notes=notes,
     )
 
 
@@ -283,18 +297,17 @@ def mode_mismatch(facts: NodeFacts) -> Result:
             "container fails with 'unresolvable CDI devices'",
             Evidence(facts.toolkit.config.path, 'mode = "cdi"'),
             Evidence(", ".join(facts.cdi.dirs), "no nvidia.com/gpu spec"),
-            commands=(
-                "sudo ctk cdi generate --output=/var/run/cdi/nvidia.yaml",
-                "# or: sudo nvidia-ctk config --in-place --set nvidia-container-runtime.mode=auto",
+            fixes=(GenerateSpec(),),
+            notes=(
+                'or leave CDI mode: set nvidia-container-runtime.mode = "auto" in '
+                f"{facts.toolkit.config.path or CONFIG}",
             ),
         )
     if mode == "csv" and facts.kernel.gpus:
         return warn(
             "the toolkit is in mode csv (Tegra only) on a host with discrete GPUs",
             Evidence(facts.toolkit.config.path, 'mode = "csv"'),
-            commands=(
-                "sudo nvidia-ctk config --in-place --set nvidia-container-runtime.mode=auto",
-            ),
+            fixes=(SetToolkitConfig(settings=(("nvidia-container-runtime.mode", "auto"),)),),
         )
     return ok(f"mode {mode}")
 
@@ -321,7 +334,7 @@ def rootless_no_cgroups(facts: NodeFacts) -> Result:
         "cgroups: containers fail with 'bpf_prog_query(BPF_CGROUP_DEVICE) failed'",
         Evidence(facts.docker_rootless.config_path, "rootless Docker"),
         Evidence(facts.toolkit.config.path or CONFIG, "no-cgroups is not true"),
-        commands=("sudo nvidia-ctk config --set nvidia-container-cli.no-cgroups --in-place",),
+        fixes=(SetToolkitConfig(settings=(("nvidia-container-cli.no-cgroups", "true"),)),),
     )
 
 
@@ -403,7 +416,8 @@ def security_outdated(facts: NodeFacts) -> Result:
             )
             for a in open_cves
         ),
-        commands=(UPGRADE, "sudo systemctl restart docker containerd   # the engines you use"),
+        commands=(UPGRADE,),
+        notes=("then restart the container engines you use (docker, containerd, crio)",),
     )
 
 
@@ -437,10 +451,12 @@ def unprivileged_envvar_accepted(facts: NodeFacts) -> Result:
             "accept-nvidia-visible-devices-envvar-when-unprivileged = true (default)",
         ),
         *(Evidence(e.config_path, "default runtime nvidia") for e in defaults),
-        commands=(
-            "sudo nvidia-ctk config --in-place --set "
-            "accept-nvidia-visible-devices-envvar-when-unprivileged=false",
-            "sudo nvidia-ctk config --in-place --set "
-            "accept-nvidia-visible-devices-as-volume-mounts=true",
+        fixes=(
+            SetToolkitConfig(
+                settings=(
+                    ("accept-nvidia-visible-devices-envvar-when-unprivileged", "false"),
+                    ("accept-nvidia-visible-devices-as-volume-mounts", "true"),
+                )
+            ),
         ),
     )

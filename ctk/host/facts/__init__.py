@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from ctk.doctor.advisories import Advisory, parse_advisories
 from ctk.doctor.cuda import need_from_env, parse_table
@@ -39,6 +41,7 @@ from ctk.host.facts.engines import (
     kubelet_cgroup_driver,
 )
 from ctk.host.facts.gatherer import (
+    DOCTOR_DEADLINE_S,
     KUBELET_PATHS,
     NVML_TIMEOUT_S,
     STEP_TIMEOUT_S,
@@ -53,8 +56,11 @@ from ctk.host.facts.kernel import (
     gather_nvml,
     gather_process_states,
 )
+from ctk.host.facts.kubernetes import gather_kubernetes
 from ctk.host.root import HostRoot
 from ctk.runtime_config.engines import ENGINES, Runtime
+
+PERSISTENCED_SOCKETS = ("/run/nvidia-persistenced/socket", "/var/run/nvidia-persistenced/socket")
 
 
 def advisories() -> tuple[Advisory, ...]:
@@ -73,12 +79,12 @@ def gather(
     root: Path, *, cuda_need: CudaNeed | None = None, nvml_timeout: float = NVML_TIMEOUT_S
 ) -> tuple[NodeFacts, tuple[Timing, ...]]:
     """All facts about the node under ``root``; NVML runs in parallel with the file reads."""
-    g = Gatherer(HostRoot(root))
+    start = time.monotonic()
+    g = Gatherer(HostRoot(root), deadline=start + max(DOCTOR_DEADLINE_S, nvml_timeout))
     nvml_box: list[NvmlFacts | Unavailable] = []
     nvml_thread = threading.Thread(
         target=lambda: nvml_box.append(_safe_nvml(root)), name="ctk-doctor-nvml", daemon=True
     )
-    start = time.monotonic()
     nvml_thread.start()
     # Every step that reads /proc, /sys or config files runs bounded: a step that hangs (a broken
     # driver's /proc file, a dead NFS mount) leaves a `TimedOut` stand-in, and only the checks that
@@ -86,6 +92,14 @@ def gather(
     no_env: dict[str, str] = {}
     env = g.bounded("environment", lambda: read_environ(g), no_env, STEP_TIMEOUT_S)
     where = g.bounded("context", lambda: detect_where(g, env), Where.HOST, STEP_TIMEOUT_S)
+    # the API server is asked while the files are read: network waits overlap the rest
+    kube_box: list[Mapping[str, Any] | Unavailable | None] = []
+    kube_thread = threading.Thread(
+        target=lambda: kube_box.append(_safe_kubernetes(g, env, where)),
+        name="ctk-doctor-kubernetes",
+        daemon=True,
+    )
+    kube_thread.start()
     kernel = g.step("kernel", lambda: gather_kernel(g))
     dev = g.step("dev", lambda: gather_dev(g))
     libs = g.step("libraries", lambda: gather_libs(g, env if where is not Where.HOST else {}))
@@ -167,13 +181,37 @@ def gather(
         gpu_processes=processes,
         nvml_process_states=states,
         advisories=g.timed("advisories", advisories),
+        kubernetes=_joined(g, kube_thread, kube_box),
         kubelet=any(g.exists(p) for p in KUBELET_PATHS),
+        persistenced=any(g.exists(p) for p in PERSISTENCED_SOCKETS),
         kubelet_cgroup_driver=g.step("kubelet", lambda: kubelet_cgroup_driver(g)),
         host_mount="/host"
         if where is not Where.HOST and g.exists("/host/etc/os-release")
         else None,
     )
     return facts, tuple(g.timings)
+
+
+def _safe_kubernetes(
+    g: Gatherer, env: Mapping[str, str], where: Where
+) -> Mapping[str, Any] | Unavailable | None:
+    try:
+        return gather_kubernetes(g, env, where)
+    except Exception as exc:  # an adapter bug must not hide every other fact
+        return Unavailable(f"Kubernetes facts failed: {type(exc).__name__}: {exc}")
+
+
+def _joined(
+    g: Gatherer, thread: threading.Thread, box: list[Mapping[str, Any] | Unavailable | None]
+) -> Mapping[str, Any] | Unavailable | None:
+    """The Kubernetes facts, waiting for them no longer than the deadline leaves."""
+    start = time.monotonic()
+    thread.join(g.wait(STEP_TIMEOUT_S))
+    timed_out = thread.is_alive()
+    g.timings.append(Timing("kubernetes", time.monotonic() - start, timed_out=timed_out))
+    if timed_out:
+        return Unavailable("the Kubernetes API did not answer in time")
+    return box[0]
 
 
 def _safe_nvml(root: Path) -> NvmlFacts | Unavailable:

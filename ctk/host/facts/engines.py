@@ -63,7 +63,16 @@ def read_toml_file(g: Gatherer, path: str) -> ConfigFile:
         data = tomllib.loads(g.text(path) or "")
     except tomllib.TOMLDecodeError as exc:
         return ConfigFile(path=path, exists=True, error=str(exc))
+    except (ValueError, RecursionError) as exc:  # a 5,000-digit integer, 100,000 nested arrays
+        return ConfigFile(path=path, exists=True, error=_hostile(exc))
     return ConfigFile(path=path, exists=True, data=data)
+
+
+def _hostile(exc: BaseException) -> str:
+    """A parse error for input the parser gives up on outside its grammar."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to read"
+    return str(exc).split(";")[0]  # "Exceeds the limit (4300 digits) for integer ..."
 
 
 def gather_toolkit(g: Gatherer, env: Mapping[str, str]) -> ToolkitFacts:
@@ -237,7 +246,7 @@ def gather_containerd(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts:
 
     try:
         disabled = tomllib.loads(g.text(main) or "").get("disabled_plugins", [])
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, ValueError, RecursionError):
         disabled = []
     cri_names = {"cri", "io.containerd.grpc.v1.cri"}
     cri_off = isinstance(disabled, list) and bool(cri_names & set(map(str, disabled)))
@@ -301,7 +310,7 @@ def kubelet_cgroup_driver(g: Gatherer) -> str | Unavailable | None:
         return Unavailable(f"{path} is readable by root only", needs_root=True)
     try:
         data = yaml.safe_load(g.text(path) or "")
-    except yaml.YAMLError:
+    except (yaml.YAMLError, ValueError, RecursionError):
         return None
     value = data.get("cgroupDriver") if isinstance(data, dict) else None
     return value if isinstance(value, str) else None

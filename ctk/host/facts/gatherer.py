@@ -22,6 +22,9 @@ from ctk.host.root import HostRoot, PathEscapeError, PathUnreadableError
 T = TypeVar("T")
 
 NVML_TIMEOUT_S = 5.0
+DOCTOR_DEADLINE_S = 5.0
+"""The whole gather, however many steps hang (issue 15: the doctor answers within 6 s)."""
+DEADLINE_GRACE_S = 0.02
 STEP_TIMEOUT_S = 5.0
 READ_TIMEOUT_S = 2.0  # one risky driver file read inside a step (below STEP_TIMEOUT_S)
 LIBRARY_DIRS = (
@@ -37,6 +40,7 @@ LIBRARY_DIRS = (
 )
 BINARY_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 BINARIES = (
+    "ctk",
     "nvidia-container-runtime",
     "nvidia-container-runtime-hook",
     "nvidia-container-toolkit",
@@ -98,6 +102,8 @@ class Gatherer:
 
     root: HostRoot
     timings: list[Timing] = field(default_factory=list)
+    deadline: float | None = None
+    """`time.monotonic()` by which the whole gather ends: no step waits past it."""
 
     # --- primitives -------------------------------------------------------------------------
 
@@ -186,7 +192,7 @@ class Gatherer:
         start = time.monotonic()
         thread = threading.Thread(target=target, name=f"ctk-doctor-{step}", daemon=True)
         thread.start()
-        thread.join(timeout)
+        thread.join(self.wait(timeout))
         elapsed = time.monotonic() - start
         if thread.is_alive():
             self.timings.append(Timing(step, elapsed, timed_out=True))
@@ -196,9 +202,25 @@ class Gatherer:
             raise errors[0]
         return box[0]
 
+    def wait(self, timeout: float) -> float:
+        """How long a step may take: its own bound, cut to what is left before the deadline
+        (a short grace after it, so a step that answers at once still counts)."""
+        if self.deadline is None:
+            return timeout
+        return min(timeout, max(DEADLINE_GRACE_S, self.deadline - time.monotonic()))
+
     def step(self, step: str, function: Callable[[], T], timeout: float = STEP_TIMEOUT_S) -> T:
-        """``function``'s facts, or a `TimedOut` stand-in when it hangs (its checks: unknown)."""
-        return self.bounded(step, function, cast(T, TimedOut(step)), timeout)
+        """``function``'s facts, or a `TimedOut` stand-in when it hangs or fails (its checks:
+        unknown): one unreadable file never takes the whole report down."""
+
+        def guarded() -> T:
+            try:
+                return function()
+            except Exception as exc:
+                text = f"{type(exc).__name__}: {exc}"
+                return cast(T, TimedOut(step, text[:200]))
+
+        return self.bounded(step, guarded, cast(T, TimedOut(step)), timeout)
 
     def timed(self, step: str, function: Callable[[], T]) -> T:
         """Run ``function`` and record how long it took."""

@@ -281,6 +281,7 @@ def gather_nvml(root: Path) -> NvmlFacts:
         driver_version=found.driver_version,
         cuda_version=(cuda // 1000, (cuda % 1000) // 10),
         gpus=tuple(_nvml_gpu(gpu, health.get(gpu.index)) for gpu in found.gpus),
+        source=found,
     )
 
 
@@ -305,6 +306,12 @@ def _nvml_gpu(gpu: Gpu, health: GpuHealth | None) -> NvmlGpu:
         processes=None
         if health is None or health.processes is None
         else tuple(NvmlProcess(pid=p.pid, used_memory=p.used_memory) for p in health.processes),
+        ecc_uncorrected=health.ecc_uncorrected if health else None,
+        retired_pages_pending=health.retired_pages_pending if health else None,
+        remap_pending=health.remap_pending if health else None,
+        remap_failed=health.remap_failed if health else None,
+        clock_reasons=health.clock_reasons if health else None,
+        persistence=health.persistence if health else None,
     )
 
 

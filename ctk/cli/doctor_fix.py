@@ -1,0 +1,160 @@
+"""`ctk doctor --fix`: apply typed fixes by calling the functions the ctk commands call.
+
+No argv is replayed through the CLI: a fix value goes straight to the command's function, with
+every option the value does not set at the command's own default. Under `--root R` the paths
+are the node's, resolved inside R (`HostRoot`), and undo records go to R's state directory, so
+a later `ctk runtime unconfigure` on the node finds them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import os
+import shlex
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import typer
+from typer.models import ParameterInfo
+
+from ctk.doctor.fixes import (
+    APPLIABLE,
+    ConfigureRuntime,
+    CreateCharLinks,
+    CreateDeviceNodes,
+    Fix,
+    GenerateSpec,
+    Suggestion,
+    argv,
+)
+from ctk.doctor.model import Finding, Status
+
+
+def planned(findings: Sequence[Finding]) -> list[tuple[Fix, list[str]]]:
+    """Each distinct fix ctk applies itself, of failing or warning findings, with their ids."""
+    plan: dict[Suggestion, list[str]] = {}
+    for finding in findings:
+        if finding.status not in (Status.FAIL, Status.WARN):
+            continue
+        for fix in finding.fixes:
+            if isinstance(fix, APPLIABLE):
+                plan.setdefault(fix, []).append(finding.check)
+    return [(fix, ids) for fix, ids in plan.items() if isinstance(fix, APPLIABLE)]
+
+
+def shown(fix: Fix, root: Path) -> str | None:
+    """The ctk command line ``fix`` amounts to on the node under ``root``; None: not there."""
+    args = argv(fix)
+    if args is None or not applies_under(fix, root):
+        return None
+    from ctk.host.root import HostRoot
+    from ctk.runtime_config.engines import ENGINES, Runtime
+
+    if str(root) == "/":
+        return shlex.join(["ctk", *args])
+    host = HostRoot(root)
+    match fix:
+        case ConfigureRuntime():
+            config = host.path(fix.config or ENGINES[fix.runtime].config_path)
+            # in place: a drop-in's import line would name the path under --root
+            drop_in = [] if fix.runtime is Runtime.DOCKER else ["--drop-in-config="]
+            extra = [f"--config={config}", *drop_in]
+            args = tuple(a for a in args if not a.startswith("--config="))
+        case CreateCharLinks():
+            extra = [f"--root={root}", f"--dev-char-path={host.path('/dev/char')}"]
+        case _:
+            extra = [f"--root={root}"]
+    return shlex.join(["ctk", *args, *extra])
+
+
+def applies_under(fix: Fix, root: Path) -> bool:
+    """A spec generated under --root would name host paths with the root's prefix."""
+    return str(root) == "/" or not isinstance(fix, GenerateSpec)
+
+
+def apply(fix: Fix, root: Path) -> None:
+    """Apply ``fix`` to the node under ``root`` (raises `CtkError` as the command would)."""
+    from ctk.host.root import HostRoot
+
+    host = HostRoot(root)
+    under = str(root) != "/"
+    match fix:
+        case ConfigureRuntime():
+            from ctk.cli import runtime
+            from ctk.runtime_config.engines import ENGINES, Runtime
+
+            config = host.path(fix.config or ENGINES[fix.runtime].config_path) if under else None
+            in_place = under and fix.runtime is not Runtime.DOCKER
+            with _state_dir(host.path("/var/lib/ctk") if under else None):
+                call(
+                    runtime.configure,
+                    runtime=fix.runtime,
+                    config=None if config is None else str(config),
+                    drop_in_config="" if in_place else None,
+                    set_as_default=fix.set_as_default,
+                    cdi_enabled=fix.enable_cdi,
+                )
+        case CreateCharLinks():
+            from ctk.cli import system
+
+            call(
+                system.create_dev_char_symlinks,
+                dev_char_path=host.path("/dev/char"),
+                driver_root=root,
+            )
+        case CreateDeviceNodes():
+            from ctk.cli import system
+
+            call(system.create_device_nodes, driver_root=root, control_devices=True)
+        case GenerateSpec():
+            _generate(Path(fix.output))
+        case _:  # not appliable: planned() never hands these over
+            raise AssertionError(fix)
+
+
+def _generate(output: Path) -> None:
+    from ctk.cli import cdi
+
+    call(command_function(cdi.app, "generate"), output=output)
+
+
+def command_function(app: typer.Typer, name: str) -> Callable[..., Any]:
+    """The function behind the sub-command ``name`` of ``app``."""
+    for info in app.registered_commands:
+        if info.name == name and info.callback is not None:
+            return info.callback
+    raise AssertionError(f"no command {name}")  # a renamed command: the tests say so
+
+
+def call(command: Callable[..., Any], **given: Any) -> Any:
+    """Call a typer command function with ``given`` and every other option at its default."""
+    kwargs = {}
+    for name, parameter in inspect.signature(command).parameters.items():
+        if name in given:
+            kwargs[name] = given[name]
+        elif isinstance(parameter.default, ParameterInfo):
+            kwargs[name] = parameter.default.default
+        else:
+            kwargs[name] = parameter.default
+    return command(**kwargs)
+
+
+@contextlib.contextmanager
+def _state_dir(path: Path | None) -> Iterator[None]:
+    """Undo records of a `--root` run belong to that node's state directory."""
+    if path is None:
+        yield
+        return
+    from ctk.host.engines import STATE_DIR_ENV
+
+    old = os.environ.get(STATE_DIR_ENV)
+    os.environ[STATE_DIR_ENV] = str(path)
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[STATE_DIR_ENV]
+        else:
+            os.environ[STATE_DIR_ENV] = old

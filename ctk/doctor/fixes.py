@@ -1,0 +1,187 @@
+"""Typed fixes: what a check suggests the node's tool should do, as values, not strings.
+
+A fix value renders to the one command line a person sees (`command_line`, for ctk or, where only
+the NVIDIA Container Toolkit is installed, for nvidia-ctk); `ctk doctor --fix` applies the same
+value by calling the functions the ctk command calls (`ctk.cli.doctor_fix`). Every ctk or
+nvidia-ctk command a remedy shows comes from one of these values, so what is suggested and what
+is applied cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from ctk.enums import StrEnum
+from ctk.runtime_config.engines import Runtime
+
+if TYPE_CHECKING:
+    from ctk.doctor.facts import NodeFacts
+
+DEFAULT_SPEC: Final = "/var/run/cdi/nvidia.yaml"
+
+
+class Tool(StrEnum):
+    """The node's container toolkit CLI, which remedies name."""
+
+    CTK = "ctk"
+    NVIDIA_CTK = "nvidia-ctk"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfigureRuntime:
+    """Add the nvidia runtime to an engine's config (`runtime configure`)."""
+
+    runtime: Runtime
+    set_as_default: bool = False
+    enable_cdi: bool = False
+    config: str | None = None
+    """A config other than the engine's default (rootless Docker's, as seen on the node)."""
+    user: bool = False
+    """The config belongs to a user (rootless Docker): no sudo."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateCharLinks:
+    """Create the `/dev/char/<major>:<minor>` links to the NVIDIA device nodes."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateDeviceNodes:
+    """Create the missing `/dev/nvidia*` nodes, the control devices too."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GenerateSpec:
+    """Write the CDI spec for the node's current devices to ``output``."""
+
+    output: str = DEFAULT_SPEC
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnableRefresh:
+    """Enable the systemd path unit that regenerates the CDI spec (boot, driver upgrades)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetToolkitConfig:
+    """Set keys of the NVIDIA runtime's own `config.toml`.
+
+    That file belongs to nvidia-container-runtime, which ships with nvidia-ctk, and ctk has no
+    command that edits it: this is nvidia-ctk's command wherever it is shown.
+    """
+
+    settings: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolkitConfigDefault:
+    """Write a fresh default NVIDIA runtime `config.toml` (nvidia-ctk's command, as above)."""
+
+    output: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ValidateSpec:
+    """Show every problem of a spec file (a look, not a change)."""
+
+    path: str
+
+
+Fix = (
+    ConfigureRuntime
+    | CreateCharLinks
+    | CreateDeviceNodes
+    | GenerateSpec
+    | EnableRefresh
+    | SetToolkitConfig
+    | ToolkitConfigDefault
+)
+Suggestion = Fix | ValidateSpec
+APPLIABLE: Final = (ConfigureRuntime, CreateCharLinks, CreateDeviceNodes, GenerateSpec)
+"""The fixes `ctk doctor --fix` applies itself (a unit needs systemd on the node)."""
+
+REFRESH_UNIT: Final = {Tool.CTK: "ctk-cdi-refresh.path", Tool.NVIDIA_CTK: "nvidia-cdi-refresh.path"}
+
+
+def tool_of(facts: NodeFacts) -> Tool:
+    """ctk where it is installed (or is the program diagnosing this very node); nvidia-ctk only
+    where that alone is installed."""
+    from ctk.doctor.facts import FactTimedOut
+
+    try:
+        binaries = facts.toolkit.binaries
+    except FactTimedOut:  # the toolkit step hung: ctk is what runs here
+        return Tool.CTK
+    if "ctk" in binaries or facts.root == "/" or "nvidia-ctk" not in binaries:
+        return Tool.CTK
+    return Tool.NVIDIA_CTK
+
+
+def argv(fix: Suggestion, tool: Tool = Tool.CTK) -> tuple[str, ...] | None:
+    """The tool's arguments (after its name) for ``fix``; None: the tool has no such command."""
+    match fix:
+        case ConfigureRuntime():
+            return (
+                "runtime",
+                "configure",
+                f"--runtime={fix.runtime.value}",
+                *(["--set-as-default"] if fix.set_as_default else []),
+                *(["--cdi.enabled"] if fix.enable_cdi else []),
+                *([f"--config={fix.config}"] if fix.config else []),
+            )
+        case CreateCharLinks():
+            extra = ("--create-all",) if tool is Tool.NVIDIA_CTK else ()
+            return ("system", "create-dev-char-symlinks", *extra)
+        case CreateDeviceNodes():
+            extra = ("--load-kernel-modules",) if tool is Tool.NVIDIA_CTK else ()
+            return ("system", "create-device-nodes", "--control-devices", *extra)
+        case GenerateSpec():
+            return ("cdi", "generate", f"--output={fix.output}")
+        case ValidateSpec():
+            return ("cdi", "validate", fix.path) if tool is Tool.CTK else None
+        case SetToolkitConfig():
+            sets = (arg for key, value in fix.settings for arg in ("--set", f"{key}={value}"))
+            return ("config", "--in-place", *sets)
+        case ToolkitConfigDefault():
+            return ("config", "default", f"--output={fix.output}")
+        case EnableRefresh():
+            return None
+
+
+def command_line(fix: Suggestion, tool: Tool = Tool.CTK) -> str | None:
+    """The command a person runs for ``fix``; None where ``tool`` has none."""
+    if isinstance(fix, EnableRefresh):
+        return f"sudo systemctl enable --now {REFRESH_UNIT[tool]}"
+    if isinstance(fix, SetToolkitConfig | ToolkitConfigDefault):
+        tool = Tool.NVIDIA_CTK
+    args = argv(fix, tool)
+    if args is None:
+        return None
+    user = isinstance(fix, ValidateSpec) or (isinstance(fix, ConfigureRuntime) and fix.user)
+    return shlex.join([*([] if user else ["sudo"]), tool.value, *args])
+
+
+def describe(fix: Suggestion) -> str:
+    """What ``fix`` does, in a few words."""
+    match fix:
+        case ConfigureRuntime():
+            extra = " as the default" if fix.set_as_default else ""
+            cdi = ", with CDI enabled" if fix.enable_cdi else ""
+            where = fix.config or f"the {fix.runtime.value} configuration"
+            return f"add the nvidia runtime{extra} to {where}{cdi}"
+        case CreateCharLinks():
+            return "create the /dev/char links to the NVIDIA device nodes"
+        case CreateDeviceNodes():
+            return "create the missing NVIDIA device nodes"
+        case GenerateSpec():
+            return f"generate the CDI spec for the current devices into {fix.output}"
+        case EnableRefresh():
+            return "enable the CDI refresh unit"
+        case SetToolkitConfig():
+            return "set " + ", ".join(f"{key} = {value}" for key, value in fix.settings)
+        case ToolkitConfigDefault():
+            return f"write a default {fix.output}"
+        case ValidateSpec():
+            return f"validate {fix.path}"

@@ -1,0 +1,189 @@
+"""Every command a remedy shows runs as written: ctk's parse with ctk's own CLI parser.
+
+Over every fixture node and every hand-built check case: no prose, no `#` comment, no
+placeholder in `remedy.commands` (prose goes to `remedy.notes`); a ctk command line names a real
+command with real options; nvidia-ctk's use the commands and options nvidia-ctk 1.20 has; where
+ctk is installed no nvidia-ctk command or unit is suggested except for the NVIDIA runtime's own
+config.toml (`nvidia-ctk config`, which ctk has no command for).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import click
+import pytest
+
+from ctk.cli.app import main
+from ctk.cli.commands import build_app
+from tests.doctor.nodes import load_spec, materialise, scenario_names
+from tests.doctor.test_checks import CASES, run
+from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
+from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
+
+PROGRAMS = frozenset(
+    {
+        "ctk",
+        "nvidia-ctk",
+        "systemctl",
+        "apt-get",
+        "modprobe",
+        "nvidia-modprobe",
+        "dmesg",
+        "grep",
+        "nvidia-smi",
+        "fuser",
+        "kill",
+        "reboot",
+        "ldconfig",
+        "update-initramfs",
+        "mokutil",
+        "printf",
+        "tee",
+        "rm",
+        "snap",
+        "dkms",
+        "dockerd",
+        "containerd",
+        "kubectl",
+    }
+)
+NVIDIA_CTK = {
+    ("runtime", "configure"): {"--runtime", "--set-as-default", "--cdi.enabled", "--config"},
+    ("system", "create-dev-char-symlinks"): {"--create-all"},
+    ("system", "create-device-nodes"): {"--control-devices", "--load-kernel-modules"},
+    ("cdi", "generate"): {"--output"},
+    ("config", "--in-place"): {"--set", "--in-place"},
+    ("config", "default"): {"--output"},
+}
+SEPARATORS = ("|", "&&", ";")
+
+
+def parse_ctk(args: list[str]) -> str:
+    """The ctk command ``args`` names, parsed by ctk's click app (raises on any bad option)."""
+    command: click.Command = build_app()
+    ctx = command.make_context("ctk", list(args))
+    path = []
+    while isinstance(command, click.Group):
+        name, sub, rest = command.resolve_command(ctx, [*ctx._protected_args, *ctx.args])
+        assert sub is not None and name is not None
+        path.append(name)
+        ctx = sub.make_context(name, rest, parent=ctx)
+        command = sub
+    return " ".join(path)
+
+
+def _segments(line: str) -> list[list[str]]:
+    words = shlex.split(line)
+    segments: list[list[str]] = [[]]
+    for word in words:
+        if word in SEPARATORS:
+            segments.append([])
+        else:
+            segments[-1].append(word)
+    return segments
+
+
+def problems(line: str, *, ctk_installed: bool) -> list[str]:
+    """What makes ``line`` not a runnable command line (empty: it runs as written)."""
+    found = []
+    for segment in _segments(line):
+        if any(w.startswith("#") or "<" in w or ">" in w or w == "..." for w in segment):
+            found.append(f"prose, a comment or a placeholder in {line!r}")
+            continue
+        words = segment[1:] if segment[:1] == ["sudo"] else segment
+        if not words or words[0] not in PROGRAMS:
+            found.append(f"not a known program: {line!r}")
+        elif words[0] == "ctk":
+            try:
+                parse_ctk(words[1:])
+            except click.ClickException as exc:
+                found.append(f"ctk cannot parse {line!r}: {exc.format_message()}")
+        elif words[0] == "nvidia-ctk":
+            key = (words[1], words[2])
+            flags = {w.split("=", 1)[0] for w in words[3:] if w.startswith("--")}
+            if key not in NVIDIA_CTK or not flags <= NVIDIA_CTK[key]:
+                found.append(f"not an nvidia-ctk 1.20 command: {line!r}")
+            elif ctk_installed and words[1] != "config":
+                found.append(f"nvidia-ctk suggested where ctk is installed: {line!r}")
+        if ctk_installed and "nvidia-cdi-refresh" in line:
+            found.append(f"nvidia-ctk's unit suggested where ctk is installed: {line!r}")
+    return found
+
+
+def _host(name: str) -> bool:
+    return "environ" not in load_spec(name)
+
+
+@pytest.mark.parametrize("node", [n for n in scenario_names() if n != "base"])
+def test_every_remedy_command_runs_as_written(
+    node: str,
+    fake_nvml_library: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    try:
+        with materialise(node, tmp_path, fake_nvml_library) as built:
+            monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
+            main(["doctor", "--json", "--root", str(built.root)])
+            ctk_installed = (built.root / "usr/bin/ctk").exists()
+    except SkipNode as exc:
+        pytest.skip(str(exc))
+    document = json.loads(capsys.readouterr().out)
+    lines = [line for c in document["checks"] if c["remedy"] for line in c["remedy"]["commands"]]
+    assert [p for line in lines for p in problems(line, ctk_installed=ctk_installed)] == []
+    if node == "nvidia-ctk-only":  # the rule above is not idle: nvidia-ctk's own commands
+        assert lines == [
+            "sudo nvidia-ctk runtime configure --runtime=docker",
+            "sudo systemctl restart docker",
+        ]
+
+
+def test_every_hand_built_case_remedy_runs_as_written() -> None:
+    from ctk.doctor.fixes import command_line
+
+    lines = []
+    for param in CASES:
+        check_id, facts, _ = param.values
+        result = run(check_id, facts)  # type: ignore[arg-type]
+        lines += [*result.commands, *(command_line(f) or "" for f in result.fixes)]
+    assert [p for line in lines if line for p in problems(line, ctk_installed=True)] == []
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        pytest.param("sudo ctk runtime configure --runtime=docker", [], id="ctk-ok"),
+        pytest.param(
+            "sudo ctk runtime configure --runtme=docker",
+            [
+                "ctk cannot parse 'sudo ctk runtime configure --runtme=docker': No such option "
+                "'--runtme'. (Did you mean one of: '--runtime', '--runtime-path'?)"
+            ],
+            id="ctk-typo",
+        ),
+        pytest.param(
+            "sudo rm /etc/cdi/b.yaml   # keeps a.yaml",
+            ["prose, a comment or a placeholder in 'sudo rm /etc/cdi/b.yaml   # keeps a.yaml'"],
+            id="comment",
+        ),
+        pytest.param(
+            "set SystemdCgroup = true under the options",
+            ["not a known program: 'set SystemdCgroup = true under the options'"],
+            id="prose",
+        ),
+        pytest.param(
+            "sudo nvidia-ctk system create-dev-char-symlinks --create-all",
+            [
+                "nvidia-ctk suggested where ctk is installed: "
+                "'sudo nvidia-ctk system create-dev-char-symlinks --create-all'"
+            ],
+            id="nvidia-ctk-where-ctk-is",
+        ),
+    ],
+)
+def test_the_command_rule_catches(line: str, expected: list[str]) -> None:
+    assert problems(line, ctk_installed=True) == expected
