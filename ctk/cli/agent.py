@@ -41,6 +41,18 @@ PROM = _opt(None, "--prometheus-textfile", "Directory for ctk.prom (node-exporte
 NFD = _opt(None, "--nfd-features-dir", "node-feature-discovery's features.d directory.")
 CDI_DIR = _opt("/var/run/cdi", "--cdi-dir", "Where the CDI spec goes on the host.")
 DRIVER_ROOT = _opt("/", "--driver-root", "The driver's root on the host (/run/nvidia/driver).")
+CONFIG = _opt(
+    None,
+    "--config",
+    "The engine's main config on the host [default: the engine's own, e.g. "
+    "/etc/containerd/config.toml].",
+)
+SOCKET = _opt(
+    None,
+    "--socket",
+    "The engine's socket on the host [default: the engine's own, e.g. "
+    "/run/containerd/containerd.sock].",
+)
 ENABLE_CDI = _opt(
     False, "--enable-cdi", "Also enable CDI in the engine (containerd, CRI-O, Docker)."
 )
@@ -70,11 +82,13 @@ def agent(
     nfd_features_dir: Path | None = NFD,
     cdi_dir: str = CDI_DIR,
     driver_root: str = DRIVER_ROOT,
+    config: str | None = CONFIG,
+    socket: str | None = SOCKET,
     enable_cdi: bool = ENABLE_CDI,
     host_exec: str | None = HOST_EXEC,
 ) -> None:
     """Keep this node's engine, CDI spec and readiness right (the DaemonSet's agent)."""
-    from ctk.agent.model import check_restart_mode, detect_runtime
+    from ctk.agent.model import SOCKETS, check_restart_mode, detect_runtime
     from ctk.cli.agent_pass import Agent, reconcile
     from ctk.cli.agent_pass import uninstall as revert
     from ctk.host import agent as host_agent
@@ -107,6 +121,8 @@ def agent(
             runtime=chosen,
             restart_mode=restart_mode,
             cdi_dir=_host_path("--cdi-dir", cdi_dir),
+            socket=_host_path("--socket", socket) if socket else SOCKETS[chosen],
+            config=str(_host_path("--config", config)) if config else None,
             driver_root=_host_path("--driver-root", driver_root),
             run=host_agent.host_runner(host.root, host_exec),
             ready_file=ready_file,

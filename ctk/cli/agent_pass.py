@@ -44,6 +44,8 @@ class Agent:
     runtime: Runtime
     restart_mode: RestartMode
     cdi_dir: PurePosixPath  # on the host
+    socket: PurePosixPath  # the engine's socket, on the host
+    config: str | None = None  # the engine's main config on the host (None: the engine's own)
     driver_root: PurePosixPath  # on the host
     run: host_agent.Runner
     ready_file: Path | None = None  # in the agent's own file system (a pod's mount)
@@ -62,6 +64,10 @@ class PassResult:
     ready: bool
 
 
+def _config(agent: Agent) -> PurePosixPath:
+    return PurePosixPath(agent.config) if agent.config else ENGINES[agent.runtime].config_path
+
+
 def _spec_path(agent: Agent) -> PurePosixPath:
     return agent.cdi_dir / SPEC_NAME
 
@@ -74,7 +80,9 @@ def _configure(agent: Agent, state: State) -> tuple[State, bool, bool]:
     current = {name: host_agent.read_config(agent.host, name) for name in state.configs}
     if untouched(state, current):
         return state, False, False
-    inputs = host_agent.gather_runtime(agent.host, agent.runtime, state.record, agent.say)
+    inputs = host_agent.gather_runtime(
+        agent.host, agent.runtime, agent.config, state.record, agent.say
+    )
     plan = configure(agent.runtime, inputs, RuntimeRequest(enable_cdi=agent.enable_cdi))
     for warning in plan.warnings:
         agent.say(f"warning: {warning}")
@@ -103,18 +111,18 @@ def _live_nvidia(agent: Agent, state: State, *, trust_files: bool) -> tuple[bool
     engine process last seen ready still is; a new process has what its files say
     (`containerd config dump`), when ``trust_files`` (nothing was written since it started).
     """
-    pid = host_agent.engine_pid(agent.host, agent.runtime)
+    pid = host_agent.engine_pid(agent.host, agent.socket)
     if agent.runtime is Runtime.DOCKER:
-        runtimes = host_agent.docker_runtimes(agent.host)
+        runtimes = host_agent.docker_runtimes(agent.host, agent.socket)
         return runtimes is not None and "nvidia" in runtimes, pid
-    if not host_agent.engine_up(agent.host, agent.runtime):
+    if not host_agent.engine_up(agent.host, agent.socket):
         return False, None
     if pid is not None and pid == state.ready_pid:
         return True, pid
     if not trust_files:
         return False, pid
     if agent.runtime is Runtime.CONTAINERD:
-        runtimes = host_agent.containerd_runtimes(agent.run, ENGINES[agent.runtime].config_path)
+        runtimes = host_agent.containerd_runtimes(agent.run, _config(agent))
         return runtimes is not None and "nvidia" in runtimes, pid
     return True, pid
 
@@ -132,7 +140,7 @@ def _restart(agent: Agent, state: State, *, changed: bool, live: bool, removal: 
         return replace(state, restart_pending=True)
     start = time.monotonic()
     if decision.kind is RestartKind.SIGHUP:
-        pid = host_agent.engine_pid(agent.host, agent.runtime)
+        pid = host_agent.engine_pid(agent.host, agent.socket)
         if pid is None:
             agent.say("restart needed: dockerd's PID is not visible (run with hostPID)")
             return replace(state, restart_pending=True)
@@ -147,7 +155,7 @@ def _restart(agent: Agent, state: State, *, changed: bool, live: bool, removal: 
             f"{command} failed (exit {done.returncode}): {detail[0]}",
             hint="the config is written; restart the engine by hand, or use --restart-mode none",
         )
-    up = host_agent.wait_for_engine(agent.host, agent.runtime)
+    up = host_agent.wait_for_engine(agent.host, agent.runtime, agent.socket)
     took = time.monotonic() - start
     if up is None:
         agent.say(
@@ -333,7 +341,9 @@ def _revert_configs(agent: Agent, state: State) -> bool:
                 f"warning: {name} changed since ctk wrote it: removing only ctk's entries, "
                 "keeping the rest"
             )
-    inputs = host_agent.gather_runtime(agent.host, agent.runtime, state.record, agent.say)
+    inputs = host_agent.gather_runtime(
+        agent.host, agent.runtime, agent.config, state.record, agent.say
+    )
     plan = unconfigure(agent.runtime, inputs, "nvidia")
     for change in plan.changes:
         host_agent.write_change(agent.host, change)

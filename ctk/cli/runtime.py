@@ -190,11 +190,15 @@ def _warn_missing_binary(runtime: Runtime, request: RuntimeRequest, place: Place
     if host_engines.runtime_binary_found(request.path, place.root):
         return
     where = request.path if "/" in request.path else f"{request.path} (looked up in PATH)"
+    cdi = (
+        "request devices like nvidia.com/gpu=all (CDI is enabled)"
+        if request.enable_cdi
+        else "ctk cdi generate, --cdi.enabled, then request devices like nvidia.com/gpu=all"
+    )
     sys.stderr.write(
         f"warning: {where} does not exist: {runtime} cannot start containers with the "
         f"{request.name} runtime until it does; install NVIDIA's nvidia-container-runtime "
-        "(nvidia-container-toolkit), or use CDI natively without a wrapper runtime: ctk cdi "
-        "generate, --cdi.enabled, then request devices like nvidia.com/gpu=all\n"
+        f"(nvidia-container-toolkit), or use CDI natively without a wrapper runtime: {cdi}\n"
     )
 
 

@@ -149,30 +149,30 @@ def presence(host: HostRoot) -> dict[Runtime, Presence]:
     return found
 
 
-def engine_pid(host: HostRoot, runtime: Runtime) -> int | None:
+def engine_pid(host: HostRoot, sock: PurePosixPath) -> int | None:
     """The PID of the process serving the engine's socket (None: down, or not in our PID space).
 
     From the socket's peer credentials: a pod sees the engine's PID only with `hostPID: true`.
     """
-    path = host.path(SOCKETS[runtime])
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(2)
+    path = host.path(sock)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(2)
         try:
-            sock.connect(str(path))
+            conn.connect(str(path))
         except OSError:
             return None
-        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     pid = int(struct.unpack("3i", creds)[0])
     return pid or None
 
 
-def engine_up(host: HostRoot, runtime: Runtime) -> bool:
+def engine_up(host: HostRoot, sock: PurePosixPath) -> bool:
     """Whether something accepts connections on the engine's socket."""
-    path = host.path(SOCKETS[runtime])
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(2)
+    path = host.path(sock)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(2)
         try:
-            sock.connect(str(path))
+            conn.connect(str(path))
         except OSError:
             return False
     return True
@@ -190,9 +190,11 @@ class _UnixHTTP(http.client.HTTPConnection):
         self.sock = sock
 
 
-def docker_runtimes(host: HostRoot) -> frozenset[str] | None:
+def docker_runtimes(
+    host: HostRoot, sock: PurePosixPath = SOCKETS[Runtime.DOCKER]
+) -> frozenset[str] | None:
     """The runtimes the running dockerd has (its `GET /info`); None when it does not answer."""
-    conn = _UnixHTTP(str(host.path(SOCKETS[Runtime.DOCKER])))
+    conn = _UnixHTTP(str(host.path(sock)))
     try:
         conn.request("GET", "/info")
         response = conn.getresponse()
@@ -228,13 +230,15 @@ def containerd_runtimes(run: Runner, config: PurePosixPath) -> frozenset[str] | 
     return frozenset(found)
 
 
-def wait_for_engine(host: HostRoot, runtime: Runtime, timeout: float = 60.0) -> float | None:
+def wait_for_engine(
+    host: HostRoot, runtime: Runtime, sock: PurePosixPath, timeout: float = 60.0
+) -> float | None:
     """Seconds until the engine's socket answers again (None: not within ``timeout``)."""
     start = time.monotonic()
     while time.monotonic() - start < timeout:
-        up = engine_up(host, runtime)
+        up = engine_up(host, sock)
         if up and runtime is Runtime.DOCKER:  # dockerd listens before its API answers
-            up = docker_runtimes(host) is not None
+            up = docker_runtimes(host, sock) is not None
         if up:
             return time.monotonic() - start
         time.sleep(0.05)
@@ -257,7 +261,11 @@ def _read(host: HostRoot, name: str) -> str | None:
 
 
 def gather_runtime(
-    host: HostRoot, runtime: Runtime, record: str | None, say: Callable[[str], None]
+    host: HostRoot,
+    runtime: Runtime,
+    config: str | None,
+    record: str | None,
+    say: Callable[[str], None],
 ) -> Inputs:
     """The files `ctk runtime configure` reads (its own gather, under the host root), with the
     agent's record of what it changed instead of the runtime command's."""
@@ -267,7 +275,7 @@ def gather_runtime(
     from ctk.runtime_config.changes import load_record
     from ctk.runtime_config.editor import editor_for
 
-    gathered = gather(runtime, config=None, drop_in=None, place=Place(host.root))
+    gathered = gather(runtime, config=config, drop_in=None, place=Place(host.root))
     for warning in gathered.warnings:
         say(f"warning: {warning}")
     nested_null = editor_for(runtime).records_hold_null

@@ -359,3 +359,30 @@ def test_once_exits_1_when_the_host_cannot_be_put_right(
     assert host.path("/var/run/cdi/nvidia.yaml").read_bytes() == spec
     assert not ready.exists()
     assert host.restarts == 1
+
+
+def test_config_and_socket_can_be_named(containerd_host: Host) -> None:
+    """--config and --socket: distributions whose containerd lives elsewhere."""
+    host = containerd_host
+    config = host.path("/etc/containerd/config.toml")
+    original = config.read_bytes()
+    other = host.path("/etc/containerd/main.toml")
+    other.write_bytes(original)
+    done = host.agent(
+        "--once",
+        "--restart-mode",
+        "none",
+        "--config",
+        "/etc/containerd/main.toml",
+        "--socket",
+        "/run/containerd/containerd.sock",
+    )
+    assert done.returncode == 0, done.stderr
+    assert toml_loads(other.read_text())["imports"] == [IMPORT]
+    assert config.read_bytes() == original
+    assert host.path(IMPORT).exists()
+    done = host.agent("--once", "--socket", "relative.sock")
+    assert (done.returncode, done.stderr) == (
+        2,
+        "error: --socket 'relative.sock': must be an absolute path on the host\n",
+    )

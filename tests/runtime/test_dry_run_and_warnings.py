@@ -93,6 +93,11 @@ def test_missing_runtime_binary_is_a_warning_that_says_what_to_do(
         "(nvidia-container-toolkit), or use CDI natively without a wrapper runtime: ctk cdi "
         "generate, --cdi.enabled, then request devices like nvidia.com/gpu=all\n",
     )
+    code, _, err = run(capsys, *args, "--nvidia-runtime-path", str(binary), "--cdi.enabled")
+    assert err.endswith(
+        "or use CDI natively without a wrapper runtime: request devices like nvidia.com/gpu=all "
+        "(CDI is enabled)\n"
+    )
     binary.parent.mkdir()
     binary.write_text("#!/bin/sh\n")
     binary.chmod(0o755)

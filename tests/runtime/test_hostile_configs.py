@@ -341,3 +341,24 @@ def test_a_fifo_anywhere_is_refused_at_once(
     )
     assert not drop_in.exists()
     fifo.unlink()
+
+
+@pytest.mark.parametrize("how", ["import-glob", "config-link"])
+def test_dev_zero_as_config_or_import_is_refused(
+    how: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.toml"
+    if how == "import-glob":
+        config.write_text('version = 2\nimports = ["/dev/zer*"]\n')
+    else:
+        config.symlink_to("/dev/zero")
+    code, out, err = run(
+        capsys, "configure", "--runtime=containerd", "--config", str(config), "--dry-run"
+    )
+    named = "/dev/zero" if how == "import-glob" else str(config)
+    assert (code, out, err) == (
+        1,
+        "",
+        f"error: {named}: is a character device, not a regular file; not read\n"
+        "hint: pass the path of a regular file\n",
+    )
