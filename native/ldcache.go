@@ -5,17 +5,13 @@ package main
 // (`ldconfig -r ROOT` resolves them in user space, from the host's view). The ldconfig program is
 // the host's, opened before the chroot and executed from its descriptor (execveat), with no shell
 // and a fixed environment: the image cannot substitute its own. It must be statically linked: a
-// dynamic one would load the image's ld.so as root inside the chroot. The chroot and exec happen
-// in a child: this program run again (/proc/self/exe) in its internal child mode.
+// dynamic one would load the image's ld.so as root inside the chroot. Running ldconfig is the
+// last step: the hook chroots and becomes ldconfig (execveat), with a timer that stops it.
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
-	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"syscall"
@@ -26,7 +22,6 @@ import (
 const (
 	ldSoConfD  = "/etc/ld.so.conf.d"
 	notELF     = "not an ELF program; only a static ldconfig runs safely in the container"
-	childMode  = "__ctk-hook-chroot-exec"
 	ldTimeout  = 60 * time.Second
 	atEmptyPth = 0x1000
 )
@@ -225,81 +220,41 @@ func updateLdcache(rootPath string, folders []string, ldconfigPath string) error
 			}
 		}
 	}
-	return runChrooted(root, fd, args)
+	return execChrooted(root, fd, args)
 }
 
-// runChrooted runs the program fd with args, chrooted into the root, in a child of this
-// program; it is killed when it takes longer than ldTimeout.
-func runChrooted(root *Root, program int, args []string) error {
-	self, err := os.Executable() // /proc/self/exe
-	if err != nil && strings.HasPrefix(os.Args[0], "/") {
-		self, err = os.Args[0], nil // no /proc (a bare chroot): the path it was started by
-	}
-	if err != nil {
-		return hookErrorf("cannot find this program to run ldconfig: %s", strerror(err))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeoutFor(ldTimeout))
-	defer cancel()
-	cmd := exec.CommandContext(ctx, self, append([]string{childMode, root.path}, args...)...)
-	cmd.Args[0] = "ctk-hook"
-	cmd.Env = ldconfigEnv
-	// its own descriptors, not /dev/null (which a bare chroot lacks)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stderr, os.Stderr
-	var files []*os.File
-	for _, fd := range []int{root.fd, program} {
-		dup, err := syscall.Dup(fd) // the child gets copies; these are closed below
-		if err != nil {
-			return hookErrorf("cannot run ldconfig in %s: %s", root.path, strerror(err))
-		}
-		syscall.CloseOnExec(dup)
-		files = append(files, os.NewFile(uintptr(dup), "ctk-hook"))
-	}
-	cmd.ExtraFiles = files
-	err = cmd.Run()
-	for _, f := range files {
-		f.Close()
-	}
-	if ctx.Err() != nil {
-		return hookErrorf("ldconfig did not finish within %s in %s; stopped it", timeoutFor(ldTimeout), root.path)
-	}
-	if err == nil {
-		return nil
-	}
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		code := exit.ExitCode()
-		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			code = -int(ws.Signal())
-		}
-		return hookErrorf("ldconfig failed in %s (exit status %d)", root.path, code)
-	}
-	return hookErrorf("cannot run ldconfig in %s: %s", root.path, strerror(err))
-}
-
-// childMain is the child of runChrooted: fd 3 is the container root, fd 4 the program.
-func childMain(args []string) int {
+// execChrooted becomes the program fd (ldconfig) with args, chrooted into the root: the last
+// step of update-ldcache, so no child is needed, and ldconfig's exit status is the hook's. An
+// ITIMER_REAL set just before survives execve: when ldconfig runs longer than ldTimeout,
+// SIGALRM (whose default action ends the process) stops it.
+func execChrooted(root *Root, program int, args []string) error {
 	runtime.LockOSThread()
-	rootPath, argv := args[0], args[1:]
-	fail := func(err error) int {
-		fmt.Fprintf(os.Stderr, "ctk-hook: error: cannot run ldconfig in %s: %s\n", rootPath,
-			strerror(err))
-		return 127
+	fail := func(err error) error {
+		return hookErrorf("cannot run ldconfig in %s: %s", root.path, strerror(err))
 	}
-	if err := syscall.Fchdir(3); err != nil {
+	argv, err := syscall.SlicePtrFromStrings(args)
+	if err != nil {
+		return fail(err)
+	}
+	envp, err := syscall.SlicePtrFromStrings(ldconfigEnv)
+	if err != nil {
+		return fail(err)
+	}
+	if err := syscall.Fchdir(root.fd); err != nil {
 		return fail(err)
 	}
 	if err := syscall.Chroot("."); err != nil {
 		return fail(err)
 	}
-	syscall.Close(3)
-	syscall.CloseOnExec(4)
-	argvp, err := syscall.SlicePtrFromStrings(argv)
-	if err != nil {
-		return fail(err)
+	// from here on the process is inside the container root: only the exec is left
+	timeout := timeoutFor(ldTimeout)
+	timer := [4]int64{0, 0, int64(timeout / time.Second), int64(timeout%time.Second) / 1000}
+	if _, _, errno := syscall.RawSyscall(sysSetitimer, 0, uintptr(unsafe.Pointer(&timer)), 0); errno != 0 {
+		return fail(errno)
 	}
-	envp, _ := syscall.SlicePtrFromStrings(ldconfigEnv)
 	empty := []byte{0}
-	_, _, errno := syscall.Syscall6(sysExecveat, 4, uintptr(unsafe.Pointer(&empty[0])),
-		uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])), atEmptyPth, 0)
+	_, _, errno := syscall.Syscall6(sysExecveat, uintptr(program),
+		uintptr(unsafe.Pointer(&empty[0])), uintptr(unsafe.Pointer(&argv[0])),
+		uintptr(unsafe.Pointer(&envp[0])), atEmptyPth, 0)
 	return fail(errno)
 }

@@ -258,9 +258,6 @@ func run(inv *invocation) error {
 }
 
 func main() {
-	if len(os.Args) > 2 && os.Args[1] == childMode {
-		os.Exit(childMain(os.Args[2:]))
-	}
 	os.Exit(mainArgs(os.Args[1:]))
 }
 

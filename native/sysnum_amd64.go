@@ -7,3 +7,5 @@ const (
 )
 
 const sysFstatat = 262 // newfstatat
+
+const sysSetitimer = 38

@@ -7,3 +7,5 @@ const (
 )
 
 const sysFstatat = 79
+
+const sysSetitimer = 103

@@ -40,7 +40,8 @@ def test_first_lines_are_install_and_test_commands() -> None:
     first_block = re.search(r"```sh\n(.*?)```", README, re.S)
     assert first_block is not None
     install, test = first_block.group(1).splitlines()
-    assert install.startswith("python3 -m pip install . && ctk ")
+    assert install.startswith("sudo scripts/install && ")
+    assert (REPO / "scripts/install").stat().st_mode & 0o111
     assert test == "python3 -m pip install -e '.[test]' && scripts/check"
     ci = (REPO / ".ci" / "run").read_text()
     assert test in ci.splitlines()

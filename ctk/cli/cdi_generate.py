@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import sys
@@ -23,6 +22,7 @@ from ctk.cdi.options import (
 from ctk.cli import compat
 from ctk.enums import StrEnum
 from ctk.errors import CtkError, UsageError
+from ctk.host.hook_program import default_hook_path, hook_path_warning
 
 if TYPE_CHECKING:  # the generator is imported when a command runs, not for `ctk --help`
     from ctk.cdi.generate import GenerateOptions
@@ -57,60 +57,6 @@ class DiscoveryMode(StrEnum):
 
 EXTENSIONS = {".yaml": SpecFormat.YAML, ".json": SpecFormat.JSON}
 IMPLIED = {**EXTENSIONS, ".yml": SpecFormat.YAML}
-
-
-def _is_program(path: Path) -> bool:
-    return path.is_file() and os.access(path, os.X_OK)
-
-
-def default_hook_path() -> str:
-    """The hook program for the spec, as users expect to find it.
-
-    `nvidia-cdi-hook` on PATH (NVIDIA's, when the toolkit is installed), else the `ctk-hook`
-    installed next to this Python (a venv, pipx), else `ctk-hook` on PATH (pip --user), resolved
-    to its real path; else a `CtkError`: a spec naming a missing program fails every container.
-    """
-    found = shutil.which("nvidia-cdi-hook")
-    if found:
-        return os.path.abspath(found)
-    beside = Path(sys.executable).parent / "ctk-hook"
-    if _is_program(beside):
-        return str(beside)
-    found = shutil.which("ctk-hook")
-    if found:
-        return os.path.realpath(found)
-    raise CtkError(
-        "no hook program found: neither nvidia-cdi-hook nor ctk-hook is on PATH, "
-        f"and there is no ctk-hook next to {sys.executable}",
-        hint="pass --hook-path with the absolute path of nvidia-cdi-hook or ctk-hook on the "
-        "host, install ctk so that its ctk-hook script is on PATH, or --disable-hook all",
-    )
-
-
-def hook_path_warning(path: str, driver_root: Path) -> str | None:
-    """Why ``path`` (--hook-path) will not run on the host, or None when it looks fine.
-
-    The runtime runs the hook on the host, so the path is checked on this machine and, for a
-    driver root other than `/` (ctk in a container with the host mounted there), under it.
-    """
-    places = [Path(path)]
-    if os.path.abspath(driver_root) != "/":
-        from ctk.host.root import HostRoot, PathEscapeError
-
-        with contextlib.suppress(PathEscapeError):
-            places.append(HostRoot(driver_root).path(path))
-    if any(_is_program(place) for place in places):
-        return None
-    where = "" if len(places) == 1 else f" (nor under --driver-root {driver_root})"
-    problem = (
-        "is not an executable file"
-        if any(place.exists() for place in places)
-        else f"does not exist on this machine{where}"
-    )
-    return (
-        f"hook program {path} {problem}; containers given devices from this spec fail to start "
-        "until it is installed there"
-    )
 
 
 def _spec_format(output: Path | None, requested: SpecFormat | None) -> SpecFormat:
@@ -326,7 +272,7 @@ def _hook_program(options: GenerateOptions, driver_root: Path) -> GenerateOption
         return options  # no hook goes into the spec: nothing to look for
     if not hooks.path:
         return dataclasses.replace(
-            options, hooks=dataclasses.replace(hooks, path=default_hook_path())
+            options, hooks=dataclasses.replace(hooks, path=default_hook_path(driver_root))
         )
     warning = hook_path_warning(hooks.path, driver_root)
     if warning is not None:
@@ -534,8 +480,8 @@ HOOK_PATH = typer.Option(
     "--nvidia-cdi-hook-path",
     "--nvidia-ctk-path",
     envvar="NVIDIA_CTK_CDI_HOOK_PATH",
-    help="Hook program in the spec, a host path [default: nvidia-cdi-hook on PATH, else "
-    "ctk-hook next to ctk's Python or on PATH].",
+    help="Hook program in the spec, a host path [default: nvidia-cdi-hook on PATH, else the "
+    "native ctk-hook that `ctk install` put in /usr/local/libexec/ctk].",
 )
 DISABLE_HOOK = typer.Option(
     [], "--disable-hook", "--disable-hooks", help="Leave out a hook (repeatable, or all)."

@@ -30,13 +30,13 @@ def info() -> None:
 
 
 def _hook() -> str:
-    from ctk.cli.cdi_generate import default_hook_path
     from ctk.errors import CtkError
+    from ctk.host.hook_program import default_hook_path
 
     try:
         return default_hook_path()
     except CtkError:
-        return "none found (nvidia-cdi-hook or ctk-hook)"
+        return "none found (nvidia-cdi-hook, or ctk-hook after `ctk install`)"
 
 
 def _state(path: str) -> str:
