@@ -19,6 +19,16 @@ from tests.doctor.nodes import materialise, scenario_names
 from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
 from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
 
+
+def _json_error(text: str) -> str:
+    """Python's own words for why ``text`` is not JSON (3.13 names a trailing comma)."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
+    raise AssertionError("valid JSON")
+
+
 SCENARIOS = [
     pytest.param(
         "healthy",
@@ -174,7 +184,10 @@ SCENARIOS = [
     pytest.param(
         "docker-invalid-json",
         {
-            "docker.daemon-json-invalid": "/etc/docker/daemon.json does not parse: /etc/docker/daemon.json: not valid JSON: Expecting property name enclosed in double quotes (line 3, column 1)",
+            "docker.daemon-json-invalid": "/etc/docker/daemon.json does not parse: /etc/docker/daemon.json: not valid JSON: "
+            + _json_error(
+                '{\n  "runtimes": {"nvidia": {"path": "nvidia-container-runtime"}},\n}\n'
+            ),
         },
         set(),
         id="docker-invalid-json",
