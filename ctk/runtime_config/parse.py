@@ -75,6 +75,8 @@ def _load_toml(name: str, text: str) -> dict[str, JSONValue]:
         ) from exc
     except ValueError as exc:  # an integer longer than Python converts (4,300 digits)
         raise _long_number(name, text, "TOML") from exc
+    except RecursionError as exc:  # tomli (Python 3.10): a key of 1,000 dotted parts
+        raise _too_deep(name, text) from exc
     _check_key_depth(name, text, data)
     return data
 
@@ -107,20 +109,23 @@ def _check_key_depth(name: str, text: str, data: dict[str, JSONValue]) -> None:
     while stack:
         value, depth = stack.pop()
         if depth > MAX_DEPTH:
-            line = next(
-                (i for i, t in enumerate(text.splitlines(), 1) if t.count(".") >= MAX_DEPTH // 2),
-                None,
-            )
-            where = f" (line {line})" if line is not None else ""
-            raise CtkError(
-                f"{name}: not valid TOML: tables nested more than {MAX_DEPTH} deep{where}",
-                hint="no engine config nests like this; fix the file, or pass another one "
-                "with --config",
-            )
+            raise _too_deep(name, text)
         if isinstance(value, dict):
             stack.extend((v, depth + 1) for v in value.values())
         elif isinstance(value, list):
             stack.extend((v, depth + 1) for v in value)
+
+
+def _too_deep(name: str, text: str) -> CtkError:
+    line = next(
+        (i for i, t in enumerate(text.splitlines(), 1) if t.count(".") >= MAX_DEPTH // 2),
+        None,
+    )
+    where = f" (line {line})" if line is not None else ""
+    return CtkError(
+        f"{name}: not valid TOML: tables nested more than {MAX_DEPTH} deep{where}",
+        hint="no engine config nests like this; fix the file, or pass another one with --config",
+    )
 
 
 def load_json_object(name: str, text: str) -> dict[str, JSONValue]:
