@@ -113,7 +113,11 @@ def _live_nvidia(agent: Agent, state: State, *, trust_files: bool) -> tuple[bool
     """
     pid = host_agent.engine_pid(agent.host, agent.socket)
     if agent.runtime is Runtime.DOCKER:
-        runtimes = host_agent.docker_runtimes(agent.host, agent.socket)
+        try:
+            runtimes = host_agent.docker_runtimes(agent.host, agent.socket)
+        except CtkError as exc:
+            agent.say(f"not ready: {exc.message}")
+            return False, pid
         return runtimes is not None and "nvidia" in runtimes, pid
     if not host_agent.engine_up(agent.host, agent.socket):
         return False, None
