@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -13,7 +14,7 @@ import pytest
 from ctk.errors import CtkError
 from ctk.host import agent as host_agent
 from ctk.host.root import HostRoot
-from tests.agent.conftest import DAEMON_JSON, Host, _make_host
+from tests.agent.conftest import DAEMON_JSON, _make_host
 from tests.fake_nvml import FakeNode
 
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
@@ -72,10 +73,8 @@ def hostile(short_tmp: Path) -> Iterator[Callable[..., Path]]:
                     return
                 with conn:
                     conn.recv(65536)  # the request
-                    try:
+                    with contextlib.suppress(OSError):  # the client gave up, as it should
                         behaviour(conn, stop)
-                    except OSError:  # the client gave up: what it should do
-                        pass
 
         thread = threading.Thread(target=loop, daemon=True)
         thread.start()
