@@ -24,7 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Final
 
-from ctk.agent.model import LOCK_DIR, SOCKETS, STATE_DIR, Presence, State, dump_state, load_state
+from ctk.agent.model import (
+    LOCK_DIR,
+    SOCKETS,
+    STATE_DIR,
+    UNITS,
+    Presence,
+    State,
+    dump_state,
+    load_state,
+)
 from ctk.errors import CtkError
 from ctk.host import files
 from ctk.host.root import HostRoot
@@ -276,6 +285,30 @@ def wait_for_engine(
     return None
 
 
+# Where systemd keeps unit files, most specific first.
+UNIT_DIRS: Final = (
+    "/etc/systemd/system",
+    "/run/systemd/system",
+    "/usr/lib/systemd/system",
+    "/lib/systemd/system",
+)
+
+
+def pick_unit(host: HostRoot, units: str | None, runtime: Runtime) -> str:
+    """The unit to restart: the first of the comma-separated ``units`` the host has a unit
+    file for (k3s servers run `k3s`, agents `k3s-agent`), else the first; default: the
+    engine's own."""
+    names = [u.strip() for u in (units or "").split(",") if u.strip()]
+    if not names:
+        return UNITS[runtime]
+    for name in names:
+        for directory in UNIT_DIRS:
+            with contextlib.suppress(CtkError):
+                if host.path(f"{directory}/{name}.service").is_file():
+                    return name
+    return names[0]
+
+
 def reload_engine(pid: int) -> None:
     """SIGHUP the engine (dockerd reloads its daemon.json)."""
     try:
@@ -295,6 +328,8 @@ def gather_runtime(
     host: HostRoot,
     runtime: Runtime,
     config: str | None,
+    *,
+    drop_in: str | None,
     record: str | None,
     say: Callable[[str], None],
 ) -> Inputs:
@@ -306,7 +341,7 @@ def gather_runtime(
     from ctk.runtime_config.changes import load_record
     from ctk.runtime_config.editor import editor_for
 
-    gathered = gather(runtime, config=config, drop_in=None, place=Place(host.root))
+    gathered = gather(runtime, config=config, drop_in=drop_in, place=Place(host.root))
     for warning in gathered.warnings:
         say(f"warning: {warning}")
     nested_null = editor_for(runtime).records_hold_null
