@@ -346,10 +346,15 @@ def reconcile(agent: Agent, state: State) -> PassResult:
 
 
 def uninstall(agent: Agent, state: State) -> State:
-    """Revert exactly what the agent wrote, restart the engine if that changed its config."""
+    """Revert exactly what the agent wrote, in the order that never leaves a dangling piece:
+    the engine's config (restarted if that changed it), then the CDI spec, then the hook the
+    spec names, then the agent's own files."""
     changed = _revert_configs(agent, state)
-    state = replace(state, configs={}, record=None, ready_pid=None)
+    state = replace(state, configs={}, record=None, ready_pid=None, runtime_path=None)
     state = _restart(agent, state, changed=changed, live=False, removal=True)
+    if state.spec is not None and files.remove(agent.host.path(state.spec)):
+        agent.say(f"removed {state.spec}")
+    state = replace(state, spec=None)
     if state.hook:
         from ctk.host import installation
         from ctk.install import DEFAULT_PREFIX
@@ -360,12 +365,10 @@ def uninstall(agent: Agent, state: State) -> State:
         for path in outcome.kept if outcome else ():
             agent.say(f"kept {path}: changed since ctk installed it")
         state = replace(state, hook=False)
-    if state.spec is not None and files.remove(agent.host.path(state.spec)):
-        agent.say(f"removed {state.spec}")
     for name in state.created:
         if files.remove(Path(name)):
             agent.say(f"removed {name}")
-    return replace(state, spec=None, created=())
+    return replace(state, created=())
 
 
 def _revert_configs(agent: Agent, state: State) -> bool:
