@@ -395,6 +395,9 @@ REFRESH_OUTPUT = typer.Option(
     help=f"The spec to refresh [default: {DEFAULT_OUTPUT}].",
 )
 
+REFRESH_JSON = typer.Option(
+    False, "--json", help="Print the outcome and the diff of the old and new spec as JSON."
+)
 
 DRIVER_ROOT = typer.Option(
     None,
@@ -604,6 +607,7 @@ def register(app: typer.Typer) -> None:
         csv_files: list[str] = CSV_FILE,
         csv_ignore_patterns: list[str] = CSV_IGNORE,
         csv_compat_container_root: str | None = CSV_COMPAT,
+        as_json: bool = REFRESH_JSON,
     ) -> None:
         """Rewrite the spec only if it would change, and say what changed.
 
@@ -642,21 +646,21 @@ def register(app: typer.Typer) -> None:
                 tuple(csv_ignore_patterns or compat.env_list(f"{ENV}_CSV_IGNORE_PATTERNS")),
             ),
         )
-        from ctk.cdi.refresh import Outcome, plan_refresh
+        from ctk.cdi.refresh import plan_refresh, refresh_json, refresh_message
         from ctk.cdi.serialize import spec_data
         from ctk.host import files
 
         plan = plan_refresh(files.read_bytes(output_path, missing_ok=True), text, spec_data(spec))
-        if plan.outcome is Outcome.KEEP:
-            compat.info(f"{output_path} is up to date ({_summary(spec)}); nothing written")
-            return
-        _write(output_path, text)
-        if plan.outcome is Outcome.CREATE:
-            message = f"created {output_path} ({_summary(spec)})"
-        elif plan.outcome is Outcome.REPLACE:
-            message = (
-                f"replaced {output_path}, which was not a readable CDI spec ({_summary(spec)})"
-            )
+        if plan.written:
+            _write(output_path, text)
+        if as_json:
+            from ctk.cli.render import dump_json
+
+            summary = {
+                "cdiVersion": spec.cdi_version,
+                "kind": spec.kind,
+                "devices": len(spec.devices),
+            }
+            dump_json(refresh_json(plan, str(output_path), summary), sys.stdout)
         else:
-            message = f"updated {output_path} ({'; '.join([_summary(spec), *plan.changes])})"
-        compat.info(message)
+            compat.info(refresh_message(plan, str(output_path), _summary(spec)))
