@@ -341,7 +341,7 @@ def _generate_class(
     csv: CsvOptions | None,
 ) -> tuple[Spec, str]:
     """`_generate` for csv, wsl, imex, gds, gdrcopy, mofed and nvswitch."""
-    from ctk.cdi.modes import build_class_spec
+    from ctk.cdi.modes import build_class_spec, class_warnings
     from ctk.cdi.serialize import render
     from ctk.host.modes import CsvOptions, gather_class
 
@@ -352,7 +352,7 @@ def _generate_class(
         csv=csv or CsvOptions(),
         library_search=library_search,
     )
-    for warning in facts.warnings:
+    for warning in (*facts.warnings, *class_warnings(options)):
         sys.stderr.write(f"warning: {warning}\n")
     if facts.link_groups or facts.mounts:  # wsl and csv specs carry hooks
         options = _hook_program(options, driver_root)

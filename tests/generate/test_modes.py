@@ -153,14 +153,6 @@ def test_mode_golden(
             id="imex-not-a-channel",
         ),
         pytest.param(
-            "jetson-orin",
-            ["--mode=csv", "--device-name-strategy=uuid"],
-            2,
-            "error: --device-name-strategy uuid: the integrated GPU of csv mode has no UUID\n"
-            "hint: use --device-name-strategy index or type-index\n",
-            id="csv-uuid",
-        ),
-        pytest.param(
             "workstation",
             ["--mode=csv"],
             1,
@@ -228,6 +220,49 @@ def test_wsl_stores_none_installed_takes_the_newest(
     )
     assert f"/usr/lib/wsl/drivers/{old}/libcuda.so.1.1" in out
     assert new not in out
+
+
+@pytest.mark.parametrize(
+    ("node_name", "mode"),
+    [
+        pytest.param("jetson-orin", "csv", id="csv"),
+        pytest.param("wsl2", "wsl", id="wsl"),
+        pytest.param("gb200-imex", "imex", id="imex"),
+        pytest.param("gpudirect", "gds", id="gds"),
+    ],
+)
+def test_device_id_none_is_the_empty_device(
+    node_name: str,
+    mode: str,
+    fake_node: MakeNode,
+    hook_program: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """As in nvml mode (and nvidia-ctk): one device `none` that gives nothing, no `all`."""
+    node = fake_node(node_name)
+    argv = ["cdi", "generate", f"--mode={mode}", "--hook-path", str(hook_program), *_roots(node)]
+    assert main([*argv, "--device-id=none", "--format=json"]) == 0
+    out, err = capsys.readouterr()
+    assert (json.loads(out)["devices"], err) == (
+        [{"name": "none", "containerEdits": {"env": ["NVCT_EMPTY_DEVICE="]}}],
+        "",
+    )
+
+
+def test_csv_uuid_names_is_a_warning(
+    fake_node: MakeNode, hook_program: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """nvidia-ctk's strategy flag takes uuid in every mode; the Jetson GPU has none: index."""
+    node = fake_node("jetson-orin")
+    argv = ["cdi", "generate", "--mode=csv", "--hook-path", str(hook_program), *_roots(node)]
+    assert main(argv) == 0
+    expected = capsys.readouterr().out
+    assert main([*argv, "--device-name-strategy=uuid"]) == 0
+    assert capsys.readouterr() == (
+        expected,
+        "warning: --device-name-strategy uuid: the integrated GPU of csv mode has no UUID; "
+        "naming it 0 (--device-name-strategy index)\n",
+    )
 
 
 def test_csv_file_flag_reads_the_given_files(
