@@ -130,14 +130,26 @@ def _csv(facts: ClassFacts, options: GenerateOptions) -> list[Device]:
 CSV_NAMES = {NameStrategy.INDEX: "0", NameStrategy.TYPE_INDEX: "gpu0"}
 
 
-def class_warnings(options: GenerateOptions) -> tuple[str, ...]:
+def class_warnings(
+    options: GenerateOptions, *, compat_container_root: str | None = None
+) -> tuple[str, ...]:
     """What a mode does other than the command line asks (the caller says it on stderr)."""
+    found = []
     if options.mode is Mode.CSV and not any(s in CSV_NAMES for s in options.strategies):
-        return (
+        found.append(
             "--device-name-strategy uuid: the integrated GPU of csv mode has no UUID; naming "
-            "it 0 (--device-name-strategy index)",
+            "it 0 (--device-name-strategy index)"
         )
-    return ()
+    if options.mode is Mode.CSV and compat_container_root:
+        found.append(
+            f"--csv.compat-container-root {compat_container_root}: ignored; ctk's csv mode "
+            "adds no enable-cuda-compat hook"
+        )
+    single = options.mode is Mode.WSL or options.mode in NODE_CLASSES
+    if single and options.device_ids not in (("all",), ("none",)):
+        ids = ", ".join(options.device_ids)
+        found.append(f"--device-id {ids}: ignored; {options.mode} mode has one device, all")
+    return tuple(found)
 
 
 def _driver_edits(facts: ClassFacts, options: GenerateOptions) -> ContainerEdits:

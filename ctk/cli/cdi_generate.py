@@ -345,14 +345,12 @@ def _generate_class(
     from ctk.cdi.serialize import render
     from ctk.host.modes import CsvOptions, gather_class
 
+    csv = csv or CsvOptions()
     facts = gather_class(
-        driver_root,
-        dev_root,
-        options.mode,
-        csv=csv or CsvOptions(),
-        library_search=library_search,
+        driver_root, dev_root, options.mode, csv=csv, library_search=library_search
     )
-    for warning in (*facts.warnings, *class_warnings(options)):
+    said = class_warnings(options, compat_container_root=csv.compat_container_root)
+    for warning in (*facts.warnings, *said):
         sys.stderr.write(f"warning: {warning}\n")
     if facts.link_groups or facts.mounts:  # wsl and csv specs carry hooks
         options = _hook_program(options, driver_root)
@@ -475,7 +473,8 @@ CSV_IGNORE = typer.Option(
 CSV_COMPAT = typer.Option(
     None,
     "--csv.compat-container-root",
-    help="csv mode: accepted for nvidia-ctk; ctk adds no CUDA compat hook in csv mode.",
+    help="csv mode: accepted for nvidia-ctk, with a warning: ctk adds no CUDA compat hook in "
+    "csv mode.",
 )
 HOOK_PATH = typer.Option(
     None,
@@ -579,6 +578,7 @@ def register(app: typer.Typer) -> None:
             csv=CsvOptions(
                 tuple(csv_files or compat.env_list(f"{ENV}_CSV_FILES")),
                 tuple(csv_ignore_patterns or compat.env_list(f"{ENV}_CSV_IGNORE_PATTERNS")),
+                csv_compat_container_root,
             ),
         )
         if path is None:
@@ -644,6 +644,7 @@ def register(app: typer.Typer) -> None:
             csv=CsvOptions(
                 tuple(csv_files or compat.env_list(f"{ENV}_CSV_FILES")),
                 tuple(csv_ignore_patterns or compat.env_list(f"{ENV}_CSV_IGNORE_PATTERNS")),
+                csv_compat_container_root,
             ),
         )
         from ctk.cdi.refresh import plan_refresh, refresh_json, refresh_message

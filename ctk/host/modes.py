@@ -66,11 +66,13 @@ DRIVER_DOT_SO_LINKS = (
 
 @dataclass(frozen=True, slots=True)
 class CsvOptions:
-    """`--csv.file` (host paths; none: the standard files inside the driver root) and
-    `--csv.ignore-pattern` (sym entries left out: a glob of the path, `**/` for the name)."""
+    """`--csv.file` (host paths; none: the standard files inside the driver root),
+    `--csv.ignore-pattern` (sym entries left out: a glob of the path, `**/` for the name) and
+    `--csv.compat-container-root` (taken, and said to change nothing: see `class_warnings`)."""
 
     files: tuple[str, ...] = ()
     ignore_patterns: tuple[str, ...] = ()
+    compat_container_root: str | None = None
 
 
 def gather_class(
