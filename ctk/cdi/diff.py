@@ -43,15 +43,23 @@ def _mount(entry: object) -> tuple[str, object]:
     return str(_mapping(entry).get("containerPath", "?")), entry
 
 
-def _hook(entry: object) -> tuple[str, object]:
-    """A hook's subcommand, and all of it but the program (which is reported on its own)."""
+def _hook(entry: object, *, program: bool = True) -> tuple[str, object]:
+    """A hook's subcommand, and all of it; without its ``program`` when that is reported on its
+    own (the programs of the two specs differ)."""
     hook = _mapping(entry)
-    rest = [str(a) for a in _list(hook.get("args"))][1:]
+    args = [str(a) for a in _list(hook.get("args"))]
+    rest = args[1:]
     if rest[:1] == ["hook"]:  # nvidia-ctk hook <name>
         rest = rest[1:]
     name = rest[0] if rest else "?"
+    if program:
+        return name, entry
     others = {k: v for k, v in hook.items() if k not in ("path", "args")}
     return name, (rest[1:], others)
+
+
+def _hook_without_program(entry: object) -> tuple[str, object]:
+    return _hook(entry, program=False)
 
 
 AREAS: tuple[tuple[str, str, Key], ...] = (
@@ -187,11 +195,19 @@ def _area(area: str, before: dict[str, list[object]], after: dict[str, list[obje
     )
 
 
-def diff_edits(old: Mapping[str, object], new: Mapping[str, object]) -> EditsDiff:
-    """Compare two `containerEdits` area by area."""
+def diff_edits(
+    old: Mapping[str, object], new: Mapping[str, object], *, programs: bool = True
+) -> EditsDiff:
+    """Compare two `containerEdits` area by area; hooks without their program unless
+    ``programs`` (when the specs' hook programs differ, that is one change of its own)."""
+    keys = {key: name_of for key, _, name_of in AREAS}
+    if not programs:
+        keys["hooks"] = _hook_without_program
     areas = tuple(
-        _area(area, grouped(_list(old.get(key)), name_of), grouped(_list(new.get(key)), name_of))
-        for key, area, name_of in AREAS
+        _area(
+            area, grouped(_list(old.get(key)), keys[key]), grouped(_list(new.get(key)), keys[key])
+        )
+        for key, area, _ in AREAS
     )
     old_gids, new_gids = _list(old.get("additionalGids")), _list(new.get("additionalGids"))
     gids = None if old_gids == new_gids else (tuple(old_gids), tuple(new_gids))
@@ -217,13 +233,16 @@ def diff_specs(old: Mapping[str, object], new: Mapping[str, object]) -> SpecDiff
     programs = (", ".join(hook_programs(old)), ", ".join(hook_programs(new)))
     if all(programs) and programs[0] != programs[1]:  # else hooks are added or removed
         fields.append(("hook program", *programs))
+    same_programs = programs[0] == programs[1]
     olds, news = _devices(old), _devices(new)
     changed = []
     for name, device in news.items():
         if name not in olds:
             continue
         edits = diff_edits(
-            _mapping(olds[name].get("containerEdits")), _mapping(device.get("containerEdits"))
+            _mapping(olds[name].get("containerEdits")),
+            _mapping(device.get("containerEdits")),
+            programs=same_programs,
         )
         annotations = olds[name].get("annotations") != device.get("annotations")
         if not edits.same or annotations:
@@ -234,7 +253,11 @@ def diff_specs(old: Mapping[str, object], new: Mapping[str, object]) -> SpecDiff
         tuple(n for n in news if n not in olds),
         tuple(n for n in olds if n not in news),
         tuple(changed),
-        diff_edits(_mapping(old.get("containerEdits")), _mapping(new.get("containerEdits"))),
+        diff_edits(
+            _mapping(old.get("containerEdits")),
+            _mapping(new.get("containerEdits")),
+            programs=same_programs,
+        ),
         any(old.get(k) != new.get(k) for k in {*old, *new} - known),
     )
 
