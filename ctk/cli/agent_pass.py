@@ -376,7 +376,10 @@ def _revert_configs(agent: Agent, state: State) -> bool:
     current = {name: host_agent.read_config(agent.host, name) for name in state.configs}
     untouched = all(digest(current[name]) == w.left for name, w in state.configs.items())
     if untouched:
-        for name, written in state.configs.items():
+        # Files that were there first are restored before ctk's own go: a main config never
+        # imports a drop-in that is already gone.
+        order = sorted(state.configs.items(), key=lambda item: item[1].original is None)
+        for name, written in order:
             host_agent.restore(agent.host, name, written.original)
             agent.say(f"restored {name}" if written.original is not None else f"removed {name}")
         return bool(state.configs)

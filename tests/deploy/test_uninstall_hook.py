@@ -376,8 +376,10 @@ def test_uninstall_retries_while_the_agent_holds_the_lock_then_reverts_in_order(
         "restarted containerd",
         "removed /var/run/cdi/nvidia.yaml",
         "removed /usr/local/libexec/ctk/ctk-hook",
-        "removed /usr/local/libexec/ctk/install-manifest.json",
+        # then its own files, in the pod's view: the ready file, the outlets through their mounts
         "removed /run/ctk-pod/ready",
+        "removed /host/var/lib/node_exporter/textfile_collector/ctk.prom",
+        "removed /host/etc/kubernetes/node-feature-discovery/features.d/ctk",
     ], lines
 
 
