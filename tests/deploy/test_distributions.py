@@ -447,3 +447,42 @@ def test_real_containerd_reads_the_result(ran: Ran) -> None:
     assert runtimes["nvidia"]["runtime_type"] == "io.containerd.runc.v2"
     assert runtimes["nvidia"]["options"]["BinaryName"] == ran.preset.handler
     assert runtimes["runc"]["options"]["SystemdCgroup"] is True
+
+
+@pytest.mark.parametrize(
+    ("distribution", "edited", "kept"),
+    [
+        pytest.param("k3s", False, False, id="k3s-chart-template-removed"),
+        pytest.param("rke2", False, False, id="rke2-chart-template-removed"),
+        pytest.param("k3s", True, True, id="k3s-edited-template-kept"),
+    ],
+)
+def test_uninstall_removes_the_charts_template_only_while_it_is_the_charts(
+    distribution: str, edited: bool, kept: bool, tmp_path: Path
+) -> None:
+    """The uninstall pod's init container command, run by a real shell with a stand-in `ctk`."""
+    docs = render({"distribution": distribution})
+    (init,) = pod_spec(one(docs, "DaemonSet", "ctk-uninstall"))["initContainers"]
+    mounts = {m["mountPath"] for m in init["volumeMounts"]}
+    assert "/etc/ctk" in mounts
+    (cm,) = kinds(docs, "ConfigMap")
+    host, etc_ctk, bin_dir = tmp_path / "host", tmp_path / "etc-ctk", tmp_path / "bin"
+    write(etc_ctk, "/config.toml.tmpl", cm["data"]["config.toml.tmpl"])
+    target = f"/var/lib/rancher/{distribution}/agent/etc/containerd/config.toml.tmpl"
+    text = cm["data"]["config.toml.tmpl"] + ("# a person's line\n" if edited else "")
+    write(host, target, text)
+    write(bin_dir, "/ctk", '#!/bin/sh\necho "ctk $*"\n', 0o755)
+    assert init["command"][:2] == ["/bin/sh", "-c"]
+    script = init["command"][2].replace("/etc/ctk/", f"{etc_ctk}/").replace("/host/", f"{host}/")
+    done = subprocess.run(
+        ["/bin/sh", "-c", script],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    removed = "" if kept else f"removed {target}\n"
+    assert done.stdout == f"ctk agent --uninstall\n{removed}"
+    assert (host / target.lstrip("/")).exists() is kept
