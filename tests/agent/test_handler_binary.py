@@ -4,6 +4,8 @@ it can see on the host, says which and why, and is not ready while the handler w
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -103,6 +105,22 @@ def test_no_toolkit_and_no_cdi_is_not_ready_and_says_why(
     assert drop_in_runtime(host) == {"enable_cdi": None, "nvidia": NCR}
     assert f"\nnot ready: the nvidia runtime's binary {MISSING}\n" in done.stderr
     assert not ready.exists()
+    doctor = subprocess.run(
+        [sys.executable, "-m", "ctk.cli.app", "doctor", "--root", str(host.root), "--json"],
+        capture_output=True,
+        text=True,
+        env=host.env(),
+        check=False,
+        timeout=120,
+    )
+    # ctk doctor names the same root cause on this host.
+    (check,) = [
+        c for c in json.loads(doctor.stdout)["checks"] if c["id"] == "toolkit.not-installed"
+    ]
+    assert (check["status"], check["summary"]) == (
+        "fail",
+        "the NVIDIA Container Toolkit is not installed: no engine can inject GPUs",
+    )
     # The toolkit arrives: the next pass is ready, without touching the engine again.
     host.path(NCR).write_text('#!/bin/sh\nexec runc "$@"\n')
     host.path(NCR).chmod(0o755)

@@ -14,6 +14,7 @@ base config written here in the shape of theirs: Go's own template engine, not a
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -28,7 +29,10 @@ from typing import Any
 
 import pytest
 
+from ctk.host.agent import docker_runtimes
+from ctk.host.root import HostRoot
 from ctk.toml_compat import loads as toml_loads
+from tests.agent.conftest import Host, docker_host, short_tmp, workstation  # noqa: F401
 from tests.deploy.chart import REPO, kinds, one, pod_spec, render
 from tests.fake_nvml import FakeNode, SkipNode, materialise
 from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401
@@ -245,19 +249,23 @@ def write(host: Path, target: str, text: str, mode: int = 0o644) -> Path:
 
 def go_render(template: str, extra: dict[str, Any], tmp: Path) -> str:
     """k3s's step: render the template with Go's text/template and a k3s-shaped base."""
-    import json
-
     (tmp / "render.go").write_text(GO_RENDER)
     (tmp / "template").write_text(template)
     (tmp / "base").write_text(GO_BASE)
     done = subprocess.run(
-        ["go", "run", str(tmp / "render.go"), str(tmp / "template"), str(tmp / "base"),
-         json.dumps(extra)],
+        [
+            "go",
+            "run",
+            str(tmp / "render.go"),
+            str(tmp / "template"),
+            str(tmp / "base"),
+            json.dumps(extra),
+        ],
         capture_output=True,
         text=True,
         check=False,
         timeout=300,
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -369,13 +377,20 @@ def run_preset(name: str, node_dir: Path, library: Path) -> Ran:
         stop.set()
         server.close()
     dump = subprocess.run(
-        ["chroot", str(host), f"{preset.bin_dir}/containerd", "--config", preset.config,
-         "config", "dump"],
+        [
+            "chroot",
+            str(host),
+            f"{preset.bin_dir}/containerd",
+            "--config",
+            preset.config,
+            "config",
+            "dump",
+        ],
         capture_output=True,
         text=True,
         check=False,
         timeout=60,
-    )  # fmt: skip
+    )
     return Ran(preset, host, env, done, before, dump, ready.exists())
 
 
@@ -486,3 +501,51 @@ def test_uninstall_removes_the_charts_template_only_while_it_is_the_charts(
     removed = "" if kept else f"removed {target}\n"
     assert done.stdout == f"ctk agent --uninstall\n{removed}"
     assert (host / target.lstrip("/")).exists() is kept
+
+
+def test_docker_preset_with_a_real_dockerd(
+    docker_host: Host,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """runtime=docker: the engine's own daemon.json and socket; dockerd 20.10 loads the result."""
+    env = chart_env({"runtime": "docker"})
+    assert env["CTK_AGENT_RUNTIME"] == "docker"
+    assert not {"CTK_AGENT_CONFIG", "CTK_AGENT_SOCKET", "CTK_AGENT_DROP_IN"} & set(env)
+    ready = tmp_path / "ready"
+    run_env = {**docker_host.env(), **env}
+    for key in ("CTK_AGENT_PROMETHEUS_TEXTFILE", "CTK_AGENT_NFD_FEATURES_DIR"):
+        run_env.pop(key)
+    run_env.update(
+        CTK_AGENT_HOST_ROOT=str(docker_host.root),
+        CTK_AGENT_HOST_EXEC=docker_host.host_exec,
+        CTK_AGENT_READY_FILE=str(ready),
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "ctk.cli.app", "agent", "--once"],
+        capture_output=True,
+        text=True,
+        env=run_env,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert ready.exists(), done.stderr
+    assert docker_host.restarts == 1
+    live = docker_runtimes(HostRoot(docker_host.root))
+    assert live is not None and "nvidia" in live
+    info = subprocess.run(
+        [
+            "/usr/bin/docker",
+            "-H",
+            f"unix://{docker_host.path('/var/run/docker.sock')}",
+            "info",
+            "--format",
+            "{{json .Runtimes.nvidia}}",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert info.returncode == 0, info.stderr
+    assert json.loads(info.stdout)["path"] == "/usr/bin/nvidia-container-runtime"
