@@ -660,3 +660,7 @@ def register(app: typer.Typer) -> None:
         else:
             message = f"updated {output_path} ({'; '.join([_summary(spec), *plan.changes])})"
         compat.info(message)
+
+
+app = typer.Typer()
+register(app)
