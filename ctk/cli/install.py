@@ -66,10 +66,7 @@ def install(
     """Install the native hook, the systemd units and the udev rule (idempotent)."""
     from ctk.host import files, installation
     from ctk.host.hook_program import packaged_hook
-    from ctk.host.root import existing_root
     from ctk.install import install_plan
-
-    existing_root("--root", root)
 
     where = _prefix(prefix)
     plan = install_plan(  # gather, then decide
@@ -108,9 +105,7 @@ def install(
 def uninstall(root: Root = Path("/"), prefix: Prefix = "/usr/local", as_json: Json = False) -> None:
     """Remove what `ctk install` wrote (files changed since are kept)."""
     from ctk.host import installation
-    from ctk.host.root import existing_root
 
-    existing_root("--root", root)
     outcome = installation.uninstall(root, _prefix(prefix))
     if outcome is None:
         raise CtkError(
