@@ -81,12 +81,9 @@ def test_imports_follow_architecture_md() -> None:
 KNOWN_DUPLICATES = {
     # issue 13 part 1 and 6: the node model is being unified (modes, doctor, cdi, runtime)
     "Loaded",
-    "DeviceNode",
     "Device",
     "Severity",
     "SpecFile",
-    "MigDevice",
-    "NvmlFacts",
     "NodeFacts",
     "Outcome",  # cdi/refresh.py and host/installation.py (cdi, hook)
 }

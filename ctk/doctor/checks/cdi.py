@@ -7,7 +7,7 @@ import shlex
 from ctk.doctor.checks.mig import GPU_KIND, kube, regenerate
 from ctk.doctor.checks.toolkit import runtime_mode, toolkit_version
 from ctk.doctor.expected import expected_devices, missing_from, unknown_uuids
-from ctk.doctor.facts import NodeFacts, NvmlFacts, SpecFile
+from ctk.doctor.facts import NodeFacts, NvmlAnswer, SpecFile
 from ctk.doctor.fixes import EnableRefresh, GenerateSpec, ValidateSpec
 from ctk.doctor.model import (
     HOST_ONLY,
@@ -173,7 +173,7 @@ def spec_stale(facts: NodeFacts) -> Result:
 
 def _wrong_nodes(facts: NodeFacts, specs: tuple[SpecFile, ...]) -> list[Evidence]:
     """Spec devices named after a GPU whose device node is another GPU's (minors moved)."""
-    if not isinstance(facts.nvml, NvmlFacts) or facts.nvml.error_code is not None:
+    if not isinstance(facts.nvml, NvmlAnswer) or facts.nvml.error_code is not None:
         return []
     nodes: dict[str, set[str]] = {}
     for spec in specs:

@@ -6,8 +6,8 @@ import re
 from collections.abc import Mapping
 
 from ctk.doctor.checks.driver import visible_devices
-from ctk.doctor.checks.mig import nvml_gpus
-from ctk.doctor.facts import NodeFacts, NvmlFacts, Unavailable
+from ctk.doctor.checks.mig import nvml_answer
+from ctk.doctor.facts import NodeFacts, NvmlAnswer, Unavailable
 from ctk.doctor.fixes import SetToolkitConfig
 from ctk.doctor.model import (
     INSIDE,
@@ -33,7 +33,7 @@ _UNITS = {"": MIB, "k": 1024, "m": MIB, "g": 1024 * MIB, "t": 1024 * 1024 * MIB}
 
 
 def _gpu_nodes(facts: NodeFacts) -> list[str]:
-    return sorted(p for p in facts.dev.nodes if re.fullmatch(r"/dev/nvidia\d+", p))
+    return sorted(p for p in facts.dev.entries() if re.fullmatch(r"/dev/nvidia\d+", p))
 
 
 @check(
@@ -50,7 +50,7 @@ def _gpu_nodes(facts: NodeFacts) -> list[str]:
 )
 def nvml_unknown_error(facts: NodeFacts) -> Result:
     """Device nodes present, NVML init 999: the device cgroup no longer allows the GPU."""
-    if not isinstance(facts.nvml, NvmlFacts):
+    if not isinstance(facts.nvml, NvmlAnswer):
         return unknown(f"NVML facts unavailable: {facts.nvml.reason}")
     if facts.nvml.error_code != NVML_UNKNOWN_ERROR:
         return ok("NVML initialises" if facts.nvml.error_code is None else "no Unknown Error")
@@ -297,9 +297,10 @@ def memory_limit_not_enforced(facts: NodeFacts) -> Result:
     memory = {k: v for k, v in limits.items() if k.startswith("CUDA_DEVICE_MEMORY_LIMIT")}
     if not memory:
         return skip("no HAMi memory limit in the environment")
-    gpus = nvml_gpus(facts)
-    if isinstance(gpus, Result):
-        return gpus
+    nvml = nvml_answer(facts)
+    if isinstance(nvml, Result):
+        return nvml
+    gpus = nvml.health_by_gpu
     if any(gpu.memory_total is None for gpu in gpus):
         return unknown("the NVML adapter does not report memory totals")
     over = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ctk.doctor.facts import LibFacts, NodeFacts, NvmlFacts, TimedOut, Unavailable
+from ctk.doctor.facts import LibFacts, NodeFacts, NvmlAnswer, TimedOut, Unavailable
 from ctk.doctor.model import (
     HOST_ONLY,
     Evidence,
@@ -37,7 +37,7 @@ def driver_version_evidence(facts: NodeFacts) -> Evidence:
 
 def nvml_error(facts: NodeFacts) -> int | None:
     """The NVML init error code, when NVML was asked and refused."""
-    return facts.nvml.error_code if isinstance(facts.nvml, NvmlFacts) else None
+    return facts.nvml.error_code if isinstance(facts.nvml, NvmlAnswer) else None
 
 
 @check(
@@ -160,7 +160,7 @@ def visible_devices(facts: NodeFacts) -> str | None:
 )
 def no_gpu_attached(facts: NodeFacts) -> Result:
     """Container context, the host has a driver, but no `/dev/nvidia*` reached the container."""
-    if any(path.startswith("/dev/nvidia") for path in facts.dev.nodes):
+    if any(path.startswith("/dev/nvidia") for path in facts.dev.entries()):
         return ok("GPU device nodes are present in the container")
     shown = visible_devices(facts)
     return fail(
@@ -352,7 +352,7 @@ def persistence_off(facts: NodeFacts) -> Result:
         return skip(f"NVML did not initialise ({nvml.error}): see the checks that name the cause")
     if facts.persistenced:
         return ok("nvidia-persistenced is running")
-    off = [g for g in nvml.gpus if g.persistence is False]
+    off = [g for g in nvml.health_by_gpu if g.persistence is False]
     if not off:
         return ok("persistence mode is on" if nvml.gpus else "no GPU")
     server = any(g.brand in DATA_CENTER_BRANDS for g in off)
