@@ -213,7 +213,7 @@ class DriverFacts:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class NodeFacts:
+class GatheredNode:
     """Everything gathered about a node for its spec (``nvml`` is None in management mode)."""
 
     nvml: NvmlFacts | None

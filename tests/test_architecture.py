@@ -78,17 +78,6 @@ def test_imports_follow_architecture_md() -> None:
     assert broken == []
 
 
-KNOWN_DUPLICATES = {
-    # issue 13 part 1 and 6: the node model is being unified (modes, doctor, cdi, runtime)
-    "Loaded",
-    "Device",
-    "Severity",
-    "SpecFile",
-    "NodeFacts",
-    "Outcome",  # cdi/refresh.py and host/installation.py (cdi, hook)
-}
-
-
 def _class_names() -> dict[str, list[str]]:
     names: defaultdict[str, list[str]] = defaultdict(list)
     for path in sorted(PACKAGE.rglob("*.py")):
@@ -98,7 +87,7 @@ def _class_names() -> dict[str, list[str]]:
     return names
 
 
-def test_no_new_class_shares_a_name() -> None:
-    """No two classes share a name; the names still shared are listed, to shrink, never grow."""
+def test_no_two_classes_share_a_name() -> None:
+    """A class name says what it is: no two classes in ctk/ share one."""
     shared = {name: where for name, where in _class_names().items() if len(where) > 1}
-    assert {n: w for n, w in shared.items() if n not in KNOWN_DUPLICATES} == {}
+    assert shared == {}

@@ -264,7 +264,7 @@ class ToolkitFacts:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SpecFile:
+class SpecFileFacts:
     """A CDI spec file, with what the checks read from it."""
 
     path: str
@@ -284,7 +284,7 @@ class CdiFacts:
     """The spec directories and what they hold."""
 
     dirs: tuple[str, ...] = ()
-    specs: tuple[SpecFile, ...] = ()
+    specs: tuple[SpecFileFacts, ...] = ()
     conflicts: tuple[str, ...] = ()
     conflict_files: tuple[str, ...] = ()
     """The spec files that take part in a conflict, as seen inside the root."""

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ctk import toml_compat as tomllib
 
 if TYPE_CHECKING:
-    from ctk.runtime_config.imports import Loaded
+    from ctk.runtime_config.imports import ImportedFiles
 
 from ctk.doctor.facts import (
     ConfigFile,
@@ -195,7 +195,7 @@ def containerd_files(g: Gatherer, main: str, imports: Iterable[str]) -> list[str
     return list(containerd_loaded(g, main, imports).files)
 
 
-def containerd_loaded(g: Gatherer, main: str, imports: Iterable[str]) -> Loaded:
+def containerd_loaded(g: Gatherer, main: str, imports: Iterable[str]) -> ImportedFiles:
     """`containerd_files`, with the imported files that are missing or unreadable."""
     from ctk.runtime_config import imports as resolver
 
