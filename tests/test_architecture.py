@@ -91,3 +91,24 @@ def test_no_two_classes_share_a_name() -> None:
     """A class name says what it is: no two classes in ctk/ share one."""
     shared = {name: where for name, where in _class_names().items() if len(where) > 1}
     assert shared == {}
+
+
+def test_every_engine_is_one_entry_per_table() -> None:
+    """Adding an engine is one entry in each per-engine table, never a branch on its name."""
+    from ctk.host.engines import FILES
+    from ctk.runtime_config.engines import ENGINES, Runtime
+
+    assert (set(ENGINES), set(FILES)) == (set(Runtime), set(Runtime))
+    branches = [
+        f"{path.relative_to(REPO)}:{node.lineno}"
+        for path in (PACKAGE / "host" / "engines.py", *(PACKAGE / "host" / "facts").glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Compare)
+        and any(
+            isinstance(side, ast.Attribute)
+            and isinstance(side.value, ast.Name)
+            and side.value.id == "Runtime"
+            for side in (node.left, *node.comparators)
+        )
+    ]
+    assert branches == []

@@ -252,6 +252,10 @@ class EngineFacts:
     """The imported file (other than config_path) that only root can read, if that is why."""
 
 
+LDCONFIG_CANDIDATES = ("/sbin/ldconfig.real", "/sbin/ldconfig", "/usr/sbin/ldconfig")
+"""Where distributions put ldconfig, preferred first (Ubuntu's /sbin/ldconfig is a wrapper)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolkitFacts:
     """NVIDIA Container Toolkit: binaries, packages, `config.toml`."""
@@ -261,6 +265,7 @@ class ToolkitFacts:
     config: ConfigFile = field(default_factory=lambda: ConfigFile(path=""))
     oci_hooks: tuple[str, ...] = ()
     existing_paths: frozenset[str] = frozenset()
+    """Which of `LDCONFIG_CANDIDATES` and the config's `nvidia-container-cli.ldconfig` exist."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ctk.doctor.facts import NodeFacts
+from ctk.doctor.facts import LDCONFIG_CANDIDATES, NodeFacts
 from ctk.doctor.fixes import (
     ConfigureRuntime,
     GenerateSpec,
@@ -53,10 +53,6 @@ DRIVER_RULES: tuple[tuple[int, tuple[int, int], str], ...] = (
     (530, (1, 13), "drivers that split the GSP firmware into several files"),
     (545, (1, 14), "drivers that ship libnvidia-gpucomp.so"),
 )
-
-
-LDCONFIG_CANDIDATES = ("/sbin/ldconfig.real", "/sbin/ldconfig", "/usr/sbin/ldconfig")
-"""Where distributions put ldconfig, preferred first (Ubuntu's /sbin/ldconfig is a wrapper)."""
 
 
 def package_version(text: str) -> tuple[int, ...] | None:
