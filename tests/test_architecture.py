@@ -112,3 +112,17 @@ def test_every_engine_is_one_entry_per_table() -> None:
         )
     ]
     assert branches == []
+
+
+def test_one_doctor_check_module_per_group() -> None:
+    """The checks of group G are the module ctk/doctor/checks/G.py, and only its checks."""
+    import ctk.doctor.checks  # noqa: F401  (importing it fills the registry)
+    from ctk.doctor.model import REGISTRY, Group
+
+    misplaced = sorted(
+        f"{check.id} in {check.run.__module__}"
+        for check in REGISTRY.values()
+        if check.run.__module__ != f"ctk.doctor.checks.{check.group.value}"
+    )
+    assert misplaced == []
+    assert {check.group for check in REGISTRY.values()} == set(Group)

@@ -117,7 +117,7 @@ def test_containerd_imports_as_containerd_resolves_them(
     tmp_path: Path, entries: str, imports: tuple[str, ...], orphans: list[str]
 ) -> None:
     """The evidence shows each import as containerd reads it; drop-ins match by Go's glob."""
-    from ctk.doctor.checks.engines import drop_in_not_imported
+    from ctk.doctor.checks.containerd import drop_in_not_imported
     from ctk.doctor.facts import NodeFacts
     from ctk.doctor.model import Evidence, Status
 

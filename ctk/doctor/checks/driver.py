@@ -10,7 +10,6 @@ from ctk.doctor.model import (
     Evidence,
     Result,
     Severity,
-    Where,
     check,
     fail,
     ok,
@@ -144,34 +143,6 @@ def not_loaded(facts: NodeFacts) -> Result:
 def visible_devices(facts: NodeFacts) -> str | None:
     """`NVIDIA_VISIBLE_DEVICES` inside a container (None when unset)."""
     return facts.container.env.get("NVIDIA_VISIBLE_DEVICES")
-
-
-@check(
-    "container.no-gpu-attached",
-    severity=Severity.ERROR,
-    title="the container was started with a GPU",
-    remedy="Start the container with --gpus (or a CDI device); request nvidia.com/gpu in pods.",
-    sources=(
-        "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/"
-        "sample-workload.html",
-    ),
-    depends_on=("driver.not-loaded",),
-    where=frozenset({Where.CONTAINER, Where.POD}),
-)
-def no_gpu_attached(facts: NodeFacts) -> Result:
-    """Container context, the host has a driver, but no `/dev/nvidia*` reached the container."""
-    if any(path.startswith("/dev/nvidia") for path in facts.dev.entries()):
-        return ok("GPU device nodes are present in the container")
-    shown = visible_devices(facts)
-    return fail(
-        "this container has no GPU: no /dev/nvidia* device node was injected",
-        Evidence("/dev", "no nvidia* device nodes"),
-        Evidence("NVIDIA_VISIBLE_DEVICES", "unset" if shown is None else shown),
-        notes=(
-            "Docker: start the container with --gpus all (or --device nvidia.com/gpu=all with CDI)",
-            "Kubernetes: resources: {limits: {nvidia.com/gpu: 1}}",
-        ),
-    )
 
 
 def _library_versions(facts: NodeFacts) -> dict[str, str]:
