@@ -45,8 +45,11 @@ def newest_source() -> float:
     return max(p.stat().st_mtime for p in SOURCE.iterdir() if p.suffix in (".go", ".mod"))
 
 
-def build(output: Path, *, version: str = "dev", tags: tuple[str, ...] = ()) -> Path:
-    """Compile the hook to ``output`` (made atomically: a temp file renamed into place)."""
+def build(
+    output: Path, *, version: str = "dev", tags: tuple[str, ...] = (), goarch: str = ""
+) -> Path:
+    """Compile the hook to ``output`` (made atomically: a temp file renamed into place), for
+    ``goarch`` (amd64, arm64) when given, else for this machine."""
     program, extra = go_program()
     output = output.resolve()
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -61,6 +64,7 @@ def build(output: Path, *, version: str = "dev", tags: tuple[str, ...] = ()) -> 
         "GOTELEMETRY": "off",
         "GOCACHE": os.environ.get("GOCACHE") or str(cache / "build"),
         "GOPATH": os.environ.get("GOPATH") or str(cache / "path"),
+        **({"GOARCH": goarch} if goarch else {}),
     }
     temp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
     argv = [program, "build", "-o", str(temp), "-ldflags", f"-s -w -X main.version={version}"]

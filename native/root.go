@@ -30,8 +30,13 @@ const (
 
 var errNotFound = errors.New("not found")
 
-// haveOpenat2 turns false the first time the kernel (or a seccomp filter) refuses openat2.
+// haveOpenat2 turns false when the kernel (or a seccomp filter) refuses openat2: probed once
+// when the root is opened, so that one run resolves every path one way.
 var haveOpenat2 = true
+
+func refusesOpenat2(err error) bool {
+	return err == syscall.ENOSYS || err == syscall.EPERM || err == syscall.E2BIG
+}
 
 type openHow struct{ flags, mode, resolve uint64 }
 
@@ -110,6 +115,14 @@ func openRoot(path string) (*Root, error) {
 	fd, err := syscall.Open(path, oPath|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, hookErrorf("%s: cannot open the container root: %s", path, strerror(err))
+	}
+	if haveOpenat2 {
+		probe, err := openat2(fd, ".", oPath|syscall.O_DIRECTORY|syscall.O_CLOEXEC, resolveInRoot)
+		if err == nil {
+			syscall.Close(probe)
+		} else if refusesOpenat2(err) {
+			haveOpenat2 = false
+		}
 	}
 	return &Root{fd: fd, path: path}, nil
 }
@@ -301,8 +314,10 @@ func (r *Root) openPath(path string) (int, error) {
 			return fd, nil
 		case syscall.ENOENT:
 			return -1, nil
-		case syscall.ENOSYS, syscall.EPERM, syscall.E2BIG:
-			haveOpenat2 = false
+		default:
+			if refusesOpenat2(err) {
+				haveOpenat2 = false
+			}
 		}
 		// anything else (a symlink swapped in meanwhile, a file where a folder was): the walk
 		// below sees the root as it is now and names the problem

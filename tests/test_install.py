@@ -240,3 +240,48 @@ def test_install_refuses_a_relative_prefix(
     assert main(argv) == 1
     assert capsys.readouterr().err.startswith("error: --prefix usr/local: must be an absolute path")
     assert list(tmp_path.iterdir()) == []
+
+
+def _installer_python() -> str:
+    """The interpreter a node would install with: Debian's own /usr/bin/python3 (externally
+    managed, PEP 668) where the suite runs on it or beside it, else the base interpreter of the
+    Python running the suite (pyenv's 3.10 and 3.13 in CI's other runs)."""
+    base = getattr(sys, "_base_executable", sys.executable)
+    debian = Path("/usr/bin/python3")
+    if sys.version_info[:2] == (3, 11) and debian.exists():
+        return str(debian)
+    return str(base)
+
+
+@pytest.mark.integration
+def test_readme_install_script(tmp_path: Path) -> None:
+    """The README's first command, `scripts/install`, into a scratch venv, bin dir and node tree:
+    it makes the venv, pip builds ctk with the native hook, links `ctk`, runs `ctk install`."""
+    python = _installer_python()
+    env = {
+        **os.environ,
+        "CTK_PYTHON": python,
+        "CTK_VENV": str(tmp_path / "venv"),
+        "CTK_BIN_DIR": str(tmp_path / "bin"),
+        "CTK_ROOT": str(tmp_path / "node"),
+    }
+    env.pop("PYTHONPATH", None)
+    result = subprocess.run(
+        ["sh", str(REPO / "scripts/install")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"making {tmp_path / 'venv'} with {python}" in result.stderr
+    ctk = tmp_path / "bin/ctk"
+    assert os.readlink(ctk) == str(tmp_path / "venv/bin/ctk")
+    version = subprocess.run([ctk, "--version"], capture_output=True, text=True, check=False)
+    assert (version.returncode, version.stdout) == (0, "ctk 0.1.0\n")
+    hook = tmp_path / "node/usr/local/libexec/ctk/ctk-hook"
+    ran = subprocess.run([hook, "--version"], capture_output=True, text=True, check=False)
+    assert (ran.returncode, ran.stdout) == (0, "ctk-hook version 0.1.0\n")
+    unit = (tmp_path / "node/etc/systemd/system/ctk-cdi-refresh.service").read_text()
+    assert f"{(tmp_path / 'venv/bin/ctk').resolve()}" in unit

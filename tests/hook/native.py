@@ -48,6 +48,20 @@ def test_hook_binary() -> Path:
 test_hook_binary.__test__ = False  # type: ignore[attr-defined]  # not a test of pytest's
 
 
+# The kernel refuses openat2 (before Linux 5.6, or a seccomp filter that answers ENOSYS/EPERM):
+# strace makes every openat2 of the hook fail with ENOSYS, so the hook takes its O_PATH walk.
+# Set by the `resolver` fixture of tests/hook/conftest.py.
+RESOLVER_ENV = "CTK_TEST_HOOK_RESOLVER"
+NO_OPENAT2 = ("strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=openat2")
+NO_OPENAT2_INJECT = ("-e", "inject=openat2:error=ENOSYS")
+
+
+def _resolver_prefix() -> list[str]:
+    if os.environ.get(RESOLVER_ENV) == "walk":
+        return [*NO_OPENAT2, *NO_OPENAT2_INJECT]
+    return []
+
+
 def run_native(argv: list[str], stdin: str | None = None) -> int:
     """Run the hook as an OCI runtime does; its output goes to this process's sys.stdout and
     sys.stderr (so pytest's capsys sees it). ``stdin`` defaults to a test's sys.stdin stand-in."""
@@ -56,7 +70,7 @@ def run_native(argv: list[str], stdin: str | None = None) -> int:
     testing = os.environ.get("CTK_HOOK_SWAP") or os.environ.get("CTK_HOOK_LDCONFIG_TIMEOUT")
     program = test_hook_binary() if testing else hook_binary()
     result = subprocess.run(
-        [str(program), *argv],
+        [*_resolver_prefix(), str(program), *argv],
         input=stdin.encode(),
         capture_output=True,
         timeout=120,

@@ -10,6 +10,8 @@ import pytest
 
 from tests.hook.bundles import make_bundle, run_hook, snapshot
 
+pytestmark = pytest.mark.usefixtures("resolver")  # openat2, and the walk without it
+
 
 def mode(path: Path) -> int:
     return stat.S_IMODE(path.lstat().st_mode)

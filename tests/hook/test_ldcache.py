@@ -15,6 +15,8 @@ from tests.hook.bundles import Bundle, make_bundle, run_hook, snapshot
 from tests.hook.native import run_native
 from tests.hook.test_params_mount import needs_namespace, run_with_host_params
 
+pytestmark = pytest.mark.usefixtures("resolver")  # openat2, and the walk without it
+
 LDCONFIG = "/sbin/ldconfig"
 LIBDIR = "usr/lib/ctk-test"
 

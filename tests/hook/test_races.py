@@ -17,6 +17,8 @@ import pytest
 
 from tests.hook.bundles import Bundle, make_bundle, run_hook, snapshot
 
+pytestmark = pytest.mark.usefixtures("resolver")  # openat2, and the walk without it
+
 LIB = "usr/lib/x86_64-linux-gnu"
 
 
