@@ -4,6 +4,7 @@ mofed, nvswitch. Pure: `ClassFacts` in, a `Spec` out, shaped as nvidia-ctk shape
 Every spec's common edits set `NVIDIA_VISIBLE_DEVICES=void`. The node classes (gds, gdrcopy,
 mofed, nvswitch) and wsl have one device, `all`; imex a device per channel (named by its
 number) and `all`; csv one device (`0` / `gpu0`: a Jetson has one integrated GPU) and `all`.
+`--device-id none` is, in every mode as in nvml mode, the one device `none` that gives nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 from dataclasses import replace
 
 from ctk.cdi import discover
-from ctk.cdi.generate import GenerateOptions, simplify, tidy
+from ctk.cdi.generate import EMPTY_DEVICE_ENV, GenerateOptions, simplify, tidy
 from ctk.cdi.model import ContainerEdits, Device, DeviceNode, Spec, merge
 from ctk.cdi.options import IMEX_CHANNELS, NODE_CLASSES, HookName, Mode, NameStrategy
 from ctk.cdi.serialize import cdi_version
@@ -28,7 +29,9 @@ LIBRARY_NAME = re.compile(r"^lib.+\.so(\.[^/]*)?$")
 
 def build_class_spec(facts: ClassFacts, options: GenerateOptions) -> Spec:
     """The spec of ``options.mode`` for what its gatherer found."""
-    if options.mode in NODE_CLASSES:
+    if options.device_ids == ("none",):
+        devices = [Device(name="none", edits=ContainerEdits(env=(EMPTY_DEVICE_ENV,)))]
+    elif options.mode in NODE_CLASSES:
         devices = [_node_class(facts, options)]
     elif options.mode is Mode.IMEX:
         devices = _imex(facts, options)
@@ -113,19 +116,40 @@ def _csv(facts: ClassFacts, options: GenerateOptions) -> list[Device]:
                 f"--device-id {given}: no such device",
                 hint="in csv mode the node has one device: 0 (or all)",
             )
-    names = {NameStrategy.INDEX: "0", NameStrategy.TYPE_INDEX: "gpu0"}
-    chosen = [names[s] for s in options.strategies if s in names]
-    if not chosen:
-        raise UsageError(
-            "--device-name-strategy uuid: the integrated GPU of csv mode has no UUID",
-            hint="use --device-name-strategy index or type-index",
-        )
+    chosen = [CSV_NAMES[s] for s in options.strategies if s in CSV_NAMES] or [
+        CSV_NAMES[NameStrategy.INDEX]
+    ]
     if not facts.nodes:
         raise CtkError(
             f"none of the device nodes the CSV files list exist under {facts.dev_root}",
             hint="is the GPU driver (nvgpu) loaded? Pass the right --dev-root or --csv.file",
         )
     return _with_all([_device(name, facts, options) for name in chosen], options)
+
+
+CSV_NAMES = {NameStrategy.INDEX: "0", NameStrategy.TYPE_INDEX: "gpu0"}
+
+
+def class_warnings(
+    options: GenerateOptions, *, compat_container_root: str | None = None
+) -> tuple[str, ...]:
+    """What a mode does other than the command line asks (the caller says it on stderr)."""
+    found = []
+    if options.mode is Mode.CSV and not any(s in CSV_NAMES for s in options.strategies):
+        found.append(
+            "--device-name-strategy uuid: the integrated GPU of csv mode has no UUID; naming "
+            "it 0 (--device-name-strategy index)"
+        )
+    if options.mode is Mode.CSV and compat_container_root:
+        found.append(
+            f"--csv.compat-container-root {compat_container_root}: ignored; ctk's csv mode "
+            "adds no enable-cuda-compat hook"
+        )
+    single = options.mode is Mode.WSL or options.mode in NODE_CLASSES
+    if single and options.device_ids not in (("all",), ("none",)):
+        ids = ", ".join(options.device_ids)
+        found.append(f"--device-id {ids}: ignored; {options.mode} mode has one device, all")
+    return tuple(found)
 
 
 def _driver_edits(facts: ClassFacts, options: GenerateOptions) -> ContainerEdits:

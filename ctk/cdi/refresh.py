@@ -2,55 +2,74 @@
 
 A refresh runs unattended (at boot, after driver installs), so it repairs: an existing file that
 is not a readable spec (not UTF-8, not YAML or JSON, empty, or no `kind` and `devices`) is
-replaced, and said so, whatever exactly is wrong with it. A readable spec that differs is
-updated, and the message names what differs: the kind, the CDI version, devices added and
-removed, the hook program, the common edits (driver libraries, device nodes, hooks, env) and
-the devices whose own edits changed.
+replaced, and said so, whatever exactly is wrong with it. Otherwise the structural diff of the
+old spec and the new one (`ctk.cdi.diff`, the same as `ctk cdi diff`) decides: no difference,
+nothing is written; else the file is updated and the message names what differs: the kind, the
+CDI version, devices added and removed, the driver version, the hook program, the common edits
+(driver libraries, device nodes, hooks, env) and the devices whose own edits changed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ctk.cdi.diff import AREAS, driver_version, grouped
+from ctk.cdi.diff import EditsDiff, SpecDiff, diff_json, diff_specs, gids_text
 from ctk.cdi.load import Loaded, load_text
 from ctk.enums import StrEnum
 
 LISTED = 4  # at most this many names are listed; more are counted
+SAME_CONTENT = "same content, new layout"
+UNKNOWN_FIELDS = "fields CDI does not define removed"
 
 
 class Outcome(StrEnum):
     """What a refresh does with the output file."""
 
     CREATE = "create"  # there was none
-    KEEP = "keep"  # it is already exactly the new spec
+    KEEP = "keep"  # it already holds the new spec (whatever its layout): nothing is written
     UPDATE = "update"  # a readable spec that differs
     REPLACE = "replace"  # not a readable spec
 
 
 @dataclass(frozen=True, slots=True)
 class RefreshPlan:
-    """The outcome and, for an update, what changed (short phrases, in a fixed order)."""
+    """The outcome and, for an update, what changed (short phrases, in a fixed order).
+
+    ``diff`` is the structural diff of the old spec and the new one (for keep and update).
+    """
 
     outcome: Outcome
     changes: tuple[str, ...] = ()
+    diff: SpecDiff | None = field(default=None, compare=False)
+
+    @property
+    def written(self) -> bool:
+        return self.outcome is not Outcome.KEEP
 
 
 def plan_refresh(before: bytes | None, text: str, new: Mapping[str, object]) -> RefreshPlan:
-    """Compare the output's bytes ``before`` with the new spec (its ``text`` and data)."""
+    """Compare the output's bytes ``before`` with the new spec (its ``text`` and data).
+
+    The structural diff decides: a spec that holds the same devices and edits is kept as it is
+    (its bytes and mtime stay) even when its layout differs, unless reading it needed repairs
+    (fields CDI does not define, values read with a warning), which the new file drops.
+    """
     if before is None:
         return RefreshPlan(Outcome.CREATE)
     if before == text.encode():
-        return RefreshPlan(Outcome.KEEP)
+        return RefreshPlan(Outcome.KEEP, diff=SpecDiff())
     loaded = _load(before)
     old = _readable(loaded.value if loaded else None)
     if loaded is None or old is None:
         return RefreshPlan(Outcome.REPLACE)
-    changes = spec_changes(old, new)
+    diff = diff_specs(old, new)
+    changes = change_phrases(diff)
     if any(problem.rule == "schema.unknown-field" for problem in loaded.problems):
-        changes.append("fields CDI does not define removed")  # the strict loader leaves them out
-    return RefreshPlan(Outcome.UPDATE, tuple(changes) or ("same content, new layout",))
+        changes.append(UNKNOWN_FIELDS)  # the strict loader leaves them out
+    if not changes and not loaded.problems:
+        return RefreshPlan(Outcome.KEEP, diff=diff)
+    return RefreshPlan(Outcome.UPDATE, tuple(changes) or (SAME_CONTENT,), diff)
 
 
 def _load(data: bytes) -> Loaded | None:
@@ -83,110 +102,91 @@ def _readable(value: object) -> Mapping[str, object] | None:
     return value
 
 
-def _names(names: list[str]) -> str:
-    return ", ".join(names)
-
-
-def _mapping(value: object) -> Mapping[str, object]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: object) -> list[object]:
-    return value if isinstance(value, list) else []
-
-
-def _listed(what: str, verb: str, names: list[str]) -> list[str]:
+def _listed(what: str, verb: str, names: tuple[str, ...]) -> list[str]:
     """`mounts added a, b`, or `12 mounts added` when there are many."""
     if not names:
         return []
     if len(names) > LISTED:
         return [f"{len(names)} {what} {verb}"]
-    return [f"{what} {verb} {_names(names)}"]
+    return [f"{what} {verb} {', '.join(names)}"]
 
 
-def _changed(name: str, before: list[object], after: list[object]) -> str:
-    """A changed name, with its count when that changed: `create-symlinks (2 -> 1)`."""
-    return name if len(before) == len(after) else f"{name} ({len(before)} -> {len(after)})"
-
-
-def _edits_changes(
-    old: Mapping[str, object], new: Mapping[str, object], scope: str = ""
-) -> list[tuple[str, str]]:
-    """(area, phrase) for what differs between two `containerEdits`, hook programs aside."""
+def _edits_phrases(edits: EditsDiff, scope: str = "") -> list[tuple[str, str]]:
+    """(area, phrase) for what differs between two `containerEdits`."""
     found: list[tuple[str, str]] = []
-    for field, area, key in AREAS:
-        before = grouped(_list(old.get(field)), key)
-        after = grouped(_list(new.get(field)), key)
-        what = scope + area
-        phrases = _listed(what, "added", [k for k in after if k not in before])
-        phrases += _listed(what, "removed", [k for k in before if k not in after])
-        changed = [k for k in after if k in before and before[k] != after[k]]
-        phrases += _listed(what, "changed", [_changed(k, before[k], after[k]) for k in changed])
-        found += [(area, phrase) for phrase in phrases]
-    old_gids, new_gids = _list(old.get("additionalGids")), _list(new.get("additionalGids"))
-    if old_gids != new_gids:
-        shown = [", ".join(map(str, gids)) or "none" for gids in (old_gids, new_gids)]
-        found.append(("additional GIDs", f"{scope}additional GIDs {shown[0]} -> {shown[1]}"))
-    known = {field for field, _, _ in AREAS} | {"additionalGids"}
-    if any(old.get(k) != new.get(k) for k in {*old, *new} - known):
+    for area in edits.areas:
+        what = scope + area.area
+        phrases = _listed(what, "added", area.added)
+        phrases += _listed(what, "removed", area.removed)
+        phrases += _listed(what, "changed", area.changed_names())
+        phrases += [f"{what} reordered"] if area.reordered else []
+        found += [(area.area, phrase) for phrase in phrases]
+    if edits.gids is not None:
+        old, new = (gids_text(gids) for gids in edits.gids)
+        found.append(("additional GIDs", f"{scope}additional GIDs {old} -> {new}"))
+    if edits.other:
         found.append(("other edits", f"{scope}other edits changed"))
     return found
 
 
-def _hook_programs(spec: Mapping[str, object]) -> list[str]:
-    editses = [_mapping(spec.get("containerEdits"))]
-    editses += [_mapping(_mapping(d).get("containerEdits")) for d in _list(spec.get("devices"))]
-    return sorted({str(_mapping(h).get("path")) for e in editses for h in _list(e.get("hooks"))})
-
-
-def _device_changes(old: Mapping[str, object], new: Mapping[str, object]) -> list[str]:
+def _device_phrases(diff: SpecDiff) -> list[str]:
     """The devices in both whose own edits or annotations differ, and in what."""
-    olds = {str(_mapping(d).get("name")): _mapping(d) for d in _list(old.get("devices"))}
     names: list[str] = []
     areas: dict[str, None] = {}
-    for entry in _list(new.get("devices")):
-        device = _mapping(entry)
-        before = olds.get(str(device.get("name")))
-        if before is None:
-            continue
-        found = _edits_changes(
-            _mapping(before.get("containerEdits")), _mapping(device.get("containerEdits"))
-        )
-        if before.get("annotations") != device.get("annotations"):
-            found.append(("annotations", ""))
-        if found:
-            names.append(str(device.get("name")))
-            areas.update(dict.fromkeys(area for area, _ in found))
+    for change in diff.devices_changed:
+        names.append(change.name)
+        areas.update(dict.fromkeys(area for area, _ in _edits_phrases(change.edits)))
+        if change.annotations:
+            areas["annotations"] = None
     if not names:
         return []
-    which = f"{len(names)} devices" if len(names) > LISTED else _names(names)
+    which = f"{len(names)} devices" if len(names) > LISTED else ", ".join(names)
     return [f"device edits changed: {which} ({', '.join(areas)})"]
 
 
-def spec_changes(old: Mapping[str, object], new: Mapping[str, object]) -> list[str]:
-    """What differs between an old spec and the new one, as short phrases."""
-    phrases: list[str] = []
-    for key, label in (("kind", "kind"), ("cdiVersion", "cdiVersion")):
-        if old.get(key) != new.get(key):
-            phrases.append(f"{label} {old.get(key)} -> {new.get(key)}")
-    old_names = [str(_mapping(d).get("name")) for d in _list(old.get("devices"))]
-    new_names = [str(_mapping(d).get("name")) for d in _list(new.get("devices"))]
-    added = [n for n in new_names if n not in old_names]
-    removed = [n for n in old_names if n not in new_names]
-    phrases += [f"added {_names(added)}"] if added else []
-    phrases += [f"removed {_names(removed)}"] if removed else []
-    old_driver, new_driver = driver_version(old), driver_version(new)
-    if old_driver and new_driver and old_driver != new_driver:
-        phrases.append(f"driver {old_driver} -> {new_driver}")
-    old_programs, new_programs = _hook_programs(old), _hook_programs(new)
-    if old_programs and new_programs and old_programs != new_programs:
-        phrases.append(f"hook program {_names(old_programs)} -> {_names(new_programs)}")
-    common = _edits_changes(
-        _mapping(old.get("containerEdits")), _mapping(new.get("containerEdits")), "common "
-    )
-    phrases += [phrase for _, phrase in common]
-    phrases += _device_changes(old, new)
-    known = {"cdiVersion", "kind", "devices", "containerEdits"}
-    if any(old.get(k) != new.get(k) for k in {*old, *new} - known):
-        phrases.append("other fields changed")
+def change_phrases(diff: SpecDiff) -> list[str]:
+    """The diff as short phrases: fields, devices added and removed, driver, hook program, the
+    common edits, the devices whose edits changed, other fields. Empty when nothing differs."""
+    fields = {label: (old, new) for label, old, new in diff.changed_fields}
+    phrases = [
+        f"{label} {fields[key][0]} -> {fields[key][1]}"
+        for key, label in (("kind", "kind"), ("cdiVersion", "cdiVersion"))
+        if key in fields
+    ]
+    phrases += [f"added {', '.join(diff.devices_added)}"] if diff.devices_added else []
+    phrases += [f"removed {', '.join(diff.devices_removed)}"] if diff.devices_removed else []
+    driver = fields.get("driver version")
+    if driver is not None and all(driver):  # a driver only one side names shows in its mounts
+        phrases.append(f"driver {driver[0]} -> {driver[1]}")
+    if "hook program" in fields:
+        phrases.append("hook program {} -> {}".format(*fields["hook program"]))
+    phrases += [phrase for _, phrase in _edits_phrases(diff.common, "common ")]
+    phrases += _device_phrases(diff)
+    phrases += ["other fields changed"] if diff.other_fields else []
     return phrases
+
+
+def refresh_message(plan: RefreshPlan, output: str, summary: str) -> str:
+    """The one line a refresh says: what it did with ``output``, the new spec's ``summary``, and
+    for an update what changed."""
+    if plan.outcome is Outcome.KEEP:
+        return f"{output} is up to date ({summary}); nothing written"
+    if plan.outcome is Outcome.CREATE:
+        return f"created {output} ({summary})"
+    if plan.outcome is Outcome.REPLACE:
+        return f"replaced {output}, which was not a readable CDI spec ({summary})"
+    return f"updated {output} ({'; '.join([summary, *plan.changes])})"
+
+
+def refresh_json(
+    plan: RefreshPlan, output: str, summary: Mapping[str, object]
+) -> dict[str, object]:
+    """What `ctk cdi refresh --json` prints: the outcome, the new spec's summary and the diff."""
+    return {
+        "output": output,
+        "outcome": str(plan.outcome),
+        "written": plan.written,
+        **summary,
+        "changes": list(plan.changes),
+        "diff": None if plan.diff is None else diff_json(plan.diff),
+    }

@@ -341,18 +341,16 @@ def _generate_class(
     csv: CsvOptions | None,
 ) -> tuple[Spec, str]:
     """`_generate` for csv, wsl, imex, gds, gdrcopy, mofed and nvswitch."""
-    from ctk.cdi.modes import build_class_spec
+    from ctk.cdi.modes import build_class_spec, class_warnings
     from ctk.cdi.serialize import render
     from ctk.host.modes import CsvOptions, gather_class
 
+    csv = csv or CsvOptions()
     facts = gather_class(
-        driver_root,
-        dev_root,
-        options.mode,
-        csv=csv or CsvOptions(),
-        library_search=library_search,
+        driver_root, dev_root, options.mode, csv=csv, library_search=library_search
     )
-    for warning in facts.warnings:
+    said = class_warnings(options, compat_container_root=csv.compat_container_root)
+    for warning in (*facts.warnings, *said):
         sys.stderr.write(f"warning: {warning}\n")
     if facts.link_groups or facts.mounts:  # wsl and csv specs carry hooks
         options = _hook_program(options, driver_root)
@@ -395,6 +393,9 @@ REFRESH_OUTPUT = typer.Option(
     help=f"The spec to refresh [default: {DEFAULT_OUTPUT}].",
 )
 
+REFRESH_JSON = typer.Option(
+    False, "--json", help="Print the outcome and the diff of the old and new spec as JSON."
+)
 
 DRIVER_ROOT = typer.Option(
     None,
@@ -472,7 +473,8 @@ CSV_IGNORE = typer.Option(
 CSV_COMPAT = typer.Option(
     None,
     "--csv.compat-container-root",
-    help="csv mode: accepted for nvidia-ctk; ctk adds no CUDA compat hook in csv mode.",
+    help="csv mode: accepted for nvidia-ctk, with a warning: ctk adds no CUDA compat hook in "
+    "csv mode.",
 )
 HOOK_PATH = typer.Option(
     None,
@@ -576,6 +578,7 @@ def register(app: typer.Typer) -> None:
             csv=CsvOptions(
                 tuple(csv_files or compat.env_list(f"{ENV}_CSV_FILES")),
                 tuple(csv_ignore_patterns or compat.env_list(f"{ENV}_CSV_IGNORE_PATTERNS")),
+                csv_compat_container_root,
             ),
         )
         if path is None:
@@ -604,6 +607,7 @@ def register(app: typer.Typer) -> None:
         csv_files: list[str] = CSV_FILE,
         csv_ignore_patterns: list[str] = CSV_IGNORE,
         csv_compat_container_root: str | None = CSV_COMPAT,
+        as_json: bool = REFRESH_JSON,
     ) -> None:
         """Rewrite the spec only if it would change, and say what changed.
 
@@ -640,23 +644,24 @@ def register(app: typer.Typer) -> None:
             csv=CsvOptions(
                 tuple(csv_files or compat.env_list(f"{ENV}_CSV_FILES")),
                 tuple(csv_ignore_patterns or compat.env_list(f"{ENV}_CSV_IGNORE_PATTERNS")),
+                csv_compat_container_root,
             ),
         )
-        from ctk.cdi.refresh import Outcome, plan_refresh
+        from ctk.cdi.refresh import plan_refresh, refresh_json, refresh_message
         from ctk.cdi.serialize import spec_data
         from ctk.host import files
 
         plan = plan_refresh(files.read_bytes(output_path, missing_ok=True), text, spec_data(spec))
-        if plan.outcome is Outcome.KEEP:
-            compat.info(f"{output_path} is up to date ({_summary(spec)}); nothing written")
-            return
-        _write(output_path, text)
-        if plan.outcome is Outcome.CREATE:
-            message = f"created {output_path} ({_summary(spec)})"
-        elif plan.outcome is Outcome.REPLACE:
-            message = (
-                f"replaced {output_path}, which was not a readable CDI spec ({_summary(spec)})"
-            )
+        if plan.written:
+            _write(output_path, text)
+        if as_json:
+            from ctk.cli.render import dump_json
+
+            summary = {
+                "cdiVersion": spec.cdi_version,
+                "kind": spec.kind,
+                "devices": len(spec.devices),
+            }
+            dump_json(refresh_json(plan, str(output_path), summary), sys.stdout)
         else:
-            message = f"updated {output_path} ({'; '.join([_summary(spec), *plan.changes])})"
-        compat.info(message)
+            compat.info(refresh_message(plan, str(output_path), _summary(spec)))

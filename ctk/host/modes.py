@@ -3,9 +3,15 @@
 - gds, gdrcopy, mofed, nvswitch: their device nodes (`ctk.cdi.options.NODE_CLASSES`); gds also
   mounts `/run/udev` and `/etc/cufile.json` when it has nodes.
 - imex: the channel nodes under `/dev/nvidia-caps-imex-channels`.
-- wsl: `/dev/dxg`, `libdxcore.so` from `/usr/lib/wsl/lib`, and the NVIDIA driver store: the
-  directory under `/usr/lib/wsl/drivers` that holds `libcuda.so.1.1` (nvidia-ctk asks dxcore
-  for the store paths; they are those directories, so ctk needs no Windows library to list them).
+- wsl: `/dev/dxg`, `libdxcore.so` from `/usr/lib/wsl/lib`, and the NVIDIA driver store.
+  nvidia-ctk loads libdxcore.so and asks it for each adapter's driver store; WSL2 shows those
+  stores (Windows' `DriverStore/FileRepository/<package>`) as `/usr/lib/wsl/drivers/<package>`,
+  and NVIDIA's display driver packages are named `nv*.inf_amd64_*`. ctk finds the same
+  directory from those files, without loading a Windows library: libdxcore.so must be there (no
+  dxcore, no store), and the store is the `nv*.inf_amd64_*` directory that holds
+  `libcuda.so.1.1`. `/usr/lib/wsl/drivers` shows the whole Windows driver store, so packages of
+  earlier drivers can be there too: the active one is the one whose `libcuda.so.1.1` is the
+  copy the driver installed in `/usr/lib/wsl/lib`, else (with a warning) the newest.
 - csv (Jetson/Tegra): what the CSV files list: `dev` nodes, `dir` directories, `lib` files and
   `sym` links (mounted as the files they lead to, the links recreated by a hook).
 """
@@ -31,8 +37,9 @@ GDS_MOUNTS = (("/run/udev", stat.S_ISDIR), ("/etc/cufile.json", stat.S_ISREG))
 DXG = "/dev/dxg"
 WSL_LIBRARIES = "/usr/lib/wsl/lib"
 WSL_DRIVER_STORES = "/usr/lib/wsl/drivers"
-WSL_DXCORE = ("libdxcore.so",)
-WSL_CUDA = "libcuda.so.1.1"  # the file that marks NVIDIA's driver store
+WSL_DXCORE = "libdxcore.so"
+WSL_STORE_PATTERN = "nv*.inf_amd64_*"  # NVIDIA's driver packages in Windows' DriverStore
+WSL_CUDA = "libcuda.so.1.1"  # the CUDA driver library every NVIDIA store holds
 WSL_STORE_FILES = (
     WSL_CUDA,
     "libcuda_loader.so",
@@ -59,11 +66,13 @@ DRIVER_DOT_SO_LINKS = (
 
 @dataclass(frozen=True, slots=True)
 class CsvOptions:
-    """`--csv.file` (host paths; none: the standard files inside the driver root) and
-    `--csv.ignore-pattern` (sym entries left out: a glob of the path, `**/` for the name)."""
+    """`--csv.file` (host paths; none: the standard files inside the driver root),
+    `--csv.ignore-pattern` (sym entries left out: a glob of the path, `**/` for the name) and
+    `--csv.compat-container-root` (taken, and said to change nothing: see `class_warnings`)."""
 
     files: tuple[str, ...] = ()
     ignore_patterns: tuple[str, ...] = ()
+    compat_container_root: str | None = None
 
 
 def gather_class(
@@ -99,7 +108,7 @@ def detect_mode(driver_root: Path, dev_root: Path) -> Mode:
     if not (driver_root.is_dir() and dev_root.is_dir()):
         return Mode.NVML  # whose gatherer says what is wrong with the roots
     driver, dev = HostRoot(driver_root), HostRoot(dev_root)
-    if char_devices(dev, (DXG,)) and _found(driver, f"{WSL_LIBRARIES}/{WSL_DXCORE[0]}"):
+    if char_devices(dev, (DXG,)) and _found(driver, f"{WSL_LIBRARIES}/{WSL_DXCORE}"):
         return Mode.WSL
     tegra = _found(driver, TEGRA_RELEASE) or _soc_family(dev).lower().startswith("tegra")
     if tegra and find_library(driver_root, "libnvidia-ml.so.1") is None:
@@ -160,8 +169,15 @@ def _wsl(driver: HostRoot, dev: HostRoot, base: ClassFacts) -> ClassFacts:
             f"{DXG} not found under {base.dev_root}: not a WSL2 node",
             hint="--mode wsl is for WSL2 with NVIDIA's Windows driver; elsewhere use --mode nvml",
         )
-    store = _driver_store(driver)
-    dxcore = [f for f in (_found(driver, f"{WSL_LIBRARIES}/{n}") for n in WSL_DXCORE) if f]
+    dxcore = _found(driver, f"{WSL_LIBRARIES}/{WSL_DXCORE}")
+    if dxcore is None:
+        raise CtkError(
+            f"{WSL_DXCORE} not found in {driver.path(WSL_LIBRARIES)}: without dxcore the NVIDIA "
+            "driver store cannot be found",
+            hint="WSL2 provides it from the Windows host: update WSL (`wsl --update` on "
+            "Windows), or pass the right --driver-root",
+        )
+    store, warning = _driver_store(driver)
     required = [f for f in (_found(driver, f"{store}/{n}") for n in WSL_STORE_FILES) if f]
     others = [
         f
@@ -179,21 +195,68 @@ def _wsl(driver: HostRoot, dev: HostRoot, base: ClassFacts) -> ClassFacts:
         base,
         nodes=tuple(dxg),
         # the store first: the ldcache hook lists it before /usr/lib/wsl/lib, as nvidia-ctk does
-        mounts=tuple(dict.fromkeys([*required, *dxcore, *others])),
+        mounts=tuple(dict.fromkeys([*required, dxcore, *others])),
         link_groups=(links,),
+        warnings=() if warning is None else (warning,),
     )
 
 
-def _driver_store(driver: HostRoot) -> str:
-    for entry in scan_dir(driver.path(WSL_DRIVER_STORES)):
-        store = f"{WSL_DRIVER_STORES}/{entry.name}"
-        if _found(driver, f"{store}/{WSL_CUDA}") is not None:
-            return store
+def _driver_store(driver: HostRoot) -> tuple[str, str | None]:
+    """The NVIDIA driver store as seen inside the driver root (`/usr/lib/wsl/drivers/nv...`),
+    and a warning when it had to be guessed among several."""
+    directory = driver.path(WSL_DRIVER_STORES)
+    entries = [e for e in scan_dir(directory) if e.is_dir()]
+    names = [e.name for e in entries if fnmatch.fnmatchcase(e.name.lower(), WSL_STORE_PATTERN)]
+    stores = [f"{WSL_DRIVER_STORES}/{n}" for n in names]
+    cudas = {s: f for s in stores if (f := _found(driver, f"{s}/{WSL_CUDA}")) is not None}
+    if len(cudas) == 1:
+        return next(iter(cudas)), None
+    if cudas:
+        return _active_store(driver, cudas)
+    if stores:
+        raise CtkError(
+            f"the NVIDIA driver store {driver.path(stores[0])} holds no {WSL_CUDA}"
+            + (f" (nor do {len(stores) - 1} others)" if len(stores) > 1 else ""),
+            hint="reinstall NVIDIA's Windows driver; its WSL support puts the CUDA library there",
+        )
+    others = ", ".join(e.name for e in entries) or "nothing"
     raise CtkError(
-        f"no NVIDIA driver store (a directory with {WSL_CUDA}) under "
-        f"{driver.path(WSL_DRIVER_STORES)}",
-        hint="install NVIDIA's Windows driver with WSL support, or pass --driver-root",
+        f"no NVIDIA driver store (a {WSL_STORE_PATTERN} directory) in {directory}; found: {others}",
+        hint="install NVIDIA's Windows driver on the Windows host (WSL2 shows its driver store "
+        "here), or pass the right --driver-root",
     )
+
+
+def _active_store(driver: HostRoot, cudas: dict[str, HostFile]) -> tuple[str, str | None]:
+    """Of several NVIDIA stores, the one whose libcuda.so.1.1 the driver copied to
+    /usr/lib/wsl/lib; else the one with the newest libcuda.so.1.1, said in a warning."""
+    installed = _found(driver, f"{WSL_LIBRARIES}/{WSL_CUDA}")
+    if installed is not None:
+        same = [s for s, f in cudas.items() if _same_bytes(installed.host_path, f.host_path)]
+        if len(same) == 1:
+            return same[0], None
+    newest = max(cudas, key=lambda s: (os.stat(cudas[s].host_path).st_mtime_ns, s))
+    return newest, (
+        f"{len(cudas)} NVIDIA driver stores in {driver.path(WSL_DRIVER_STORES)} and none is "
+        f"the one {WSL_LIBRARIES}/{WSL_CUDA} was copied from; using the newest, "
+        f"{posixpath.basename(newest)}"
+    )
+
+
+def _same_bytes(first: str, second: str) -> bool:
+    """Whether two regular files hold the same bytes (read in blocks: libcuda is large)."""
+    try:
+        if os.stat(first).st_size != os.stat(second).st_size:
+            return False
+        with files.open_regular(Path(first)) as one, files.open_regular(Path(second)) as two:
+            while True:
+                block = one.read(1 << 20)
+                if block != two.read(1 << 20):
+                    return False
+                if not block:
+                    return True
+    except (OSError, CtkError):
+        return False
 
 
 # --- csv -------------------------------------------------------------------------------------

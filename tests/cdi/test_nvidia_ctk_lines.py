@@ -428,3 +428,148 @@ def test_install_guide_rootless_line(tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_an_option_value_named_help_is_a_value(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--config", "help", "cdi", "list", "--spec-dir", str(RUN)]) == 0
     assert capsys.readouterr().out == "nvidia.com/gpu=1\n"
+
+
+# --- every documented cdi line: accepted (issue 12's done-when) -------------------------------
+
+COMPAT_ROOT_IGNORED = (
+    "warning: --csv.compat-container-root /usr/local/cuda/compat-orin: ignored; ctk's csv mode "
+    "adds no enable-cuda-compat hook"
+)
+REFERENCE_LINES = [  # (node, argv after `cdi generate --driver-root <node>`, warnings)
+    ("workstation", "", []),
+    ("workstation", "--output=", []),
+    ("workstation", "--output={tmp}/nvidia.yaml", []),
+    ("workstation", "--output {tmp}/nvidia.json --format json", []),
+    ("workstation", "--format=yaml", []),
+    ("workstation", "--format JSON", []),
+    ("workstation", "--mode auto", []),
+    ("workstation", "--mode nvml", []),
+    ("workstation", "--discovery-mode=nvml", []),
+    ("workstation", "--mode management", []),
+    ("workstation", "--mode management --vendor=management.nvidia.com", []),
+    ("workstation", "--dev-root {root}", []),
+    ("workstation", "--device-name-strategy index --device-name-strategy uuid", []),
+    ("workstation", "--device-name-strategy type-index", []),
+    ("workstation", "--library-search-path /usr/lib64 --config-search-path /usr/share", []),
+    ("workstation", "--nvidia-cdi-hook-path nvidia-cdi-hook", []),
+    ("workstation", "--nvidia-ctk-path {hook}", []),
+    ("workstation", "--ldconfig-path /sbin/ldconfig", []),
+    ("workstation", "--vendor nvidia.com --class gpu", []),
+    ("workstation", "--cdi-vendor example.com --cdi-class accel", []),
+    ("workstation", "--disable-hook all", []),
+    ("workstation", "--disable-hooks update-ldcache --disable-hook create-symlinks", []),
+    ("workstation", "--enable-hook chmod", []),
+    ("workstation", "--disable-hook all --enable-hooks chmod", []),
+    ("workstation", "--feature-flag enable-explicit-driver-libraries", []),
+    ("workstation", "--feature-flag disable-nvsandboxutils", []),
+    ("workstation", "--feature-flag disable-multiple-csv-devices", []),
+    ("workstation", "--feature-flags no-additional-gids-for-device-nodes", []),
+    ("workstation", "--feature-flag disable-ipc-discoverer", []),
+    (
+        "workstation",
+        "--feature-flag enable-coherent-annotations",
+        [
+            "warning: --feature-flag enable-coherent-annotations: ignored; ctk writes no "
+            "gpu.nvidia.com/coherent annotations or .coherent/.noncoherent specs"
+        ],
+    ),
+    ("workstation", "--no-all-device", []),
+    ("workstation", "--no-all-device=false", []),
+    ("workstation", "--device-id 0", []),
+    ("workstation", "--device-ids 0 --device all", []),
+    ("workstation", "--devices GPU-6a6b0c1d-2e3f-4a5b-8c6d-7e8f9a0b1c2d", []),
+    ("workstation", "--device-id none", []),
+    ("dgx-a100", "--device-id 2:0 --device-id 5", []),
+    ("workstation", "--csv.file /x.csv --csv.ignore-pattern x --csv.compat-container-root /c", []),
+    (
+        "workstation",
+        "--output {tmp}/nvidia.yaml --format json",
+        [
+            "warning: --format json does not match --output {tmp}/nvidia.yaml; writing yaml as "
+            "the file name says"
+        ],
+    ),
+    (
+        "workstation",
+        "--output {tmp}/nvidia.yml",
+        [
+            "warning: --output {tmp}/nvidia.yml: CDI runtimes read only .yaml and .json files; "
+            "writing {tmp}/nvidia.yml.yaml, as nvidia-ctk does"
+        ],
+    ),
+    ("jetson-orin", "", []),
+    ("jetson-orin", "--mode csv", []),
+    ("jetson-orin", "--mode csv --device-id 0", []),
+    ("jetson-orin", "--mode csv --device-id all --no-all-device", []),
+    ("jetson-orin", "--mode csv --device-id none", []),
+    ("jetson-orin", "--mode csv --device-name-strategy type-index", []),
+    (
+        "jetson-orin",
+        "--mode csv --device-name-strategy uuid",
+        [
+            "warning: --device-name-strategy uuid: the integrated GPU of csv mode has no UUID; "
+            "naming it 0 (--device-name-strategy index)"
+        ],
+    ),
+    (
+        "jetson-orin",
+        "--mode csv --csv.file {root}/etc/nvidia-container-runtime/host-files-for-container.d/"
+        "devices.csv --csv.file {root}/etc/nvidia-container-runtime/host-files-for-container.d/"
+        "drivers.csv",
+        [],
+    ),
+    ("jetson-orin", "--mode csv --csv.ignore-pattern **/libv4l2.so.*", []),
+    (
+        "jetson-orin",
+        "--mode csv --csv.compat-container-root /usr/local/cuda/compat-orin",
+        [COMPAT_ROOT_IGNORED],
+    ),
+    ("jetson-orin", "--mode csv --feature-flag disable-multiple-csv-devices", []),
+    ("jetson-orin", "--mode csv --library-search-path /usr/lib/aarch64-linux-gnu/tegra", []),
+    ("wsl2", "", []),
+    ("wsl2", "--mode wsl --device-id none", []),
+    (
+        "wsl2",
+        "--mode wsl --device-id 0",
+        ["warning: --device-id 0: ignored; wsl mode has one device, all"],
+    ),
+    ("gb200-imex", "--mode imex", []),
+    ("gb200-imex", "--mode imex --device-id 0 --device-id channel2 --no-all-device", []),
+    ("gb200-imex", "--mode imex --device-id none", []),
+    ("gpudirect", "--mode gds", []),
+    ("gpudirect", "--mode gdrcopy --class gpu", []),
+    ("gpudirect", "--mode mofed", []),
+    ("dgx-a100", "--mode nvswitch", []),
+]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("node_name", "args", "warnings"),
+    [pytest.param(n, a, w, id=f"{n}:{a or 'defaults'}") for n, a, w in REFERENCE_LINES],
+)
+def test_every_documented_generate_line_is_accepted(  # noqa: PLR0917  (pytest passes fixtures by position)
+    node_name: str,
+    args: str,
+    warnings: list[str],
+    fake_node: MakeNode,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Each flag and value of nvidia-ctk 1.20's `cdi generate` (NVIDIA-CTK-REFERENCE.md),
+    on a node of the kind it is for: exit 0, and the warnings listed are the only ones."""
+    node = fake_node(node_name)
+    hook = tmp_path / "bin" / "nvidia-cdi-hook"
+    hook.parent.mkdir()
+    hook.write_text("#!/bin/sh\n")
+    hook.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{hook.parent}:{os.environ['PATH']}")
+    out_dir = tmp_path / "out"
+    values = {"root": str(node.root), "tmp": str(out_dir), "hook": str(hook)}
+    argv = [a.format(**values) for a in args.split()]
+    code = main(["cdi", "generate", "--driver-root", str(node.root), *argv])
+    err = capsys.readouterr().err
+    said = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert (code, said) == (0, [w.format(**values) for w in warnings])

@@ -155,6 +155,45 @@ def test_transform_refuses_an_invalid_spec(
             ["kind: example.com/gpu -> nvidia.com/gpu", "cdiVersion: 0.5.0 -> 0.6.0"],
             id="kind-and-version",
         ),
+        pytest.param(
+            lambda s: s.replace("/driver/usr/bin/nvidia-cdi-hook", "/opt/ctk/ctk-hook"),
+            ["hook program: /driver/usr/bin/nvidia-cdi-hook -> /opt/ctk/ctk-hook"],
+            id="hook-program-alone",
+        ),
+        pytest.param(
+            lambda s: s.replace(
+                "    deviceNodes:\n        - path: /dev/nvidiactl\n",
+                "    deviceNodes:\n        - path: /dev/nvidiactl\n    additionalGids:\n"
+                "        - 44\n",
+            ).replace("0.5.0", "0.7.0"),
+            ["cdiVersion: 0.5.0 -> 0.7.0", "common edits:", "  additional GIDs: none -> 44"],
+            id="additional-gids",
+        ),
+        pytest.param(
+            lambda s: s.replace(
+                "    env:\n        - NVIDIA_VISIBLE_DEVICES=void\n",
+                "    env:\n        - A=1\n        - NVIDIA_VISIBLE_DEVICES=void\n        - A=2\n",
+            ),
+            ["common edits:", "  env added: A"],
+            id="repeated-env-added",
+        ),
+        pytest.param(
+            lambda s: s.replace(
+                "    env:\n        - NVIDIA_VISIBLE_DEVICES=void\n",
+                "    env:\n        - NVIDIA_VISIBLE_DEVICES=void\n"
+                "        - NVIDIA_VISIBLE_DEVICES=0\n",
+            ),
+            ["common edits:", "  env changed: NVIDIA_VISIBLE_DEVICES (1 -> 2)"],
+            id="repeated-env-counted",
+        ),
+        pytest.param(
+            lambda s: s.replace(
+                "        - path: /dev/nvidiactl\n",
+                "        - path: /dev/nvidia-uvm\n        - path: /dev/nvidiactl\n",
+            ),
+            ["common edits:", "  device nodes added: /dev/nvidia-uvm"],
+            id="added-first-is-no-reorder",
+        ),
     ],
 )
 def test_diff(
@@ -357,10 +396,11 @@ def test_inject_cli(
 
 
 def test_refresh_names_the_driver_change() -> None:
-    from ctk.cdi.refresh import spec_changes
+    from ctk.cdi.diff import diff_specs
+    from ctk.cdi.refresh import change_phrases
 
     old, new = _yaml(SPEC), _yaml(SPEC.replace("550.54.15", "560.35.03"))
-    assert spec_changes(old, new) == [
+    assert change_phrases(diff_specs(old, new)) == [
         "driver 550.54.15 -> 560.35.03",
         "common hooks changed enable-cuda-compat",
         "device edits changed: 0 (mounts)",

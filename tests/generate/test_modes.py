@@ -54,6 +54,9 @@ def _golden(name: str, text: str) -> str:
         ),
         pytest.param("wsl2", ["--mode=wsl"], "wsl2.yaml", id="wsl"),
         pytest.param("wsl2", [], "wsl2.yaml", id="auto-is-wsl-on-wsl2"),
+        pytest.param(
+            "wsl2-two-drivers", ["--mode=wsl"], "wsl2-two-drivers.yaml", id="wsl-active-store"
+        ),
         pytest.param("jetson-orin", ["--mode=csv"], "jetson-orin.yaml", id="csv"),
         pytest.param(
             "jetson-orin", ["--mode=auto"], "jetson-orin.yaml", id="auto-is-csv-on-jetson"
@@ -114,6 +117,26 @@ def test_mode_golden(
             id="wsl-without-dxg",
         ),
         pytest.param(
+            "wsl2-no-dxcore",
+            ["--mode=wsl"],
+            1,
+            "error: libdxcore.so not found in {root}/usr/lib/wsl/lib: without dxcore the NVIDIA "
+            "driver store cannot be found\n"
+            "hint: WSL2 provides it from the Windows host: update WSL (`wsl --update` on "
+            "Windows), or pass the right --driver-root\n",
+            id="wsl-without-dxcore",
+        ),
+        pytest.param(
+            "wsl2-intel-only",
+            ["--mode=wsl"],
+            1,
+            "error: no NVIDIA driver store (a nv*.inf_amd64_* directory) in "
+            "{root}/usr/lib/wsl/drivers; found: iigd_dch.inf_amd64_81e2c5a0d3f4b697\n"
+            "hint: install NVIDIA's Windows driver on the Windows host (WSL2 shows its driver "
+            "store here), or pass the right --driver-root\n",
+            id="wsl-without-nvidia-store",
+        ),
+        pytest.param(
             "gb200-imex",
             ["--mode=imex", "--device-id=5"],
             1,
@@ -128,14 +151,6 @@ def test_mode_golden(
             "error: --device-id GPU-1: not an IMEX channel\n"
             "hint: a channel number 0-1048575 (or channel<N>), or all\n",
             id="imex-not-a-channel",
-        ),
-        pytest.param(
-            "jetson-orin",
-            ["--mode=csv", "--device-name-strategy=uuid"],
-            2,
-            "error: --device-name-strategy uuid: the integrated GPU of csv mode has no UUID\n"
-            "hint: use --device-name-strategy index or type-index\n",
-            id="csv-uuid",
         ),
         pytest.param(
             "workstation",
@@ -168,6 +183,86 @@ def test_mode_refuses_a_node_without_its_devices(
     assert main([*args, *flags]) == code
     assert capsys.readouterr() == ("", message.format(root=node.root))
     assert not output.exists()
+
+
+def test_wsl_store_without_libcuda(
+    fake_node: MakeNode, hook_program: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    node = fake_node("wsl2-no-dxcore")
+    (node.root / "usr/lib/wsl/lib/libdxcore.so").write_text("dxcore")
+    store = node.root / "usr/lib/wsl/drivers/nv_dispi.inf_amd64_3c5a8e1f0b7d2e94"
+    (store / "libcuda.so.1.1").unlink()
+    argv = ["cdi", "generate", "--mode=wsl", "--hook-path", str(hook_program), *_roots(node)]
+    assert main(argv) == 1
+    assert capsys.readouterr() == (
+        "",
+        f"error: the NVIDIA driver store {store} holds no libcuda.so.1.1\n"
+        "hint: reinstall NVIDIA's Windows driver; its WSL support puts the CUDA library there\n",
+    )
+
+
+def test_wsl_stores_none_installed_takes_the_newest(
+    fake_node: MakeNode, hook_program: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No store's libcuda.so.1.1 is the installed copy: the newest store, with a warning."""
+    node = fake_node("wsl2-two-drivers")
+    (node.root / "usr/lib/wsl/lib/libcuda.so.1.1").write_text("libcuda 561.09")
+    drivers = node.root / "usr/lib/wsl/drivers"
+    old, new = "nv_dispi.inf_amd64_0d3c2b1a9f8e7d65", "nv_dispi.inf_amd64_b7e6f5a4c3d2e1f0"
+    os.utime(drivers / old / "libcuda.so.1.1", (2_000_000_000, 2_000_000_000))
+    os.utime(drivers / new / "libcuda.so.1.1", (1_000_000_000, 1_000_000_000))
+    argv = ["cdi", "generate", "--mode=wsl", "--hook-path", str(hook_program), *_roots(node)]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert err == (
+        f"warning: 2 NVIDIA driver stores in {drivers} and none is the one "
+        f"/usr/lib/wsl/lib/libcuda.so.1.1 was copied from; using the newest, {old}\n"
+    )
+    assert f"/usr/lib/wsl/drivers/{old}/libcuda.so.1.1" in out
+    assert new not in out
+
+
+@pytest.mark.parametrize(
+    ("node_name", "mode"),
+    [
+        pytest.param("jetson-orin", "csv", id="csv"),
+        pytest.param("wsl2", "wsl", id="wsl"),
+        pytest.param("gb200-imex", "imex", id="imex"),
+        pytest.param("gpudirect", "gds", id="gds"),
+    ],
+)
+def test_device_id_none_is_the_empty_device(
+    node_name: str,
+    mode: str,
+    fake_node: MakeNode,
+    hook_program: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """As in nvml mode (and nvidia-ctk): one device `none` that gives nothing, no `all`."""
+    node = fake_node(node_name)
+    argv = ["cdi", "generate", f"--mode={mode}", "--hook-path", str(hook_program), *_roots(node)]
+    assert main([*argv, "--device-id=none", "--format=json"]) == 0
+    out, err = capsys.readouterr()
+    assert (json.loads(out)["devices"], err) == (
+        [{"name": "none", "containerEdits": {"env": ["NVCT_EMPTY_DEVICE="]}}],
+        "",
+    )
+
+
+def test_csv_uuid_names_is_a_warning(
+    fake_node: MakeNode, hook_program: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """nvidia-ctk's strategy flag takes uuid in every mode; the Jetson GPU has none: index."""
+    node = fake_node("jetson-orin")
+    argv = ["cdi", "generate", "--mode=csv", "--hook-path", str(hook_program), *_roots(node)]
+    assert main(argv) == 0
+    expected = capsys.readouterr().out
+    assert main([*argv, "--device-name-strategy=uuid"]) == 0
+    assert capsys.readouterr() == (
+        expected,
+        "warning: --device-name-strategy uuid: the integrated GPU of csv mode has no UUID; "
+        "naming it 0 (--device-name-strategy index)\n",
+    )
 
 
 def test_csv_file_flag_reads_the_given_files(

@@ -135,14 +135,6 @@ def _remove_library(node: FakeNode, output: Path) -> None:
     (node.root / LIBS.lstrip("/") / "libnvidia-opencl.so.550.54.15").unlink()
 
 
-def _as_json(node: FakeNode, output: Path) -> None:
-    import json
-
-    import yaml
-
-    output.write_text(json.dumps(yaml.safe_load(output.read_text()), indent=2))
-
-
 def _nothing(node: FakeNode, output: Path) -> None:
     pass
 
@@ -203,7 +195,6 @@ def _nothing(node: FakeNode, output: Path) -> None:
             "cdiVersion 0.6.0 -> 0.7.0",
             id="cdi-version",
         ),
-        pytest.param(_as_json, [], "same content, new layout", id="layout"),
     ],
 )
 def test_refresh_says_what_changed(  # noqa: PLR0917  (pytest passes fixtures by position)

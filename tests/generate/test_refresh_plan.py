@@ -68,8 +68,8 @@ NEW = _spec()
         ),
         pytest.param(
             json.dumps(NEW, indent=1).encode(),
-            RefreshPlan(Outcome.UPDATE, ("same content, new layout",)),
-            id="layout",
+            RefreshPlan(Outcome.KEEP),
+            id="layout-only-is-kept",
         ),
         pytest.param(
             _text(_spec(kind="example.com/gpu", hook="/opt/ctk-hook")).encode(),

@@ -205,3 +205,81 @@ def test_failing_modprobe_is_an_error(
         "error: cannot load kernel module nvidia: FATAL: Module nvidia not found.\n"
         "hint: is the NVIDIA driver installed for this kernel?\n"
     )
+
+
+# --- every documented system and hook line: accepted (issue 12's done-when) --------------------
+
+SYSTEM_LINES = [  # each dry: nothing is written, whatever else the line asks for
+    "create-dev-char-symlinks --driver-root {root} --dev-char-path {root}/dev/char --dry-run",
+    "create-dev-char-symlinks --driver-root={root} --dev-char-path={root}/dev/char --create-all "
+    "--dry-run",
+    "create-dev-char-symlinks --driver-root {root} --dev-char-path {root}/dev/char "
+    "--create-device-nodes --dry-run=true",
+    "create-dev-char-symlinks --driver-root {root} --dev-char-path {root}/dev/char "
+    "--load-kernel-modules --create-all=true --dry-run",
+    "create-device-nodes --driver-root {root} --dev-root {root} --control-devices --dry-run",
+    "create-device-nodes --root {root} --dev-root {root} --control-devices --load-kernel-modules "
+    "--dry-run",
+    "create-device-nodes --root={root} --dry-run",
+]
+
+
+@needs_root
+@pytest.mark.parametrize(
+    "line", [pytest.param(line, id=line.split()[0] + str(i)) for i, line in enumerate(SYSTEM_LINES)]
+)
+def test_every_documented_system_line_is_accepted(
+    line: str, tmp_path: Path, modprobe: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each flag of nvidia-ctk 1.20's `system` commands (NVIDIA-CTK-REFERENCE.md), dry: exit 0,
+    no warning, no module loaded, nothing written."""
+    root = fake_root(tmp_path, with_nodes=False)
+    before = tree(tmp_path)
+    assert main(["system", *line.format(root=root).split()]) == 0
+    assert [w for w in capsys.readouterr().err.splitlines() if w.startswith("warning:")] == []
+    assert (tree(tmp_path), modprobe.exists()) == (before, False)
+
+
+HOOK_LINES = [  # nvidia-ctk hook <subcommand> with every flag nvidia-ctk 1.20 documents for it
+    "update-ldcache --folder /usr/lib64 --folder /usr/lib --ldconfig-path /sbin/ldconfig "
+    "--container-spec /run/config.json",
+    "create-symlinks --link libcuda.so.1::/usr/lib64/libcuda.so --link a::/b",
+    "chmod --path /dev/dri --path /dev/nvidia-caps --mode 755 --container-spec -",
+    "enable-cuda-compat --host-driver-version 550.54.15 --host-cuda-version 12.4 "
+    "--cuda-compat-container-root /usr/local/cuda/compat",
+    "disable-device-node-modification",
+    "update-application-profile",
+]
+
+
+def _hook_exit(args: list[str]) -> tuple[int, str]:
+    """`ctk hook ARGS -h` in a child (the hook replaces the process): exit code, stderr."""
+    import subprocess
+    import sys
+
+    from tests.hook.native import hook_binary
+
+    hook_binary()  # built from native/ when this checkout's sources are newer
+    script = "import sys; from ctk.cli.app import main; sys.exit(main(sys.argv[1:]))"
+    done = subprocess.run(
+        [sys.executable, "-c", script, "hook", *args, "-h"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.returncode, done.stderr
+
+
+@pytest.mark.parametrize("line", [pytest.param(line, id=line.split()[0]) for line in HOOK_LINES])
+def test_every_documented_hook_flag_is_accepted(line: str) -> None:
+    """The flags parse (the help that follows them exits 0); an unknown one would exit 2."""
+    assert _hook_exit(line.split()) == (0, "")
+
+
+def test_an_unknown_hook_flag_is_a_usage_error() -> None:
+    """The table above can fail: the same run with a flag nvidia-ctk does not have."""
+    code, err = _hook_exit(["update-ldcache", "--bogus"])
+    assert (code, err.splitlines()[0]) == (
+        2,
+        "ctk-hook: error: update-ldcache: unknown option --bogus (see ctk-hook --help)",
+    )
