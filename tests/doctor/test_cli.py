@@ -361,10 +361,7 @@ def test_ldconfig_fix_names_the_ldconfig_that_exists(
     assert (code, check["status"], check["remedy"]["commands"]) == (
         1,
         "fail",
-        [
-            "sudo nvidia-ctk config --in-place --set "
-            "nvidia-container-cli.ldconfig=@/usr/sbin/ldconfig"
-        ],
+        ["sudo ctk config --in-place --set nvidia-container-cli.ldconfig=@/usr/sbin/ldconfig"],
     )
 
 
