@@ -264,11 +264,13 @@ def container_spec(
     args: list[str] | None = None,
     extra_env: tuple[str, ...] = (),
     extra_mounts: tuple[dict[str, Any], ...] = (),
+    hostname: str = "ctk-pod",
 ) -> dict[str, Any]:
     """The runc config of one of the chart's containers: its command (or the image's entrypoint
-    plus ``args``), env, mounts and privileges; the host network (hostNetwork is not set, but
-    the stand-in API server listens on this machine's loopback)."""
+    plus ``args``), env, mounts, privileges and pod name (``hostname``); the host network
+    (hostNetwork is not set, but the stand-in API server listens on this machine's loopback)."""
     spec: dict[str, Any] = json.loads(json.dumps(base))
+    spec["hostname"] = hostname  # a pod's hostname is its name
     process = spec["process"]
     process["terminal"] = False
     if "command" in container:

@@ -50,6 +50,8 @@ BASE = f"/apis/apps/v1/namespaces/{NAMESPACE}/daemonsets/"
 SPEC = "run/cdi/nvidia.yaml"
 HOOK = "usr/local/libexec/ctk/ctk-hook"
 DROP_IN = "etc/containerd/conf.d/99-nvidia.toml"
+AGENT_POD = "ctk-x7k2p"  # the pods' names (their hostnames)
+UNDO_POD = "ctk-uninstall-q9z4m"
 
 
 @dataclass
@@ -62,6 +64,7 @@ class Played:
     undo: subprocess.CompletedProcess[str]  # the uninstall pod's init container (one log)
     waiter: subprocess.CompletedProcess[str]  # the pre-delete Job
     calls: list[tuple[str, str, str]] = field(default_factory=list)  # (method, path, auth)
+    agent_host: str = AGENT_POD
 
 
 def present(node: Node) -> dict[str, bool]:
@@ -220,6 +223,7 @@ def played(image_dir: Path, fake_nvml_library: Path) -> Iterator[Played]:  # noq
                     node,
                     args=["ctk", "agent"],
                     extra_env=bridge_env,
+                    hostname=AGENT_POD,
                 )
                 agent_log = short / "agent.log"
                 with agent_log.open("wb") as log:
@@ -248,6 +252,7 @@ def played(image_dir: Path, fake_nvml_library: Path) -> Iterator[Played]:  # noq
                     containers(undo_ds)["uninstall"],
                     node,
                     extra_env=bridge_env,
+                    hostname=UNDO_POD,
                 )
                 undo_log = short / "undo.log"
                 undo_result: list[subprocess.CompletedProcess[str]] = []
@@ -368,7 +373,11 @@ def test_uninstall_retries_while_the_agent_holds_the_lock_then_reverts_in_order(
     played: Played,
 ) -> None:
     lines = played.undo.stdout.splitlines()
-    assert lines[0].startswith("error: another ctk agent is running on this node (PID ")
+    # The agent's pod is named in the message: its PID alone would be the one in its own pod.
+    assert lines[0] == (
+        f"error: another ctk agent is running on this node (PID 1 on {played.agent_host} holds "
+        "/host/run/ctk/agent.lock)"
+    ), lines
     steps = [line for line in lines if line.startswith(("restored ", "removed ", "restarted "))]
     assert [s.split(" (")[0] for s in steps] == [
         "restored /etc/containerd/config.toml",
