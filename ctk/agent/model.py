@@ -128,17 +128,24 @@ class Restart:
 
 
 def decide_restart(
-    runtime: Runtime, mode: RestartMode, *, changed: bool, live_ok: bool, removal: bool
+    runtime: Runtime,
+    mode: RestartMode,
+    *,
+    changed: bool,
+    live_ok: bool,
+    removal: bool,
+    unit: str | None = None,
 ) -> Restart:
     """How to make the engine use its changed config.
 
     ``live_ok``: the running engine already has the nvidia runtime (a config overwritten on disk
     while the engine kept running is repaired without a restart). ``removal``: the change takes
     something out; dockerd keeps removed keys across a SIGHUP reload, so only a restart works.
+    ``unit``: the systemd unit running the engine (default: the engine's own; k3s: `k3s`).
     """
     if not changed or (live_ok and not removal):
         return Restart(RestartKind.NOTHING)
-    unit = UNITS[runtime]
+    unit = unit or UNITS[runtime]
     if mode is RestartMode.SYSTEMD:
         return Restart(RestartKind.SYSTEMCTL, ("systemctl", "restart", unit))
     if mode is RestartMode.SIGNAL and runtime is Runtime.DOCKER and not removal:

@@ -53,6 +53,25 @@ SOCKET = _opt(
     "The engine's socket on the host [default: the engine's own, e.g. "
     "/run/containerd/containerd.sock].",
 )
+DROP_IN = _opt(
+    None,
+    "--drop-in",
+    "ctk's drop-in on the host (containerd, CRI-O) [default: the engine's own, e.g. "
+    "/etc/containerd/conf.d/99-nvidia.toml].",
+)
+RESTART_UNIT = _opt(
+    None,
+    "--restart-unit",
+    "The systemd unit to restart; a comma-separated list picks the first the host has "
+    "(e.g. k3s,k3s-agent) [default: the engine's, e.g. containerd].",
+)
+CONFIGURE = typer.Option(
+    True,
+    "--configure/--no-configure",
+    envvar=ENV + "CONFIGURE",
+    help="Edit the engine's config. Off where the distribution renders it from a template "
+    "(k3s, RKE2): the agent then only checks that the live engine has the nvidia runtime.",
+)
 ENABLE_CDI = _opt(
     False, "--enable-cdi", "Also enable CDI in the engine (containerd, CRI-O, Docker)."
 )
@@ -84,6 +103,9 @@ def agent(
     driver_root: str = DRIVER_ROOT,
     config: str | None = CONFIG,
     socket: str | None = SOCKET,
+    drop_in: str | None = DROP_IN,
+    restart_unit: str | None = RESTART_UNIT,
+    configure: bool = CONFIGURE,
     enable_cdi: bool = ENABLE_CDI,
     host_exec: str | None = HOST_EXEC,
 ) -> None:
@@ -123,6 +145,9 @@ def agent(
             cdi_dir=_host_path("--cdi-dir", cdi_dir),
             socket=_host_path("--socket", socket) if socket else SOCKETS[chosen],
             config=str(_host_path("--config", config)) if config else None,
+            drop_in=str(_host_path("--drop-in", drop_in)) if drop_in else None,
+            unit=host_agent.pick_unit(host, restart_unit, chosen),
+            configure=configure,
             driver_root=_host_path("--driver-root", driver_root),
             run=host_agent.host_runner(host.root, host_exec),
             ready_file=ready_file,

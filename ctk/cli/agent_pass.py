@@ -46,6 +46,9 @@ class Agent:
     cdi_dir: PurePosixPath  # on the host
     socket: PurePosixPath  # the engine's socket, on the host
     config: str | None = None  # the engine's main config on the host (None: the engine's own)
+    drop_in: str | None = None  # ctk's drop-in on the host (None: the engine's own)
+    unit: str  # the systemd unit that runs the engine
+    configure: bool = True  # False: the distribution owns the config (k3s/RKE2 templates)
     driver_root: PurePosixPath  # on the host
     run: host_agent.Runner
     ready_file: Path | None = None  # in the agent's own file system (a pod's mount)
@@ -81,7 +84,12 @@ def _configure(agent: Agent, state: State) -> tuple[State, bool, bool]:
     if untouched(state, current):
         return state, False, False
     inputs = host_agent.gather_runtime(
-        agent.host, agent.runtime, agent.config, state.record, agent.say
+        agent.host,
+        agent.runtime,
+        agent.config,
+        drop_in=agent.drop_in,
+        record=state.record,
+        say=agent.say,
     )
     plan = configure(agent.runtime, inputs, RuntimeRequest(enable_cdi=agent.enable_cdi))
     for warning in plan.warnings:
@@ -113,7 +121,11 @@ def _live_nvidia(agent: Agent, state: State, *, trust_files: bool) -> tuple[bool
     """
     pid = host_agent.engine_pid(agent.host, agent.socket)
     if agent.runtime is Runtime.DOCKER:
-        runtimes = host_agent.docker_runtimes(agent.host, agent.socket)
+        try:
+            runtimes = host_agent.docker_runtimes(agent.host, agent.socket)
+        except CtkError as exc:
+            agent.say(f"not ready: {exc.message}")
+            return False, pid
         return runtimes is not None and "nvidia" in runtimes, pid
     if not host_agent.engine_up(agent.host, agent.socket):
         return False, None
@@ -131,7 +143,12 @@ def _restart(agent: Agent, state: State, *, changed: bool, live: bool, removal: 
     """Restart (or reload) the engine when the change needs it; count it, report downtime."""
     pending = changed or state.restart_pending
     decision = decide_restart(
-        agent.runtime, agent.restart_mode, changed=pending, live_ok=live, removal=removal
+        agent.runtime,
+        agent.restart_mode,
+        changed=pending,
+        live_ok=live,
+        removal=removal,
+        unit=agent.unit,
     )
     if decision.kind is RestartKind.NOTHING:
         return replace(state, restart_pending=False)
@@ -279,7 +296,8 @@ def reconcile(agent: Agent, state: State) -> PassResult:
     engine_ok = True
     try:  # a config the planner refuses, a failed restart: said, and the loop goes on
         live_before, _ = _live_nvidia(agent, state, trust_files=not state.restart_pending)
-        state, changed, _ = _configure(agent, state)
+        if agent.configure:
+            state, changed, _ = _configure(agent, state)
         restarted_before = state.engine_restarts
         state = _restart(agent, state, changed=changed, live=live_before, removal=False)
         restarted = state.engine_restarts != restarted_before
@@ -293,6 +311,12 @@ def reconcile(agent: Agent, state: State) -> PassResult:
     live, pid = _live_nvidia(agent, state, trust_files=trust)
     if live and pid is not None:
         state = replace(state, ready_pid=pid)
+    if not live and not agent.configure:
+        agent.say(
+            f"not ready: {agent.runtime} has no nvidia runtime, and its config "
+            f"{_config(agent)} is the distribution's (--no-configure): it adds the runtime "
+            f"from its template at start (systemctl restart {agent.unit})"
+        )
     ready = live and spec_ok
     state = _mark_ready(agent, state, ready)
     state = _outlets(agent, state, ready=ready, driver=driver)
@@ -342,7 +366,12 @@ def _revert_configs(agent: Agent, state: State) -> bool:
                 "keeping the rest"
             )
     inputs = host_agent.gather_runtime(
-        agent.host, agent.runtime, agent.config, state.record, agent.say
+        agent.host,
+        agent.runtime,
+        agent.config,
+        drop_in=agent.drop_in,
+        record=state.record,
+        say=agent.say,
     )
     plan = unconfigure(agent.runtime, inputs, "nvidia")
     for change in plan.changes:

@@ -22,9 +22,18 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
-from ctk.agent.model import LOCK_DIR, SOCKETS, STATE_DIR, Presence, State, dump_state, load_state
+from ctk.agent.model import (
+    LOCK_DIR,
+    SOCKETS,
+    STATE_DIR,
+    UNITS,
+    Presence,
+    State,
+    dump_state,
+    load_state,
+)
 from ctk.errors import CtkError
 from ctk.host import files
 from ctk.host.root import HostRoot
@@ -190,23 +199,54 @@ class _UnixHTTP(http.client.HTTPConnection):
         self.sock = sock
 
 
+# dockerd's `GET /info` is a few KiB; anything near this is not dockerd (or is broken).
+INFO_LIMIT: Final = 1 << 20
+INFO_DEADLINE: Final = 10.0  # seconds for the whole answer: a slow drip is refused too
+
+
 def docker_runtimes(
     host: HostRoot, sock: PurePosixPath = SOCKETS[Runtime.DOCKER]
 ) -> frozenset[str] | None:
-    """The runtimes the running dockerd has (its `GET /info`); None when it does not answer."""
-    conn = _UnixHTTP(str(host.path(sock)))
+    """The runtimes the running dockerd has (its `GET /info`); None when it does not answer.
+
+    The answer is read up to `INFO_LIMIT` bytes within `INFO_DEADLINE` seconds: whatever serves
+    the socket cannot make the agent hang or fill its memory (`CtkError` naming the socket).
+    """
+    path = host.path(sock)
+    conn = _UnixHTTP(str(path))
     try:
         conn.request("GET", "/info")
         response = conn.getresponse()
         if response.status != 200:
             return None
-        info = json.loads(response.read())
+        info = json.loads(_read_capped(response, path))
     except (OSError, ValueError, http.client.HTTPException):
         return None
     finally:
         conn.close()
     runtimes = info.get("Runtimes") if isinstance(info, dict) else None
     return frozenset(runtimes) if isinstance(runtimes, dict) else None
+
+
+def _read_capped(response: http.client.HTTPResponse, path: Path) -> bytes:
+    """The body of ``response``: at most `INFO_LIMIT` bytes, within `INFO_DEADLINE` seconds."""
+    deadline = time.monotonic() + INFO_DEADLINE
+    body = bytearray()
+    while chunk := response.read1(1 << 16):  # one recv each: the deadline is checked
+        body += chunk
+        if len(body) > INFO_LIMIT:
+            raise CtkError(
+                f"{path}: the engine's GET /info answer is larger than "
+                f"{INFO_LIMIT >> 20} MiB; not read",
+                hint="is dockerd what listens on this socket? check --socket",
+            )
+        if time.monotonic() > deadline:
+            raise CtkError(
+                f"{path}: the engine's GET /info answer took longer than "
+                f"{INFO_DEADLINE:g} s; not read",
+                hint="is dockerd what listens on this socket? check --socket",
+            )
+    return bytes(body)
 
 
 def containerd_runtimes(run: Runner, config: PurePosixPath) -> frozenset[str] | None:
@@ -245,6 +285,30 @@ def wait_for_engine(
     return None
 
 
+# Where systemd keeps unit files, most specific first.
+UNIT_DIRS: Final = (
+    "/etc/systemd/system",
+    "/run/systemd/system",
+    "/usr/lib/systemd/system",
+    "/lib/systemd/system",
+)
+
+
+def pick_unit(host: HostRoot, units: str | None, runtime: Runtime) -> str:
+    """The unit to restart: the first of the comma-separated ``units`` the host has a unit
+    file for (k3s servers run `k3s`, agents `k3s-agent`), else the first; default: the
+    engine's own."""
+    names = [u.strip() for u in (units or "").split(",") if u.strip()]
+    if not names:
+        return UNITS[runtime]
+    for name in names:
+        for directory in UNIT_DIRS:
+            with contextlib.suppress(CtkError):
+                if host.path(f"{directory}/{name}.service").is_file():
+                    return name
+    return names[0]
+
+
 def reload_engine(pid: int) -> None:
     """SIGHUP the engine (dockerd reloads its daemon.json)."""
     try:
@@ -264,6 +328,8 @@ def gather_runtime(
     host: HostRoot,
     runtime: Runtime,
     config: str | None,
+    *,
+    drop_in: str | None,
     record: str | None,
     say: Callable[[str], None],
 ) -> Inputs:
@@ -275,7 +341,7 @@ def gather_runtime(
     from ctk.runtime_config.changes import load_record
     from ctk.runtime_config.editor import editor_for
 
-    gathered = gather(runtime, config=config, drop_in=None, place=Place(host.root))
+    gathered = gather(runtime, config=config, drop_in=drop_in, place=Place(host.root))
     for warning in gathered.warnings:
         say(f"warning: {warning}")
     nested_null = editor_for(runtime).records_hold_null

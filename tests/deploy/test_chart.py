@@ -41,6 +41,37 @@ CONTAINERD_DIRS = {
     "rke2": "/var/lib/rancher/rke2/agent/etc/containerd",
     "microk8s": "/var/snap/microk8s/current/args",
 }
+PATH_TAIL = ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# What each distribution preset tells the agent (host paths), written out here independently of
+# the chart's helpers; tests/deploy/test_distributions.py runs the agent with them.
+DISTRIBUTION_ENV: dict[str, dict[str, str]] = {
+    "default": {},
+    "k3s": {
+        "CTK_AGENT_CONFIG": "/var/lib/rancher/k3s/agent/etc/containerd/config.toml",
+        "CTK_AGENT_SOCKET": "/run/k3s/containerd/containerd.sock",
+        "CTK_AGENT_RESTART_UNIT": "k3s,k3s-agent",
+        "CTK_AGENT_HOST_EXEC": "chroot /host /usr/bin/env "
+        "PATH=/var/lib/rancher/k3s/data/current/bin" + PATH_TAIL,
+        "CTK_AGENT_CONFIGURE": "false",
+    },
+    "rke2": {
+        "CTK_AGENT_CONFIG": "/var/lib/rancher/rke2/agent/etc/containerd/config.toml",
+        "CTK_AGENT_SOCKET": "/run/k3s/containerd/containerd.sock",
+        "CTK_AGENT_RESTART_UNIT": "rke2-server,rke2-agent",
+        "CTK_AGENT_HOST_EXEC": "chroot /host /usr/bin/env PATH=/var/lib/rancher/rke2/bin"
+        + PATH_TAIL,
+        "CTK_AGENT_CONFIGURE": "false",
+    },
+    "microk8s": {
+        "CTK_AGENT_CONFIG": "/var/snap/microk8s/current/args/containerd-template.toml",
+        "CTK_AGENT_DROP_IN": "/var/snap/microk8s/current/args/conf.d/99-nvidia.toml",
+        "CTK_AGENT_SOCKET": "/var/snap/microk8s/common/run/containerd.sock",
+        "CTK_AGENT_RESTART_UNIT": "snap.microk8s.daemon-containerd",
+        "CTK_AGENT_HOST_EXEC": "chroot /host /usr/bin/env PATH=/snap/microk8s/current/bin"
+        + PATH_TAIL,
+    },
+}
+DISTRIBUTION_KEYS = {k for env in DISTRIBUTION_ENV.values() for k in env}
 PROM_DIR = "/var/lib/node_exporter/textfile_collector"
 NFD_DIR = "/etc/kubernetes/node-feature-discovery/features.d"
 
@@ -238,7 +269,13 @@ def test_agent_container(rendered: dict[Combo, tuple[str, list[Doc]]]) -> None:
         (agent,) = spec["containers"]
         env = {e["name"]: e["value"] for e in agent["env"]}
         assert env["CTK_AGENT_HOST_ROOT"] == "/host"
-        assert env["CTK_AGENT_RUNTIME"] == combo.runtime
+        # k3s/RKE2/microk8s run their own containerd: the agent is told so, not left to detect.
+        runtime = combo.runtime if combo.distribution == "default" else "containerd"
+        assert env["CTK_AGENT_RUNTIME"] == runtime
+        assert env["CTK_AGENT_ENABLE_CDI"] == str(combo.cdi).lower()
+        assert {k: v for k, v in env.items() if k in DISTRIBUTION_KEYS} == DISTRIBUTION_ENV[
+            combo.distribution
+        ], combo
         assert env["CTK_AGENT_RESTART_MODE"] == combo.restart_mode
         # Readiness: the probe looks at the ready file the agent keeps, in a pod-local dir.
         probe = agent["readinessProbe"]["exec"]["command"]

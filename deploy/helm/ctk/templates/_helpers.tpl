@@ -67,15 +67,17 @@ rejects later.
 
 {{/*
 Where each distribution keeps its containerd (host paths): the config the agent edits, the
-directory of ctk's drop-in, the socket, and the systemd unit to restart.
+directory of ctk's drop-in, the socket, the systemd units to restart (the first the node has:
+servers and agents differ), the directory holding the distribution's own containerd binary (for
+`containerd config dump` in the host's root), and the template k3s/RKE2 render config.toml from.
 */}}
 {{- define "ctk.distribution" -}}
 {{- include "ctk.validate" . -}}
 {{- $d := dict
-  "default" (dict "config" "/etc/containerd/config.toml" "dropIn" "/etc/containerd/conf.d/99-nvidia.toml" "socket" "/run/containerd/containerd.sock" "unit" "containerd" "template" "")
-  "k3s" (dict "config" "/var/lib/rancher/k3s/agent/etc/containerd/config.toml" "dropIn" "/var/lib/rancher/k3s/agent/etc/containerd/conf.d/99-nvidia.toml" "socket" "/run/k3s/containerd/containerd.sock" "unit" "k3s" "template" "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl")
-  "rke2" (dict "config" "/var/lib/rancher/rke2/agent/etc/containerd/config.toml" "dropIn" "/var/lib/rancher/rke2/agent/etc/containerd/conf.d/99-nvidia.toml" "socket" "/run/k3s/containerd/containerd.sock" "unit" "rke2-agent" "template" "/var/lib/rancher/rke2/agent/etc/containerd/config.toml.tmpl")
-  "microk8s" (dict "config" "/var/snap/microk8s/current/args/containerd-template.toml" "dropIn" "/var/snap/microk8s/current/args/conf.d/99-nvidia.toml" "socket" "/var/snap/microk8s/common/run/containerd.sock" "unit" "snap.microk8s.daemon-containerd" "template" "")
+  "default" (dict "config" "/etc/containerd/config.toml" "dropIn" "/etc/containerd/conf.d/99-nvidia.toml" "socket" "/run/containerd/containerd.sock" "units" "containerd" "bin" "" "template" "")
+  "k3s" (dict "config" "/var/lib/rancher/k3s/agent/etc/containerd/config.toml" "dropIn" "/var/lib/rancher/k3s/agent/etc/containerd/conf.d/99-nvidia.toml" "socket" "/run/k3s/containerd/containerd.sock" "units" "k3s,k3s-agent" "bin" "/var/lib/rancher/k3s/data/current/bin" "template" "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl")
+  "rke2" (dict "config" "/var/lib/rancher/rke2/agent/etc/containerd/config.toml" "dropIn" "/var/lib/rancher/rke2/agent/etc/containerd/conf.d/99-nvidia.toml" "socket" "/run/k3s/containerd/containerd.sock" "units" "rke2-server,rke2-agent" "bin" "/var/lib/rancher/rke2/bin" "template" "/var/lib/rancher/rke2/agent/etc/containerd/config.toml.tmpl")
+  "microk8s" (dict "config" "/var/snap/microk8s/current/args/containerd-template.toml" "dropIn" "/var/snap/microk8s/current/args/conf.d/99-nvidia.toml" "socket" "/var/snap/microk8s/common/run/containerd.sock" "units" "snap.microk8s.daemon-containerd" "bin" "/snap/microk8s/current/bin" "template" "")
 -}}
 {{- get $d .Values.distribution | toJson -}}
 {{- end -}}
@@ -152,10 +154,31 @@ and the outlet dirs are paths in the pod (the outlets: their read-write mounts u
 CDI dir and driver root are host paths, resolved by the agent under its host root.
 */}}
 {{- define "ctk.agentEnv" -}}
+{{- $dist := include "ctk.distribution" . | fromJson -}}
 - name: CTK_AGENT_HOST_ROOT
   value: /host
 - name: CTK_AGENT_RUNTIME
-  value: {{ .Values.runtime | quote }}
+  value: {{ ternary .Values.runtime "containerd" (eq .Values.distribution "default") | quote }}
+- name: CTK_AGENT_ENABLE_CDI
+  value: {{ .Values.cdi.enabled | toString | quote }}
+{{- if ne .Values.distribution "default" }}
+- name: CTK_AGENT_CONFIG
+  value: {{ $dist.config | quote }}
+- name: CTK_AGENT_SOCKET
+  value: {{ $dist.socket | quote }}
+- name: CTK_AGENT_RESTART_UNIT
+  value: {{ $dist.units | quote }}
+- name: CTK_AGENT_HOST_EXEC
+  value: {{ printf "chroot /host /usr/bin/env PATH=%s:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" $dist.bin | quote }}
+{{- if $dist.template }}
+# k3s/RKE2 render config.toml from config.toml.tmpl at every start: the agent does not edit it.
+- name: CTK_AGENT_CONFIGURE
+  value: "false"
+{{- else }}
+- name: CTK_AGENT_DROP_IN
+  value: {{ $dist.dropIn | quote }}
+{{- end }}
+{{- end }}
 - name: CTK_AGENT_RESTART_MODE
   value: {{ .Values.restartMode | quote }}
 - name: CTK_AGENT_INTERVAL
