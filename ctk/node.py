@@ -127,6 +127,38 @@ class NvmlFacts:
         return f"{major}.{minor // 10}"
 
 
+@dataclass(frozen=True, slots=True)
+class ComputeProcess:
+    """A process with a compute context on a GPU; ``used_memory`` None: NVML could not say."""
+
+    pid: int
+    used_memory: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuHealth:
+    """What NVML says about a GPU's state beyond its identity (the doctor's questions).
+
+    None: NVML refused (``errors`` says why) or the GPU does not support it. ``mig_current`` and
+    ``mig_pending`` are `nvmlDeviceGetMigMode`'s pair (1 enabled, 0 disabled).
+    """
+
+    index: int
+    brand: str | None = None
+    mig_current: int | None = None
+    mig_pending: int | None = None
+    memory_total: int | None = None
+    memory_used: int | None = None
+    processes: tuple[ComputeProcess, ...] | None = None
+    ecc_uncorrected: int | None = None  # volatile (since the last driver load)
+    retired_pages_pending: bool | None = None
+    remap_pending: bool | None = None
+    remap_failed: bool | None = None
+    clock_reasons: int | None = None  # nvmlClocksEventReason* bits in force now
+    persistence: bool | None = None
+    errors: tuple[str, ...] = ()
+
+
 # --- files and device nodes under the roots ----------------------------------------------------
 
 
@@ -181,7 +213,7 @@ class DriverFacts:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class NodeFacts:
+class GatheredNode:
     """Everything gathered about a node for its spec (``nvml`` is None in management mode)."""
 
     nvml: NvmlFacts | None

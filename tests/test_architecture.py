@@ -78,20 +78,6 @@ def test_imports_follow_architecture_md() -> None:
     assert broken == []
 
 
-KNOWN_DUPLICATES = {
-    # issue 13 part 1 and 6: the node model is being unified (modes, doctor, cdi, runtime)
-    "Loaded",
-    "DeviceNode",
-    "Device",
-    "Severity",
-    "SpecFile",
-    "MigDevice",
-    "NvmlFacts",
-    "NodeFacts",
-    "Outcome",  # cdi/refresh.py and host/installation.py (cdi, hook)
-}
-
-
 def _class_names() -> dict[str, list[str]]:
     names: defaultdict[str, list[str]] = defaultdict(list)
     for path in sorted(PACKAGE.rglob("*.py")):
@@ -101,7 +87,42 @@ def _class_names() -> dict[str, list[str]]:
     return names
 
 
-def test_no_new_class_shares_a_name() -> None:
-    """No two classes share a name; the names still shared are listed, to shrink, never grow."""
+def test_no_two_classes_share_a_name() -> None:
+    """A class name says what it is: no two classes in ctk/ share one."""
     shared = {name: where for name, where in _class_names().items() if len(where) > 1}
-    assert {n: w for n, w in shared.items() if n not in KNOWN_DUPLICATES} == {}
+    assert shared == {}
+
+
+def test_every_engine_is_one_entry_per_table() -> None:
+    """Adding an engine is one entry in each per-engine table, never a branch on its name."""
+    from ctk.host.engines import FILES
+    from ctk.runtime_config.engines import ENGINES, Runtime
+
+    assert (set(ENGINES), set(FILES)) == (set(Runtime), set(Runtime))
+    branches = [
+        f"{path.relative_to(REPO)}:{node.lineno}"
+        for path in (PACKAGE / "host" / "engines.py", *(PACKAGE / "host" / "facts").glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Compare)
+        and any(
+            isinstance(side, ast.Attribute)
+            and isinstance(side.value, ast.Name)
+            and side.value.id == "Runtime"
+            for side in (node.left, *node.comparators)
+        )
+    ]
+    assert branches == []
+
+
+def test_one_doctor_check_module_per_group() -> None:
+    """The checks of group G are the module ctk/doctor/checks/G.py, and only its checks."""
+    import ctk.doctor.checks  # noqa: F401  (importing it fills the registry)
+    from ctk.doctor.model import REGISTRY, Group
+
+    misplaced = sorted(
+        f"{check.id} in {check.run.__module__}"
+        for check in REGISTRY.values()
+        if check.run.__module__ != f"ctk.doctor.checks.{check.group.value}"
+    )
+    assert misplaced == []
+    assert {check.group for check in REGISTRY.values()} == set(Group)

@@ -22,7 +22,7 @@ import yaml
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from ctk.cdi.problems import Path, Problem, Severity
+from ctk.cdi.problems import Path, Problem, ProblemSeverity
 from ctk.cdi.schema import Shape, compiled
 
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -193,7 +193,7 @@ class _Found:
     node: Node
     rule: str
     message: str
-    severity: Severity = Severity.ERROR
+    severity: ProblemSeverity = ProblemSeverity.ERROR
     key: str | None = None
 
 
@@ -206,7 +206,7 @@ class _Decoder:
     def report(
         self, node: Node, rule: str, message: str, *, warn: bool = False, key: str | None = None
     ) -> None:
-        severity = Severity.WARNING if warn else Severity.ERROR
+        severity = ProblemSeverity.WARNING if warn else ProblemSeverity.ERROR
         self.found.append(_Found(node, rule, message, severity, key))
 
     def value(self, node: Node, shape: Shape) -> object:
@@ -539,7 +539,7 @@ def compose(text: str) -> tuple[Node | None, list[Problem]]:
                     (),
                     line,
                     column,
-                    Severity.WARNING,
+                    ProblemSeverity.WARNING,
                 )
             )
         return root, problems
@@ -700,7 +700,7 @@ def load_text(text: str, *, strict_json: bool = False) -> Loaded:
                     (),
                     exc.lineno,
                     exc.colno,
-                    Severity.WARNING,
+                    ProblemSeverity.WARNING,
                 )
             )
         except ValueError:

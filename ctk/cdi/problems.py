@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ctk.enums import StrEnum
 
 
-class Severity(StrEnum):
+class ProblemSeverity(StrEnum):
     """How bad a problem is: an error makes a spec invalid, a warning does not."""
 
     ERROR = "error"
@@ -38,9 +38,9 @@ class Problem:
     path: Path = ()
     line: int | None = None
     column: int | None = None
-    severity: Severity = Severity.ERROR
+    severity: ProblemSeverity = ProblemSeverity.ERROR
 
     @property
     def is_error(self) -> bool:
         """Whether this problem makes the spec invalid."""
-        return self.severity is Severity.ERROR
+        return self.severity is ProblemSeverity.ERROR

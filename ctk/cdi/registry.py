@@ -49,7 +49,7 @@ class SpecFile:
 
 
 @dataclass(frozen=True, slots=True)
-class Device:
+class ResolvedDevice:
     """A device that a runtime would resolve: its name, the spec that defines it, its priority."""
 
     name: QualifiedName
@@ -62,7 +62,7 @@ class Registry:
     """All specs of the spec directories and the devices they resolve to."""
 
     files: tuple[SpecFile, ...]
-    devices: tuple[Device, ...]
+    devices: tuple[ResolvedDevice, ...]
     """Sorted by fully qualified name."""
 
     @property
@@ -70,7 +70,7 @@ class Registry:
         """Whether every spec is valid and no device conflicts."""
         return all(f.valid for f in self.files)
 
-    def device(self, name: str) -> Device | None:
+    def device(self, name: str) -> ResolvedDevice | None:
         """The resolved device with the fully qualified ``name``, if any."""
         return next((d for d in self.devices if str(d.name) == name), None)
 
@@ -85,14 +85,16 @@ def _report(source: SpecSource) -> SpecReport:
 def build_registry(sources: Sequence[SpecSource]) -> Registry:
     """Resolve ``sources`` (in directory order, lowest priority first) as a CDI runtime does."""
     reports = [(source, _report(source)) for source in sources]
-    winners: dict[str, tuple[Device, int, int]] = {}
+    winners: dict[str, tuple[ResolvedDevice, int, int]] = {}
     clashes: dict[str, set[tuple[int, int]]] = {}
     for position, (source, report) in enumerate(reports):
         if not report.valid or report.kind is None:
             continue
         vendor, class_ = report.kind.split("/", 1)
         for index, name in enumerate(report.device_names):
-            device = Device(QualifiedName(vendor, class_, name), source.path, source.priority)
+            device = ResolvedDevice(
+                QualifiedName(vendor, class_, name), source.path, source.priority
+            )
             key = str(device.name)
             old = winners.get(key)
             if old is None or device.priority > old[0].priority:

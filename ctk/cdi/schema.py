@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import functools
 import json
+import pkgutil
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Final
 
 # `allOf` holds the version gates: ctk.cdi.version enforces them with messages naming the feature,
@@ -61,8 +61,10 @@ class Shape:
 
 
 def schema_text() -> str:
-    """The text of the packaged schema."""
-    return resources.files("ctk").joinpath("schemas/cdi.json").read_text(encoding="utf-8")
+    """The text of the packaged schema (pkgutil: importlib.resources costs start-up)."""
+    data = pkgutil.get_data("ctk", "schemas/cdi.json")
+    assert data is not None  # ctk's loader reads files
+    return data.decode("utf-8")
 
 
 @functools.cache

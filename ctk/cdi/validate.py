@@ -14,7 +14,7 @@ from typing import Final
 
 from ctk.cdi import names, version
 from ctk.cdi.load import load_text, locate
-from ctk.cdi.problems import Path, Problem, Severity, format_path
+from ctk.cdi.problems import Path, Problem, ProblemSeverity, format_path
 
 RULES: Final[Mapping[str, str]] = {
     "read.error": "the file cannot be read",
@@ -109,7 +109,7 @@ class _Issue:
     rule: str
     message: str
     path: Path
-    severity: Severity = Severity.ERROR
+    severity: ProblemSeverity = ProblemSeverity.ERROR
     at_key: bool = False
     """The problem is the key at the end of ``path``, not its value."""
 
@@ -149,7 +149,7 @@ def _check_version(spec: Mapping[str, object]) -> Iterator[_Issue]:
             "version.v-prefix",
             f"write cdiVersion as {body!r}, without the 'v'",
             where,
-            Severity.WARNING,
+            ProblemSeverity.WARNING,
         )
     above = [r for r in version.requirements(spec) if version.compare_versions(r.version, body) > 0]
     if above:
@@ -180,14 +180,14 @@ def _check_kind(spec: Mapping[str, object]) -> Iterator[_Issue]:
             "kind.long-vendor",
             f"the vendor is {len(vendor)} characters long; a DNS name has at most 253",
             ("kind",),
-            Severity.WARNING,
+            ProblemSeverity.WARNING,
         )
     if len(class_) > 63:
         yield _Issue(
             "kind.long-class",
             f"the class is {len(class_)} characters long; the specification allows 63",
             ("kind",),
-            Severity.WARNING,
+            ProblemSeverity.WARNING,
         )
 
 
@@ -249,7 +249,7 @@ def _relative(value: object, path: Path, what: str) -> Iterator[_Issue]:
             "path.relative",
             f"{what} {value!r} is relative; CDI runtimes expect absolute paths",
             path,
-            Severity.WARNING,
+            ProblemSeverity.WARNING,
         )
 
 
@@ -409,7 +409,7 @@ def _bounded(problems: list[Problem]) -> list[Problem]:
     shown = sorted(problems[:PROBLEM_LIMIT], key=lambda p: (p.line or 0, p.column or 0))
     rest = problems[PROBLEM_LIMIT:]
     errors = sum(p.is_error for p in rest)
-    severity = Severity.ERROR if errors else Severity.WARNING
+    severity = ProblemSeverity.ERROR if errors else ProblemSeverity.WARNING
 
     def count(n: int, word: str) -> str:
         return f"{n} {word}{'' if n == 1 else 's'}"

@@ -14,8 +14,6 @@ from ctk.cli import render
 from ctk.errors import UsageError
 
 if TYPE_CHECKING:
-    from rich.text import Text
-
     from ctk.cdi.problems import Problem
     from ctk.cdi.registry import Registry
     from ctk.cdi.validate import SpecReport
@@ -45,12 +43,10 @@ Root = Annotated[
 
 def _spec_dirs(given: Sequence[Path] | None, root: Path | None) -> list[PurePosixPath]:
     from ctk.host.cdi_specs import DEFAULT_SPEC_DIRS
+    from ctk.host.root import existing_root
 
-    if root is not None and not root.is_dir():
-        reason = "is not a directory" if root.exists() else "does not exist"
-        raise UsageError(
-            f"--root {root}: {reason}", hint="pass the directory that stands for / of the node"
-        )
+    if root is not None:
+        existing_root("--root", root)
     if not given:  # nvidia-ctk's variable, as its cdi list reads it (comma-separated)
         from ctk.cli.compat import env_list
 
@@ -181,32 +177,27 @@ def _where(source: str, problem: Problem) -> str:
     return f"{source}:{problem.line}:{problem.column}"
 
 
-def _problem_text(source: str, problem: Problem) -> Text:
-    from rich.text import Text
-
+def _problem_text(source: str, problem: Problem) -> tuple[render.Styled, ...]:
     from ctk.cdi.problems import format_path
 
     style = "bold red" if problem.is_error else "yellow"
-    text = Text(f"{_where(source, problem)}: ")
-    text.append(problem.severity.value, style=style)
     inside = f"{format_path(problem.path)}: " if problem.path else ""
-    text.append(f": {inside}{problem.message} [{problem.rule}]")
-    return text
+    return (
+        f"{_where(source, problem)}: ",
+        (problem.severity.value, style),
+        f": {inside}{problem.message} [{problem.rule}]",
+    )
 
 
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def _verdict_text(entry: SpecEntry) -> Text:
-    from rich.text import Text
-
+def _verdict_text(entry: SpecEntry) -> tuple[render.Styled, ...]:
     report = entry.report
     errors = sum(p.is_error for p in entry.problems)
     warnings = len(entry.problems) - errors
-    text = Text(f"{report.source}: ")
     if entry.valid:
-        text.append("valid", style="bold green")
         details = [
             f"cdiVersion {report.declared_version}",
             f"needs {report.minimum_version}",
@@ -214,12 +205,9 @@ def _verdict_text(entry: SpecEntry) -> Text:
         ]
         if warnings:
             details.append(_plural(warnings, "warning"))
-        text.append(f" ({', '.join(details)})")
-    else:
-        text.append("invalid", style="bold red")
-        counts = [_plural(errors, "error")] + ([_plural(warnings, "warning")] if warnings else [])
-        text.append(f" ({', '.join(counts)})")
-    return text
+        return f"{report.source}: ", ("valid", "bold green"), f" ({', '.join(details)})"
+    counts = [_plural(errors, "error")] + ([_plural(warnings, "warning")] if warnings else [])
+    return f"{report.source}: ", ("invalid", "bold red"), f" ({', '.join(counts)})"
 
 
 def _validate_text(
@@ -228,22 +216,21 @@ def _validate_text(
     dir_problems: Sequence[tuple[str, Problem]],
     out: TextIO,
 ) -> None:
-    console = render.console(out)
+    printer = render.Printer(out)
     for path, problem in dir_problems:
-        console.print(_problem_text(path, problem))
+        printer.line(*_problem_text(path, problem))
     if not entries:
         where = ", ".join(d.path for d in dirs)
-        console.print(f"no CDI spec files (*.json, *.yaml) in {where}", markup=False)
+        printer.line(f"no CDI spec files (*.json, *.yaml) in {where}")
         return
     for entry in entries:
         for problem in entry.problems:
-            console.print(_problem_text(entry.report.source, problem))
-        console.print(_verdict_text(entry))
+            printer.line(*_problem_text(entry.report.source, problem))
+        printer.line(*_verdict_text(entry))
     if len(entries) > 1:
         invalid = sum(not e.valid for e in entries)
-        console.print(
-            f"{_plural(len(entries), 'spec')}: {len(entries) - invalid} valid, {invalid} invalid",
-            markup=False,
+        printer.line(
+            f"{_plural(len(entries), 'spec')}: {len(entries) - invalid} valid, {invalid} invalid"
         )
 
 
@@ -305,15 +292,15 @@ def _list_text(
 ) -> None:
     for device in registry.devices:
         out.write(f"{device.name}\n")
-    console = render.console(err)
+    printer = render.Printer(err)
     for path, problem in dir_problems:
-        console.print(_problem_text(path, problem))
+        printer.line(*_problem_text(path, problem))
     for spec in registry.files:
         for problem in spec.problems:
-            console.print(_problem_text(spec.path, problem))
+            printer.line(*_problem_text(spec.path, problem))
     skipped = sum(not spec.report.valid for spec in registry.files)
     if skipped:
-        console.print(f"{_plural(skipped, 'invalid spec')} skipped", markup=False)
+        printer.line(f"{_plural(skipped, 'invalid spec')} skipped")
 
 
 def _list_json(
@@ -359,3 +346,7 @@ def register(app: typer.Typer) -> None:
     """Add validate and list to the cdi group."""
     app.command("validate")(validate)
     app.command("list")(list_devices)
+
+
+app = typer.Typer()
+register(app)

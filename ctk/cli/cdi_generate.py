@@ -665,3 +665,7 @@ def register(app: typer.Typer) -> None:
             dump_json(refresh_json(plan, str(output_path), summary), sys.stdout)
         else:
             compat.info(refresh_message(plan, str(output_path), _summary(spec)))
+
+
+app = typer.Typer()
+register(app)

@@ -225,3 +225,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(transform_app, name="transform")
     app.command("inject")(inject)
     app.command("diff")(diff)
+
+
+app = typer.Typer()
+register(app)

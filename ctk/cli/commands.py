@@ -2,21 +2,32 @@
 
 Every group is a module of `ctk.cli` that defines ``app``, a `typer.Typer` (a group of commands,
 or a single command such as `doctor`). The root is a plain click group that knows the groups by
-name and one-line help from `GROUPS` alone, so `ctk --help` imports no group and `ctk runtime
-configure` imports the runtime group only: no doctor code, no CDI code, no typer for `--help`
-of the root.
+name and one-line help from `GROUPS` alone, so `ctk --help` imports no group. A group whose
+commands are listed in its `CommandGroup.commands` is a plain click group too: its `--help`
+imports neither typer nor a command module, and `ctk cdi validate` imports the module of
+`validate` only (no generate code, no doctor code, no runtime code).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 import click
 
 from ctk import __version__
+
+
+@dataclass(frozen=True, slots=True)
+class Subcommand:
+    """A command of a group: its name, the module whose typer ``app`` holds it, its help's first
+    sentence (what the group's `--help` shows, so that listing it imports nothing)."""
+
+    name: str
+    module: str
+    summary: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,17 +39,87 @@ class CommandGroup:
     summary: str
     command: str | None = None
     """The command to take from a module whose ``app`` holds several (install, uninstall)."""
+    commands: tuple[Subcommand, ...] = ()
+    """The group's commands, in `--help` order: the group then loads each one on its own."""
 
 
 GROUPS: Final = (
-    CommandGroup("cdi", "ctk.cli.cdi", "Generate, validate and list CDI specs."),
     CommandGroup(
-        "runtime", "ctk.cli.runtime", "Configure container engines for the nvidia runtime."
+        "cdi",
+        "ctk.cli.cdi",
+        "Generate, validate and list CDI specs.",
+        commands=(
+            Subcommand(
+                "validate",
+                "ctk.cli.cdi_check",
+                "Check CDI spec files against the CDI specification; exit 1 when any is invalid.",
+            ),
+            Subcommand(
+                "list",
+                "ctk.cli.cdi_check",
+                "List the CDI devices that container runtimes resolve from the spec directories.",
+            ),
+            Subcommand(
+                "generate",
+                "ctk.cli.cdi_generate",
+                "Write a CDI spec for every GPU and MIG device of this node.",
+            ),
+            Subcommand(
+                "refresh",
+                "ctk.cli.cdi_generate",
+                "Rewrite the spec only if it would change, and say what changed.",
+            ),
+            Subcommand(
+                "inject",
+                "ctk.cli.cdi_tools",
+                "Print an OCI runtime spec (config.json) with CDI devices applied, as a CDI "
+                "runtime does.",
+            ),
+            Subcommand(
+                "diff",
+                "ctk.cli.cdi_tools",
+                "Show what differs between two CDI specs; exit 0 when they are the same, 1 when "
+                "not.",
+            ),
+            Subcommand("transform", "ctk.cli.cdi_tools", "Transform a CDI spec (nvidia-ctk's)."),
+        ),
+    ),
+    CommandGroup(
+        "runtime",
+        "ctk.cli.runtime",
+        "Configure container engines for the nvidia runtime.",
+        commands=(
+            Subcommand(
+                "configure",
+                "ctk.cli.runtime",
+                "Add the nvidia runtime to a container engine's config.",
+            ),
+            Subcommand(
+                "unconfigure", "ctk.cli.runtime", "Remove what `ctk runtime configure` added."
+            ),
+        ),
     ),
     CommandGroup(
         "doctor", "ctk.cli.doctor", "Find what is broken on a GPU container node and how to fix it."
     ),
-    CommandGroup("system", "ctk.cli.system", "Prepare the node: device nodes and /dev/char links."),
+    CommandGroup(
+        "system",
+        "ctk.cli.system",
+        "Prepare the node: device nodes and /dev/char links.",
+        commands=(
+            Subcommand(
+                "create-device-nodes",
+                "ctk.cli.system",
+                "Create missing /dev/nvidia* nodes from /proc/devices and the driver's GPU list.",
+            ),
+            Subcommand(
+                "create-dev-char-symlinks",
+                "ctk.cli.system",
+                'Create /dev/char links for the NVIDIA device nodes (prevents NVML "Unknown '
+                'Error").',
+            ),
+        ),
+    ),
     CommandGroup("hook", "ctk.cli.hook", "Run an OCI hook (the native `ctk-hook` program)."),
     CommandGroup(
         "install",
@@ -69,19 +150,33 @@ GROUPS: Final = (
 """Add a command group here (and nowhere else): a module of ctk.cli with a typer ``app``."""
 
 
-def load_group(group: CommandGroup) -> click.Command:
-    """Import ``group``'s module and return its click command (typer is imported here)."""
+def _typer_command(module: str) -> click.Command:
+    """Import ``module`` and return the click command of its typer ``app`` (typer loads here)."""
     import typer.core
     import typer.main
 
     # Plain click help: typer's rich help imports rich's renderer (about 80 ms of `--help`), and
     # its plain mode still escapes "[default: ...]" for rich, leaving a stray backslash.
     typer.core.HAS_RICH = False
-    app = importlib.import_module(group.module).app
+    app = importlib.import_module(module).app
     app._add_completion = False  # as before, when the groups hung off one root app
     app.pretty_exceptions_enable = False
     app.rich_markup_mode = None
-    command = typer.main.get_command(app)
+    return typer.main.get_command(app)
+
+
+def load_group(group: CommandGroup, *, lazy: bool = True) -> click.Command:
+    """The click command of ``group``; ``lazy=False`` builds it whole from the group's module."""
+    if group.commands and lazy:
+        return LazySubgroup(
+            name=group.name,
+            commands=LazyCommands(
+                [(c.name, c.summary) for c in group.commands], _CommandLoader(group.commands)
+            ),
+            help=group.summary,
+            no_args_is_help=True,
+        )
+    command = _typer_command(group.module)
     if group.command is not None:
         assert isinstance(command, click.Group)
         command = command.commands[group.command]
@@ -89,22 +184,47 @@ def load_group(group: CommandGroup) -> click.Command:
     return command
 
 
+class _CommandLoader:
+    """Loads a group's commands a module at a time (typer builds every command of a module)."""
+
+    def __init__(self, commands: Sequence[Subcommand]) -> None:
+        self._modules = {c.name: c.module for c in commands}
+        self._loaded: dict[str, dict[str, click.Command]] = {}
+
+    def __call__(self, name: str) -> click.Command:
+        module = self._modules[name]  # KeyError: no such command
+        if module not in self._loaded:
+            command = _typer_command(module)
+            self._loaded[module] = (
+                dict(command.commands)
+                if isinstance(command, click.Group)
+                else {command.name or name: command}
+            )
+        command = self._loaded[module][name]
+        command.name = name
+        return command
+
+
 class LazyCommands(MutableMapping[str, click.Command]):
-    """The root's commands by name: a group's module is imported when its command is looked up.
+    """A group's commands by name: a command's module is imported when the command is looked up.
 
     Code that walks the tree the click way (``group.commands.get(name)``, ``.items()``) works
     unchanged; only what it touches is loaded.
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self, listed: Sequence[tuple[str, str]], load: Callable[[str], click.Command]
+    ) -> None:
+        self.listed = tuple(listed)
+        """(name, summary) of each command, in `--help` order."""
+        self._load = load
         self._loaded: dict[str, click.Command] = {}
 
     def __getitem__(self, name: str) -> click.Command:
         if name not in self._loaded:
-            group = next((g for g in GROUPS if g.name == name), None)
-            if group is None:
+            if name not in (n for n, _ in self.listed):
                 raise KeyError(name)
-            self._loaded[name] = load_group(group)
+            self._loaded[name] = self._load(name)
         return self._loaded[name]
 
     def __setitem__(self, name: str, command: click.Command) -> None:
@@ -114,7 +234,7 @@ class LazyCommands(MutableMapping[str, click.Command]):
         del self._loaded[name]
 
     def __iter__(self) -> Iterator[str]:
-        names = [g.name for g in GROUPS]
+        names = [n for n, _ in self.listed]
         return iter(names + [n for n in self._loaded if n not in names])
 
     def __len__(self) -> int:
@@ -122,14 +242,32 @@ class LazyCommands(MutableMapping[str, click.Command]):
 
 
 class LazyGroup(click.Group):
-    """The root group: lists the groups of `GROUPS` and imports only the one that runs."""
+    """A group that lists its commands from a table and imports only the one that runs."""
+
+    commands: LazyCommands
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.commands)  # in the table's order, not sorted
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Commands"):
-            formatter.write_dl([(g.name, g.summary) for g in GROUPS])
+            formatter.write_dl(list(self.commands.listed))
+
+
+class LazySubgroup(LazyGroup):
+    """A group under the root: its listing is shortened to the terminal as click's own is."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        listed = self.commands.listed
+        limit = formatter.width - 6 - max(len(name) for name, _ in listed)
+        with formatter.section("Commands"):
+            formatter.write_dl(
+                [(name, click.utils.make_default_short_help(s, limit)) for name, s in listed]
+            )
+
+
+def _load_root_group(name: str) -> click.Command:
+    return load_group(next(g for g in GROUPS if g.name == name))
 
 
 def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
@@ -148,7 +286,7 @@ def build_app() -> click.Command:
     """Return the click command behind `ctk`."""
     return LazyGroup(
         name="ctk",
-        commands=LazyCommands(),
+        commands=LazyCommands([(g.name, g.summary) for g in GROUPS], _load_root_group),
         help="ctk: CDI specs, container runtime configuration and diagnosis for GPU nodes.",
         no_args_is_help=True,
         context_settings={"help_option_names": ["-h", "--help"]},

@@ -6,20 +6,21 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from ctk import __version__
 from ctk.cli import render
-from ctk.doctor.facts import CudaNeed, NodeFacts
 from ctk.doctor.model import Finding, Group
 from ctk.errors import CtkError, UsageError
+
+if TYPE_CHECKING:  # the facts' 50 classes load when the doctor runs, not for --help
+    from ctk.doctor.facts import CudaNeed, NodeFacts
 
 SCHEMA_ID = "ctk.doctor/v1"
 
 ROOT = typer.Option("/", "--root", help="Diagnose the host filesystem mounted here (e.g. /host).")
-ROOT_HINT = "--root takes the mounted host's `/`"
 ENV_HINT = "KEY=VALUE lines, or `docker inspect IMAGE` output"
 JSON = typer.Option(False, "--json", help="Print one versioned JSON document (see docs/doctor.md).")
 LIST = typer.Option(False, "--list", help="List every check with a one-line description.")
@@ -124,21 +125,17 @@ def _diagnose(
 
 
 def _root(text: str) -> Path:
-    """The --root directory; a missing, empty or non-directory value is a usage error."""
-    if not text:
-        raise UsageError("--root is empty", hint=ROOT_HINT)
-    root = Path(text)
-    if not root.exists():
-        raise UsageError(f"--root {text}: no such directory", hint=ROOT_HINT)
-    if not root.is_dir():
-        raise UsageError(f"--root {text}: not a directory", hint=ROOT_HINT)
-    return root
+    """The --root directory (the error every root option gives when it is not one)."""
+    from ctk.host.root import existing_root
+
+    return existing_root("--root", text).root
 
 
 def _cuda_need(cuda_version: str | None, image_env: Path | None) -> CudaNeed | None:
     import re
 
     from ctk.doctor.cuda import need_from_env
+    from ctk.doctor.facts import CudaNeed
 
     if cuda_version is not None and image_env is not None:
         raise UsageError("--cuda-version and --image-env cannot be combined")

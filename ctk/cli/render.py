@@ -3,17 +3,24 @@
 Colour and styles need a terminal: with a non-empty `NO_COLOR` (no-color.org), `TERM=dumb` or
 output that is not a TTY (and no non-empty `FORCE_COLOR`), the console writes plain text with no
 escape codes at all, so logs and pipes read the same. rich is imported only when a console is
-made, so JSON output never loads it.
+made, so JSON output never loads it, and `Printer` writes plain lines without it.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, TextIO
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TextIO, TypeAlias
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+Styled: TypeAlias = "str | tuple[str, str]"
+"""A piece of a line: text, or (text, rich style) such as ("invalid", "bold red")."""
+
+# What rich leaves out of any text it prints (bell, backspace, vertical tab, form feed, CR).
+_CONTROL = dict.fromkeys((7, 8, 11, 12, 13))
 
 
 def plain(stream: TextIO) -> bool:
@@ -39,3 +46,42 @@ def dump_json(value: object, stream: TextIO) -> None:
     """Write ``value`` as one indented JSON document and a newline (non-ASCII kept as is)."""
     json.dump(value, stream, indent=2, ensure_ascii=False)
     stream.write("\n")
+
+
+class Printer:
+    """Lines of styled pieces on a stream: through rich on a colour terminal, plain otherwise.
+
+    The plain lines are what rich's plain console writes (control characters such as CR left
+    out), without importing rich; a line with a tab still goes through rich, which expands tabs
+    by the width of what precedes them on screen.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._plain = plain(stream)
+        self._console: Console | None = None
+
+    def line(self, *pieces: Styled) -> None:
+        """Write one line made of ``pieces``."""
+        text = "".join(p if isinstance(p, str) else p[0] for p in pieces)
+        if self._plain and "\t" not in text:
+            self._stream.write(text.translate(_CONTROL) + "\n")
+            return
+        self._rich().print(_text(pieces))
+
+    def _rich(self) -> Console:
+        if self._console is None:
+            self._console = console(self._stream)
+        return self._console
+
+
+def _text(pieces: Sequence[Styled]) -> object:
+    from rich.text import Text
+
+    text = Text()
+    for piece in pieces:
+        if isinstance(piece, str):
+            text.append(piece)
+        else:
+            text.append(piece[0], style=piece[1])
+    return text

@@ -442,8 +442,9 @@ def configure(
         enable_cdi=cdi_enabled,
     )
     from ctk.host.engines import Place
+    from ctk.host.root import existing_root
 
-    place = Place(Path(root))
+    place = Place(existing_root("--root", root).root)
     with _lock(runtime, config, place):
         inputs = _gather(runtime, config, drop_in_config, place, sweep=not (dry_run or diff))
         from ctk.runtime_config.configure import configure as plan_configure
@@ -469,8 +470,9 @@ def unconfigure(
     """Remove what `ctk runtime configure` added."""
     _check_name(runtime, nvidia_runtime_name)
     from ctk.host.engines import Place
+    from ctk.host.root import existing_root
 
-    place = Place(Path(root))
+    place = Place(existing_root("--root", root).root)
     with _lock(runtime, config, place):
         inputs = _gather(runtime, config, drop_in_config, place, sweep=not (dry_run or diff))
         from ctk.runtime_config.configure import unconfigure as plan_unconfigure

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ctk.cdi.generate import device_names
-from ctk.doctor.facts import NodeFacts, NvmlFacts
+from ctk.doctor.facts import NodeFacts, NvmlAnswer
 
 UUID_PREFIXES = ("GPU-", "MIG-")
 
@@ -46,9 +46,9 @@ class ExpectedDevice:
 def expected_devices(facts: NodeFacts) -> tuple[ExpectedDevice, ...] | None:
     """The devices `ctk cdi generate` would write for this node; None without NVML's answer."""
     nvml = facts.nvml
-    if not isinstance(nvml, NvmlFacts) or nvml.error_code is not None or nvml.source is None:
+    if not isinstance(nvml, NvmlAnswer) or nvml.error_code is not None or nvml.found is None:
         return None
-    return tuple(ExpectedDevice(names) for names in device_names(nvml.source))
+    return tuple(ExpectedDevice(names) for names in device_names(nvml.found))
 
 
 def missing_from(

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ctk.doctor.advisories import Advisory
 from ctk.doctor.model import Where
-
-if TYPE_CHECKING:
-    from ctk.node import NvmlFacts as NodeNvmlFacts
+from ctk.node import CharDevice, Gpu, GpuHealth, NvmlFacts
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,24 +116,21 @@ class KernelFacts:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DeviceNode:
-    """A `/dev` entry as the doctor found it (None fields: not a character device)."""
-
-    path: str
-    major: int | None = None
-    minor: int | None = None
-    mode: int = 0
-    accessible: bool | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class DevFacts:
-    """Device nodes, `/dev/char` links and MIG capability files."""
+    """Device nodes (`ctk.host.devnodes`' scan), `/dev/char` links and MIG capability files."""
 
-    nodes: Mapping[str, DeviceNode] = field(default_factory=dict)
+    nodes: Mapping[str, CharDevice] = field(default_factory=dict)
+    not_char: frozenset[str] = frozenset()
+    """Entries named like NVIDIA device nodes that are not character devices."""
+    inaccessible: frozenset[str] = frozenset()
+    """The nodes the current user cannot open for reading and writing."""
     char_links: Mapping[str, str] = field(default_factory=dict)
     mig_minors: Mapping[str, int] = field(default_factory=dict)
     mig_caps: frozenset[str] = frozenset()
+
+    def entries(self) -> frozenset[str]:
+        """Every NVIDIA entry found, character device or not."""
+        return frozenset(self.nodes) | self.not_char
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -158,61 +153,36 @@ class LibFacts:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class MigDevice:
-    """A MIG device as NVML reports it."""
+class NvmlAnswer:
+    """What NVML answered: the node's GPUs and each one's health, or the code nvmlInit refused with.
 
-    gi: int
-    ci: int
-    uuid: str
-    profile: str = ""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NvmlProcess:
-    """A process with a compute context on a GPU (NVML); memory None: NVML could not say."""
-
-    pid: int
-    used_memory: int | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NvmlGpu:
-    """A GPU as NVML reports it."""
-
-    index: int
-    minor: int
-    uuid: str
-    name: str
-    bus_id: str = ""
-    brand: str = ""
-    mig_current: int | None = None
-    mig_pending: int | None = None
-    mig_devices: tuple[MigDevice, ...] = ()
-    memory_total: int | None = None
-    memory_used: int | None = None
-    processes: tuple[NvmlProcess, ...] | None = None
-    """None: NVML would not list them (not supported, or no permission with MIG on)."""
-    ecc_uncorrected: int | None = None
-    """Volatile uncorrected ECC errors since the driver loaded; None: not supported."""
-    retired_pages_pending: bool | None = None
-    remap_pending: bool | None = None
-    remap_failed: bool | None = None
-    clock_reasons: int | None = None
-    """The `nvmlClocksEventReason*` bits slowing the clocks now."""
-    persistence: bool | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NvmlFacts:
-    """What NVML said, or the NVML error code it raised at init."""
+    ``found`` is the very value `ctk cdi generate` builds its spec from (`ctk.node`); the checks
+    read the same `Gpu`, `MigDevice` and `MigMode` values.
+    """
 
     error_code: int | None = None
     error: str = ""
-    driver_version: str = ""
-    cuda_version: tuple[int, int] | None = None
-    gpus: tuple[NvmlGpu, ...] = ()
-    source: NodeNvmlFacts | None = None
-    """The very value `ctk cdi generate` builds its spec from (None: built by hand in a test)."""
+    found: NvmlFacts | None = None
+    health: tuple[GpuHealth, ...] = ()
+
+    @property
+    def gpus(self) -> tuple[Gpu, ...]:
+        """NVML's GPUs (none when it refused)."""
+        return () if self.found is None else self.found.gpus
+
+    @property
+    def health_by_gpu(self) -> tuple[GpuHealth, ...]:
+        """Each GPU's health in GPU order; all None for a GPU NVML gave no health for."""
+        known = {health.index: health for health in self.health}
+        return tuple(known.get(gpu.index, GpuHealth(gpu.index)) for gpu in self.gpus)
+
+    @property
+    def cuda_version(self) -> tuple[int, int] | None:
+        """The driver's CUDA version as (major, minor)."""
+        if self.found is None:
+            return None
+        major, minor = divmod(self.found.cuda_driver_version, 1000)
+        return major, minor // 10
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -282,6 +252,10 @@ class EngineFacts:
     """The imported file (other than config_path) that only root can read, if that is why."""
 
 
+LDCONFIG_CANDIDATES = ("/sbin/ldconfig.real", "/sbin/ldconfig", "/usr/sbin/ldconfig")
+"""Where distributions put ldconfig, preferred first (Ubuntu's /sbin/ldconfig is a wrapper)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolkitFacts:
     """NVIDIA Container Toolkit: binaries, packages, `config.toml`."""
@@ -291,10 +265,11 @@ class ToolkitFacts:
     config: ConfigFile = field(default_factory=lambda: ConfigFile(path=""))
     oci_hooks: tuple[str, ...] = ()
     existing_paths: frozenset[str] = frozenset()
+    """Which of `LDCONFIG_CANDIDATES` and the config's `nvidia-container-cli.ldconfig` exist."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SpecFile:
+class SpecFileFacts:
     """A CDI spec file, with what the checks read from it."""
 
     path: str
@@ -314,7 +289,7 @@ class CdiFacts:
     """The spec directories and what they hold."""
 
     dirs: tuple[str, ...] = ()
-    specs: tuple[SpecFile, ...] = ()
+    specs: tuple[SpecFileFacts, ...] = ()
     conflicts: tuple[str, ...] = ()
     conflict_files: tuple[str, ...] = ()
     """The spec files that take part in a conflict, as seen inside the root."""
@@ -369,7 +344,7 @@ class NodeFacts:
     kernel: KernelFacts = field(default_factory=KernelFacts)
     dev: DevFacts = field(default_factory=DevFacts)
     libs: LibFacts | Unavailable = field(default_factory=lambda: LibFacts(source="none"))
-    nvml: NvmlFacts | Unavailable = field(default_factory=lambda: Unavailable("not gathered"))
+    nvml: NvmlAnswer | Unavailable = field(default_factory=lambda: Unavailable("not gathered"))
     cuda_table: tuple[CudaRow, ...] = ()
     cuda_need: CudaNeed | None = None
     toolkit: ToolkitFacts = field(default_factory=ToolkitFacts)

@@ -66,18 +66,15 @@ class EnableRefresh:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SetToolkitConfig:
-    """Set keys of the NVIDIA runtime's own `config.toml`.
-
-    That file belongs to nvidia-container-runtime, which ships with nvidia-ctk, and ctk has no
-    command that edits it: this is nvidia-ctk's command wherever it is shown.
-    """
+    """Set keys of the NVIDIA runtime's own `config.toml` (`config --in-place --set`, which ctk
+    and nvidia-ctk spell alike)."""
 
     settings: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolkitConfigDefault:
-    """Write a fresh default NVIDIA runtime `config.toml` (nvidia-ctk's command, as above)."""
+    """Write a fresh default NVIDIA runtime `config.toml` (`config default`)."""
 
     output: str
 
@@ -154,8 +151,6 @@ def command_line(fix: Suggestion, tool: Tool = Tool.CTK) -> str | None:
     """The command a person runs for ``fix``; None where ``tool`` has none."""
     if isinstance(fix, EnableRefresh):
         return f"sudo systemctl enable --now {REFRESH_UNIT[tool]}"
-    if isinstance(fix, SetToolkitConfig | ToolkitConfigDefault):
-        tool = Tool.NVIDIA_CTK
     args = argv(fix, tool)
     if args is None:
         return None

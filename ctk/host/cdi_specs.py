@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Final
 
-from ctk.cdi.problems import Problem, Severity
+from ctk.cdi.problems import Problem, ProblemSeverity
 from ctk.cdi.registry import Registry, SpecSource, build_registry
 from ctk.cdi.validate import SpecReport, validate_bytes
 from ctk.errors import CtkError
@@ -91,7 +91,7 @@ def scan_spec_dir(
         entries = sorted(os.scandir(root.path(directory)), key=lambda e: e.name)
     except FileNotFoundError:
         reason = "spec directory does not exist; CDI runtimes skip it"
-        missing = Problem("spec-dir.missing", reason, severity=Severity.WARNING)
+        missing = Problem("spec-dir.missing", reason, severity=ProblemSeverity.WARNING)
         return [], SpecDir(shown_dir, priority, False, missing)
     except CtkError as exc:  # a link that leads out of the root, or cannot be read
         return [], SpecDir(shown_dir, priority, False, Problem("spec-dir.unreadable", exc.message))

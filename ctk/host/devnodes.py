@@ -1,6 +1,7 @@
 """Device nodes under a dev root, and the driver's /proc files about them: the one adapter.
 
-`cdi generate` (through `ctk.host.driver`) and `system` read NVIDIA's character devices,
+`cdi generate` (through `ctk.host.driver`), `doctor` (through `ctk.host.facts.kernel`) and
+`system` read NVIDIA's character devices, `/dev/char` links,
 `/proc/driver/nvidia-caps/mig-minors`, `/proc/devices` and the GPUs' information files here;
 `system` also creates nodes and `/dev/char` links here. Every path goes through `HostRoot`.
 """
@@ -8,10 +9,11 @@
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from ctk.errors import CtkError
@@ -84,6 +86,7 @@ class NvidiaNodes:
     gpus: tuple[CharDevice, ...] = ()  # /dev/nvidia<minor>, by minor
     caps: tuple[CharDevice, ...] = ()  # /dev/nvidia-caps/nvidia-cap<N>, by N
     other: tuple[CharDevice, ...] = ()  # other /dev/nvidia*, IMEX channels
+    not_char: tuple[str, ...] = ()  # entries named like those that are not character devices
 
     def every(self) -> tuple[CharDevice, ...]:
         """All of them."""
@@ -101,12 +104,40 @@ def nvidia_nodes(dev: HostRoot) -> NvidiaNodes:
     other = [p for p in entries if p.startswith("/dev/nvidia") and p not in known]
     other += dev_entries(dev, "/dev/nvidia-caps-imex-channels")
     caps = sorted(dev_entries(dev, "/dev/nvidia-caps"), key=lambda p: (len(p), p))
-    return NvidiaNodes(
+    found = NvidiaNodes(
         control=tuple(char_devices(dev, CONTROL_NODES)),
         gpus=tuple(char_devices(dev, gpus)),
         caps=tuple(char_devices(dev, caps)),
         other=tuple(char_devices(dev, sorted(other))),
     )
+    named = {*(p for p in entries if p in CONTROL_NODES), *gpus, *caps, *other}
+    chars = {node.container_path for node in found.every()}
+    odd = sorted(p for p in named - chars if not _is_dir(dev, p))
+    return replace(found, not_char=tuple(odd))
+
+
+def _is_dir(dev: HostRoot, container_path: str) -> bool:
+    try:
+        return dev.path(container_path).is_dir()
+    except (OSError, PathEscapeError):
+        return False
+
+
+def read_char_links(dev: HostRoot) -> dict[str, str]:
+    """`/dev/char/<major>:<minor>` links that lead to an NVIDIA node: name -> `/dev/...` target."""
+    links: dict[str, str] = {}
+    for entry in dev_entries(dev, "/dev/char"):
+        name = entry.rsplit("/", 1)[1]
+        if ":" not in name:
+            continue
+        try:
+            target = os.readlink(dev.path("/dev/char") / name)
+        except (OSError, PathEscapeError):
+            continue
+        resolved = posixpath.normpath(posixpath.join("/dev/char", target))
+        if resolved.startswith("/dev/nvidia"):
+            links[name] = resolved
+    return links
 
 
 def read_mig_minors(dev: HostRoot) -> MigMinors:

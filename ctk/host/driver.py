@@ -22,7 +22,7 @@ from ctk.host.devnodes import scan_dir
 from ctk.host.files import PROC_LIMIT
 from ctk.host.ldcache import LIBRARY_DIRS, read_ld_cache
 from ctk.host.root import HostRoot, PathEscapeError, existing_root
-from ctk.node import DriverFacts, HostFile, NodeFacts
+from ctk.node import DriverFacts, GatheredNode, HostFile
 
 BINARY_DIRS = ("/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin")
 BINARIES = (
@@ -413,7 +413,7 @@ def read_driver(
 
 def gather(
     driver_root: Path, dev_root: Path, mode: Mode, *, search: SearchPaths = SearchPaths()
-) -> NodeFacts:
+) -> GatheredNode:
     """Read NVML (nvml mode), then scan the driver root and the dev root once."""
     existing_root("--driver-root", driver_root)
     existing_root("--dev-root", dev_root)
@@ -439,4 +439,4 @@ def gather(
         bus_ids=bus_ids,
         search=search,
     )
-    return NodeFacts(nvml=nvml, driver=facts, driver_version=version)
+    return GatheredNode(nvml=nvml, driver=facts, driver_version=version)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePath, PurePosixPath
 from typing import TYPE_CHECKING, Final
@@ -326,12 +326,13 @@ def gather(
     """Read what `ctk runtime configure|unconfigure` decides on: config, drop-in, imports, record.
 
     Paths are as the engine sees them (under ``place``'s root); every file is read through
-    `read_config` (regular files only, at most 256 KiB).
+    `read_config` (regular files only, at most 256 KiB). What differs between engines comes
+    from `FILES`.
     """
     from ctk.runtime_config.configure import uses_drop_in
     from ctk.runtime_config.editor import Inputs
 
-    engine = ENGINES[runtime]
+    engine, files_of = ENGINES[runtime], FILES[runtime]
     config_name = place.config_name(runtime, config)
     config_path = place.host(config_name)
     if drop_in is None or drop_in == RUNTIME_SPECIFIC_DEFAULT:
@@ -348,48 +349,27 @@ def gather(
         )
     files.write_target(config_path)  # a dangling symlink: refused before anything is read
     text = read_config(config_path)
-    if runtime is Runtime.CONTAINERD:
-        refuse_managed_config(config_path, text)
+    files_of.refuse(config_path, text)
     record, recorded = _record_of(runtime, config_path, None, place.root)
     inputs = Inputs(config=config_name, config_text=text, record=record, recorded=recorded)
     if drop_in_path is None:
-        return _with_imports(runtime, inputs, place)
+        return files_of.in_place(inputs, place)
     files.write_target(drop_in_path)
-    drop_in_text = read_config(drop_in_path)
-    with_drop_in = Inputs(
-        config=config_name,
-        config_text=text,
-        record=record,
-        recorded=recorded,
-        drop_in=drop_in,
-        drop_in_text=drop_in_text,
-    )
+    with_drop_in = replace(inputs, drop_in=drop_in, drop_in_text=read_config(drop_in_path))
     if not uses_drop_in(runtime, with_drop_in):
-        with_drop_in = Inputs(
-            config=config_name, config_text=text, record=record, recorded=recorded, drop_in=drop_in
-        )
-        return Gathered(with_drop_in, ())
-    taken_over = read_config(takeover_path(drop_in_path, place.root))
-    warnings: tuple[str, ...] = ()
-    if runtime is Runtime.CONTAINERD:
-        found = containerd_imports(Path(config_name), text or "", drop_in, place.host)
-        before, after, warnings = found.before, found.after, import_warnings(found)
+        return Gathered(replace(inputs, drop_in=drop_in), ())
+    if files_of.record_per_drop_in:
         record, recorded = _record_of(runtime, config_path, drop_in_path, place.root)
-    else:
-        crio_before, crio_after = crio_drop_ins(PurePosixPath(drop_in), place.host)
-        before, after = tuple(crio_before), tuple(crio_after)
-    gathered = Inputs(
-        config=config_name,
-        config_text=text,
+    beside = files_of.beside_drop_in(config_name, text, drop_in, place)
+    gathered = replace(
+        with_drop_in,
         record=record,
         recorded=recorded,
-        drop_in=drop_in,
-        drop_in_text=drop_in_text,
-        taken_over=taken_over,
-        before=before,
-        after=after,
+        taken_over=read_config(takeover_path(drop_in_path, place.root)),
+        before=beside.before,
+        after=beside.after,
     )
-    return Gathered(gathered, warnings)
+    return Gathered(gathered, beside.warnings)
 
 
 def _record_of(
@@ -421,10 +401,36 @@ def import_warnings(found: ContainerdFiles) -> tuple[str, ...]:
     return (*missing, *directories)
 
 
-def _with_imports(runtime: Runtime, inputs: Inputs, place: Place) -> Gathered:
+# --- what differs between engines -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Beside:
+    """The engine's other config files, read, that load before and after ctk's drop-in."""
+
+    before: tuple[tuple[str, str], ...]
+    after: tuple[tuple[str, str], ...]
+    warnings: tuple[str, ...] = ()
+
+
+def _containerd_beside(config: str, text: str | None, drop_in: str, place: Place) -> Beside:
+    found = containerd_imports(Path(config), text or "", drop_in, place.host)
+    return Beside(found.before, found.after, import_warnings(found))
+
+
+def _crio_beside(config: str, text: str | None, drop_in: str, place: Place) -> Beside:
+    before, after = crio_drop_ins(PurePosixPath(drop_in), place.host)
+    return Beside(tuple(before), tuple(after))
+
+
+def _no_drop_ins(config: str, text: str | None, drop_in: str, place: Place) -> Beside:
+    raise AssertionError(f"{config}: the engine has no drop-ins")  # ENGINES says so first
+
+
+def _containerd_in_place(inputs: Inputs, place: Place) -> Gathered:
     """In-place containerd (v2+): the files the config imports, all read after it."""
     text = inputs.config_text
-    if runtime is not Runtime.CONTAINERD or not text:
+    if not text:
         return Gathered(inputs, ())
     from ctk.runtime_config import containerd  # the TOML editor: containerd's configs only
 
@@ -432,6 +438,40 @@ def _with_imports(runtime: Runtime, inputs: Inputs, place: Place) -> Gathered:
         return Gathered(inputs, ())
     found = containerd_imports(Path(inputs.config), text, None, place.host)
     return Gathered(replace(inputs, after=found.after), import_warnings(found))
+
+
+def _alone(inputs: Inputs, place: Place) -> Gathered:
+    return Gathered(inputs, ())
+
+
+def _editable(path: Path, text: str | None) -> None:
+    """Every config of the engine is ctk's to edit."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineFiles:
+    """How an engine's config spreads over files, for reading it (`ENGINES` has the paths)."""
+
+    refuse: Callable[[Path, str | None], None] = _editable
+    """Raises for a config ctk must not edit (a template, a file regenerated at every start)."""
+    in_place: Callable[[Inputs, Place], Gathered] = _alone
+    """The inputs of editing the config itself: the files it imports, read."""
+    beside_drop_in: Callable[[str, str | None, str, Place], Beside] = _no_drop_ins
+    """The files that load before and after ctk's drop-in: (config name, its text, drop-in)."""
+    record_per_drop_in: bool = False
+    """Undo records are kept per (config, drop-in): two drop-ins of one config each have one."""
+
+
+FILES: Final[Mapping[Runtime, EngineFiles]] = {
+    Runtime.CONTAINERD: EngineFiles(
+        refuse=refuse_managed_config,
+        in_place=_containerd_in_place,
+        beside_drop_in=_containerd_beside,
+        record_per_drop_in=True,
+    ),
+    Runtime.DOCKER: EngineFiles(),
+    Runtime.CRIO: EngineFiles(beside_drop_in=_crio_beside),
+}
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -19,7 +19,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -292,7 +291,7 @@ def _remove_dirs(made: list[Path]) -> None:
 def _open_temp(target: Path) -> tuple[int, Path]:
     """Create a new temporary file beside ``target`` (never through an existing name or link)."""
     for _ in range(100):
-        tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
+        tmp = target.with_name(f".{target.name}.{os.urandom(4).hex()}{TEMP_SUFFIX}")
         try:
             fd = os.open(tmp, _TEMP_FLAGS, 0o600)
         except FileExistsError:

@@ -29,7 +29,7 @@ def unit_templates() -> dict[str, str]:
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class InstallOutcome:
     """What an install or uninstall did: paths as on the node."""
 
     written: tuple[InstallFile, ...] = ()
@@ -64,7 +64,7 @@ def _same(path: Path, wanted: InstallFile) -> bool:
     return current == wanted.content and (os.stat(path).st_mode & 0o7777) == wanted.mode
 
 
-def install(root: Path, prefix: PurePosixPath, plan: tuple[InstallFile, ...]) -> Outcome:
+def install(root: Path, prefix: PurePosixPath, plan: tuple[InstallFile, ...]) -> InstallOutcome:
     """Write the plan's files that differ; record them (and the folders made) in the manifest."""
     old = _read_manifest(root, prefix) or Manifest()
     written, unchanged, made = [], [], []
@@ -82,10 +82,10 @@ def install(root: Path, prefix: PurePosixPath, plan: tuple[InstallFile, ...]) ->
     target = _on_node(root, manifest_file)
     if files.read_text(target, missing_ok=True) != text:
         files.write_atomic(target, text, mode=0o644, make_parents=True)
-    return Outcome(tuple(written), tuple(unchanged), manifest=manifest_file)
+    return InstallOutcome(tuple(written), tuple(unchanged), manifest=manifest_file)
 
 
-def uninstall(root: Path, prefix: PurePosixPath) -> Outcome | None:
+def uninstall(root: Path, prefix: PurePosixPath) -> InstallOutcome | None:
     """Remove the files the manifest names that are as the install wrote them, then the manifest
     and the folders the installs made (when empty). None when nothing is installed there."""
     manifest = _read_manifest(root, prefix)
@@ -108,4 +108,4 @@ def uninstall(root: Path, prefix: PurePosixPath) -> Outcome | None:
             _on_node(root, folder).rmdir()
         except OSError:
             continue
-    return Outcome(removed=tuple(removed), kept=tuple(kept), manifest=manifest_path(prefix))
+    return InstallOutcome(removed=tuple(removed), kept=tuple(kept), manifest=manifest_path(prefix))

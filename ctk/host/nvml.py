@@ -16,7 +16,15 @@ from typing import Any, Final, Protocol, TypeVar
 
 from ctk.errors import CtkError
 from ctk.host.ldcache import find_library
-from ctk.node import Gpu, MigDevice, MigMode, NvmlFacts, NvmlReturn
+from ctk.node import (
+    ComputeProcess,
+    Gpu,
+    GpuHealth,
+    MigDevice,
+    MigMode,
+    NvmlFacts,
+    NvmlReturn,
+)
 
 LIBRARY = "libnvidia-ml.so.1"
 T = TypeVar("T")
@@ -147,34 +155,6 @@ BRANDS: Final = (
     "titanrtx",
 )
 """`nvmlBrandType_t` values as the toolkit names them in `brand=` constraints (lower case)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ComputeProcess:
-    """A process with a compute context on a GPU; ``used_memory`` None: NVML could not say."""
-
-    pid: int
-    used_memory: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class GpuHealth:
-    """Per-GPU details the doctor needs; None: NVML refused (``errors`` says why)."""
-
-    index: int
-    brand: str | None = None
-    mig_current: int | None = None
-    mig_pending: int | None = None
-    memory_total: int | None = None
-    memory_used: int | None = None
-    processes: tuple[ComputeProcess, ...] | None = None
-    ecc_uncorrected: int | None = None  # volatile (since the last driver load)
-    retired_pages_pending: bool | None = None
-    remap_pending: bool | None = None
-    remap_failed: bool | None = None
-    clock_reasons: int | None = None  # nvmlClocksEventReason* bits in force now
-    persistence: bool | None = None
-    errors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,12 +49,15 @@ def resolve_in_root(root: str | os.PathLike[str], path: str | PurePosixPath) -> 
         ) from exc
 
 
-def existing_root(flag: str, path: Path) -> HostRoot:
-    """``path`` as a root, if it is a directory: else the one error every command gives (exit 1)."""
-    if not path.is_dir():
-        problem = "not a directory" if path.exists() else "no such directory"
-        raise CtkError(f"{flag} {path}: {problem}", hint="pass an existing directory")
-    return HostRoot(path)
+def existing_root(flag: str, path: str | os.PathLike[str]) -> HostRoot:
+    """``path`` as a root, if it is a directory: else the one error every command gives (exit 1)
+    for a root option (`--root`, `--driver-root`, `--dev-root`)."""
+    if os.fspath(path) == "":
+        raise CtkError(f"{flag} is empty", hint="pass an existing directory")
+    if not os.path.isdir(path):
+        problem = "not a directory" if os.path.exists(path) else "no such directory"
+        raise CtkError(f"{flag} {os.fspath(path)}: {problem}", hint="pass an existing directory")
+    return HostRoot(Path(path))
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,14 +86,14 @@ def resolve(including: str, entries: Sequence[str], list_dir: ListDir) -> list[s
 
 
 @dataclass(frozen=True, slots=True)
-class Loaded:
+class ImportedFiles:
     """The files containerd loads after the main file, in order, and imports that are missing."""
 
     files: tuple[str, ...]
     missing: tuple[str, ...]
 
 
-def walk(main: str, imports_of: ImportsOf, list_dir: ListDir) -> Loaded:
+def walk(main: str, imports_of: ImportsOf, list_dir: ListDir) -> ImportedFiles:
     """Follow `imports` from ``main`` (nested ones too), breadth first, each file once."""
     main_imports = imports_of(main) or ()
     pending = resolve(main, main_imports, list_dir)
@@ -111,7 +111,7 @@ def walk(main: str, imports_of: ImportsOf, list_dir: ListDir) -> Loaded:
             continue
         files.append(path)
         pending.extend(resolve(path, entries, list_dir))
-    return Loaded(tuple(files), tuple(missing))
+    return ImportedFiles(tuple(files), tuple(missing))
 
 
 def imported(including: str, entries: Sequence[str], path: str) -> bool:

@@ -4,7 +4,6 @@ directories that deny entry, a spec of 200,000 aliases. Never exit 3, never a fi
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,12 +13,12 @@ import pytest
 from ctk.cli.app import main
 from tests.fake_nvml import FakeNode
 from tests.fake_nvml.fixtures import fake_node, fake_nvml_library
+from tests.runners import main_as_nobody
 
 __all__ = ["fake_node", "fake_nvml_library"]
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 RUN = FIXTURES / "specs" / "run" / "cdi"
-NOBODY = 65534
 MakeNode = Callable[[str], FakeNode]
 
 
@@ -51,35 +50,12 @@ def test_a_symlink_loop_named_yaml_hides_no_good_spec(
 
 
 def _main_as_nobody(argv: list[str]) -> tuple[int, str, str]:
-    """ctk's main() in a forked child that dropped root for user nobody (root reads anything)."""
+    """`main_as_nobody`, after importing as root what the command needs."""
     import click._textwrap  # noqa: F401  (imported lazily by click; nobody cannot read site-packages)
     import rich.console  # noqa: F401
 
     main(["cdi", "list", "--spec-dir", "/nonexistent"])  # import the rest as root
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never return into pytest
-        code = 3
-        try:
-            os.setgroups([])
-            os.setresgid(NOBODY, NOBODY, NOBODY)
-            os.setresuid(NOBODY, NOBODY, NOBODY)
-            os.dup2(out_w, 1)
-            os.dup2(err_w, 2)
-            sys.stdout = os.fdopen(1, "w", closefd=False)
-            sys.stderr = os.fdopen(2, "w", closefd=False)
-            code = main(argv)
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
-    os.close(out_w)
-    os.close(err_w)
-    with os.fdopen(out_r) as out, os.fdopen(err_r) as err:
-        stdout, stderr = out.read(), err.read()
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status), stdout, stderr
+    return main_as_nobody(argv)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become user nobody")

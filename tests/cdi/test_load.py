@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ctk.cdi.load import load_text
-from ctk.cdi.problems import Problem, Severity
+from ctk.cdi.problems import Problem, ProblemSeverity
 
 SPEC = (
     "cdiVersion: 1.1.0\nkind: example.com/gpu\ndevices:\n- name: {name}\n  containerEdits:\n{edits}"
@@ -186,7 +186,7 @@ def test_json_exponent_where_an_integer_is_needed() -> None:
             ("devices", 0, "containerEdits", "deviceNodes", 0, "uid"),
             1,
             text.index("1e3") + 1,
-            Severity.WARNING,
+            ProblemSeverity.WARNING,
         ),
         Problem(
             "parse.number-form",
@@ -194,6 +194,6 @@ def test_json_exponent_where_an_integer_is_needed() -> None:
             ("devices", 0, "containerEdits", "deviceNodes", 0, "gid"),
             1,
             text.index("5.0E0") + 1,
-            Severity.WARNING,
+            ProblemSeverity.WARNING,
         ),
     )

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctk.cdi.names import QualifiedName
-from ctk.cdi.problems import Problem, Severity
-from ctk.cdi.registry import Device, SpecSource, build_registry
+from ctk.cdi.problems import Problem, ProblemSeverity
+from ctk.cdi.registry import ResolvedDevice, SpecSource, build_registry
 from ctk.errors import CtkError
 from ctk.host.cdi_specs import SpecDir, load_spec_dirs, read_spec_dirs
 
@@ -25,10 +25,10 @@ def _spec(kind: str, *names: str) -> bytes:
     return f"cdiVersion: 0.3.0\nkind: {kind}\ndevices:\n{devices}".encode()
 
 
-def _device(text: str, source: str, priority: int) -> Device:
+def _device(text: str, source: str, priority: int) -> ResolvedDevice:
     kind, name = text.split("=")
     vendor, class_ = kind.split("/")
-    return Device(QualifiedName(vendor, class_, name), source, priority)
+    return ResolvedDevice(QualifiedName(vendor, class_, name), source, priority)
 
 
 def test_fixture_dirs_resolve_like_a_runtime() -> None:
@@ -209,7 +209,7 @@ def test_read_spec_dirs_notes_each_directory(tmp_path: Path) -> None:
             Problem(
                 "spec-dir.missing",
                 "spec directory does not exist; CDI runtimes skip it",
-                severity=Severity.WARNING,
+                severity=ProblemSeverity.WARNING,
             ),
         ),
         SpecDir(str(RUN), 1, True),

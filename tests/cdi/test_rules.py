@@ -12,10 +12,10 @@ import sys
 
 import pytest
 
-from ctk.cdi.problems import Problem, Severity
+from ctk.cdi.problems import Problem, ProblemSeverity
 from ctk.cdi.validate import RULES, validate_bytes, validate_text
 
-E, W = Severity.ERROR, Severity.WARNING
+E, W = ProblemSeverity.ERROR, ProblemSeverity.WARNING
 HEAD = "cdiVersion: {v}\nkind: {k}\ndevices:\n"
 DEV = "- name: gpu0\n  containerEdits:\n    env: [A=1]\n"
 

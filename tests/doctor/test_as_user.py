@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,36 +18,12 @@ from ctk.cli.app import main
 from tests.doctor.nodes import materialise
 from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
 from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
+from tests.runners import main_as_nobody
 
-NOBODY = 65534
-
-
-def _main_as_nobody(argv: list[str]) -> tuple[int, str, str]:
-    """Run ctk's main() in a forked child that dropped root for user nobody."""
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never return into pytest
-        code = 3
-        try:
-            os.setgroups([])
-            os.setresgid(NOBODY, NOBODY, NOBODY)
-            os.setresuid(NOBODY, NOBODY, NOBODY)
-            os.dup2(out_w, 1)
-            os.dup2(err_w, 2)
-            sys.stdout = os.fdopen(1, "w", closefd=False)
-            sys.stderr = os.fdopen(2, "w", closefd=False)
-            code = main(argv)
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
-    os.close(out_w)
-    os.close(err_w)
-    with os.fdopen(out_r) as out, os.fdopen(err_r) as err:
-        stdout, stderr = out.read(), err.read()
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status), stdout, stderr
+# A deadline no load reaches: under load the doctor's 5 s deadline passes before every step is
+# done, the timed-out steps' facts are unknown, and the modules they would have imported are
+# missing from the child, which as nobody cannot read the Python installation to import them.
+GATHER_FOR_AS_LONG_AS_IT_TAKES = ("--nvml-timeout", "600")
 
 
 @contextlib.contextmanager
@@ -158,10 +133,10 @@ def test_json_as_nobody(
 ) -> None:
     """Every check says what it says as root, or unknown for want of root: never a problem."""
     _make_root_only(healthy_as_nobody, private)
-    argv = ["doctor", "--json", "--root", str(healthy_as_nobody)]
+    argv = ["doctor", "--json", "--root", str(healthy_as_nobody), *GATHER_FOR_AS_LONG_AS_IT_TAKES]
     assert main(argv) == 0  # as root first: it also imports every module the doctor needs
     as_root = json.loads(capsys.readouterr().out)
-    code, out, err = _main_as_nobody(argv)
+    code, out, err = main_as_nobody(argv)
     assert (code, err) == (0, "")
     document = json.loads(out)
     changed = {
@@ -177,10 +152,10 @@ def test_json_as_nobody(
 def test_text_as_nobody(healthy_as_nobody: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The text report ends with the one line that says how many checks need root."""
     _make_root_only(healthy_as_nobody, (CONTAINERD, TOOLKIT, "/proc/1/fd"))
-    argv = ["doctor", "--root", str(healthy_as_nobody)]
+    argv = ["doctor", "--root", str(healthy_as_nobody), *GATHER_FOR_AS_LONG_AS_IT_TAKES]
     assert main(argv) == 0
     capsys.readouterr()
-    code, out, err = _main_as_nobody(argv)
+    code, out, err = main_as_nobody(argv)
     assert (code, err) == (0, "")
     assert out.endswith(
         "\n0 error(s), 0 warning(s), 34 ok, 34 skipped, 4 unknown.\n"
@@ -195,10 +170,13 @@ def test_a_warning_that_needs_root_is_unknown(
 ) -> None:
     """Missing /dev/char links matter only under the systemd cgroup driver, unknown to nobody."""
     _make_root_only(healthy_as_nobody, (DAEMON_JSON, CONTAINERD))
-    argv = ["doctor", "--json", "--root", str(healthy_as_nobody), "--check", CHAR_LINKS]
+    argv = [
+        *("doctor", "--json", "--root", str(healthy_as_nobody), "--check", CHAR_LINKS),
+        *GATHER_FOR_AS_LONG_AS_IT_TAKES,
+    ]
     assert main(argv) == 0
     capsys.readouterr()
-    code, out, err = _main_as_nobody(argv)
+    code, out, err = main_as_nobody(argv)
     assert (code, err) == (0, "")
     [finding] = json.loads(out)["checks"]
 

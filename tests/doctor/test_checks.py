@@ -19,14 +19,10 @@ from ctk.doctor.facts import (
     CompatLibrary,
     ContainerFacts,
     DevFacts,
-    DeviceNode,
     EngineFacts,
     KernelFacts,
-    MigDevice,
     NodeFacts,
-    NvmlFacts,
-    NvmlGpu,
-    NvmlProcess,
+    NvmlAnswer,
     ProcGpu,
     Unavailable,
 )
@@ -35,11 +31,15 @@ from ctk.doctor.model import REGISTRY, Evidence, Result, Severity, Status, Where
 from ctk.doctor.run import diagnose, summarize
 from ctk.host.facts.gatherer import Gatherer
 from ctk.host.root import HostRoot
+from ctk.node import CharDevice, ComputeProcess, Gpu, GpuHealth, MigDevice, MigMode, NvmlFacts
 from ctk.runtime_config.engines import Runtime
 
 GIB = 1 << 30
-GPU = NvmlGpu(index=0, minor=0, uuid="GPU-0", name="NVIDIA A100-SXM4-80GB")
-MIG = MigDevice(gi=1, ci=0, uuid="MIG-1", profile="3g.40gb")
+GPU = Gpu(index=0, minor=0, uuid="GPU-0", name="NVIDIA A100-SXM4-80GB", pci_bus_id="")
+MIG = MigDevice(
+    parent_index=0, index=0, gpu_instance=1, compute_instance=0, uuid="MIG-1", profile="3g.40gb"
+)
+MIG_ON = replace(GPU, mig_mode=MigMode.ENABLED)
 DRIVER = KernelFacts(
     driver_version="550.54.15",
     gpus=(ProcGpu(bdf="0000:62:00.0", minor=0, uuid="GPU-0", model="A100"),),
@@ -47,8 +47,13 @@ DRIVER = KernelFacts(
 )
 
 
-def nvml(*gpus: NvmlGpu) -> NvmlFacts:
-    return NvmlFacts(driver_version="550.54.15", cuda_version=(12, 4), gpus=gpus)
+def nvml(*gpus: Gpu, health: Iterable[GpuHealth] = ()) -> NvmlAnswer:
+    found = NvmlFacts(driver_version="550.54.15", cuda_driver_version=12040, gpus=gpus)
+    return NvmlAnswer(found=found, health=tuple(health))
+
+
+def node(path: str, minor: int) -> CharDevice:
+    return CharDevice(container_path=path, host_path=path, major=195, minor=minor, file_mode=0o660)
 
 
 def run(check_id: str, facts: NodeFacts) -> Result:
@@ -62,13 +67,10 @@ CASES = [
             kernel=replace(DRIVER, params={"DeviceFileMode": "432"}),
             dev=DevFacts(
                 nodes={
-                    "/dev/nvidiactl": DeviceNode(
-                        path="/dev/nvidiactl", major=195, minor=255, mode=0o660, accessible=False
-                    ),
-                    "/dev/nvidia0": DeviceNode(
-                        path="/dev/nvidia0", major=195, minor=0, mode=0o660, accessible=True
-                    ),
-                }
+                    "/dev/nvidiactl": node("/dev/nvidiactl", 255),
+                    "/dev/nvidia0": node("/dev/nvidia0", 0),
+                },
+                inaccessible=frozenset({"/dev/nvidiactl"}),
             ),
         ),
         Result(
@@ -88,7 +90,7 @@ CASES = [
     ),
     pytest.param(
         "mig.mode-pending",
-        NodeFacts(nvml=nvml(replace(GPU, mig_current=0, mig_pending=1))),
+        NodeFacts(nvml=nvml(GPU, health=(GpuHealth(0, mig_current=0, mig_pending=1),))),
         Result(
             status=Status.WARN,
             summary="MIG mode change pending on GPU 0: it takes effect after a GPU reset or reboot",
@@ -104,12 +106,15 @@ CASES = [
         "gpu.leftover-processes",
         NodeFacts(
             nvml=nvml(
-                replace(
-                    GPU,
-                    memory_total=80 * GIB,
-                    memory_used=5 * GIB,  # 4 GiB unaccounted: under max(2 GiB, 5 % = 4 GiB)
-                    processes=(NvmlProcess(pid=7, used_memory=GIB),),
-                )
+                GPU,
+                health=(
+                    GpuHealth(
+                        0,
+                        memory_total=80 * GIB,
+                        memory_used=5 * GIB,  # 4 GiB unaccounted: under max(2 GiB, 5 % = 4 GiB)
+                        processes=(ComputeProcess(pid=7, used_memory=GIB),),
+                    ),
+                ),
             ),
             nvml_process_states={7: "R"},
         ),
@@ -124,12 +129,15 @@ CASES = [
         "gpu.leftover-processes",
         NodeFacts(
             nvml=nvml(
-                replace(
-                    GPU,
-                    memory_total=80 * GIB,
-                    memory_used=30 * GIB,
-                    processes=(NvmlProcess(pid=7, used_memory=None),),
-                )
+                GPU,
+                health=(
+                    GpuHealth(
+                        0,
+                        memory_total=80 * GIB,
+                        memory_used=30 * GIB,
+                        processes=(ComputeProcess(pid=7, used_memory=None),),
+                    ),
+                ),
             ),
             nvml_process_states=Unavailable("no process list under /proc"),
         ),
@@ -143,7 +151,9 @@ CASES = [
     pytest.param(
         "gpu.leftover-processes",
         NodeFacts(
-            nvml=nvml(replace(GPU, processes=(NvmlProcess(pid=9, used_memory=2 * GIB),))),
+            nvml=nvml(
+                GPU, health=(GpuHealth(0, processes=(ComputeProcess(pid=9, used_memory=2 * GIB),)),)
+            ),
             nvml_process_states={9: "D"},
         ),
         Result(
@@ -160,7 +170,7 @@ CASES = [
         NodeFacts(
             where=Where.CONTAINER,
             kernel=DRIVER,
-            nvml=nvml(replace(GPU, brand="nvidia")),
+            nvml=nvml(GPU, health=(GpuHealth(0, brand="nvidia"),)),
             container=ContainerFacts(
                 compat=CompatLibrary(
                     path="/usr/local/cuda/compat/libcuda.so.580.65.06",
@@ -188,7 +198,7 @@ CASES = [
         NodeFacts(
             where=Where.CONTAINER,
             kernel=DRIVER,
-            nvml=nvml(replace(GPU, brand="geforce")),
+            nvml=nvml(GPU, health=(GpuHealth(0, brand="geforce"),)),
             container=ContainerFacts(
                 compat=CompatLibrary(
                     path="/usr/local/cuda-12.2/compat/libcuda.so.535.104.05",
@@ -207,9 +217,7 @@ CASES = [
     pytest.param(
         "mig.strategy-mismatch",
         NodeFacts(
-            nvml=nvml(
-                replace(GPU, mig_current=1, mig_devices=(MIG, replace(MIG, profile="1g.10gb")))
-            ),
+            nvml=nvml(replace(MIG_ON, migs=(MIG, replace(MIG, profile="1g.10gb")))),
             kubernetes={"labels": {"nvidia.com/mig.strategy": "single"}},
         ),
         Result(
@@ -229,7 +237,7 @@ CASES = [
     pytest.param(
         "mig.device-plugin-stale",
         NodeFacts(
-            nvml=nvml(replace(GPU, mig_current=1, mig_devices=(MIG,))),
+            nvml=nvml(replace(MIG_ON, migs=(MIG,))),
             kubernetes={"allocatable": {"nvidia.com/gpu": "1"}},
         ),
         Result(
@@ -328,7 +336,7 @@ CASES = [
         "hami.memory-limit-not-enforced",
         NodeFacts(
             where=Where.POD,
-            nvml=nvml(replace(GPU, memory_total=80 * 1024**3)),
+            nvml=nvml(GPU, health=(GpuHealth(0, memory_total=80 * 1024**3),)),
             container=replace(NodeFacts().container, env={"CUDA_DEVICE_MEMORY_LIMIT_0": "4096m"}),
         ),
         Result(
@@ -341,7 +349,7 @@ CASES = [
     ),
     pytest.param(
         "mig.whole-gpu-in-container",
-        NodeFacts(where=Where.CONTAINER, nvml=nvml(replace(GPU, mig_current=1))),
+        NodeFacts(where=Where.CONTAINER, nvml=nvml(MIG_ON)),
         Result(
             status=Status.WARN,
             summary="the container sees MIG-enabled GPU(s) without MIG devices: CUDA finds no "
@@ -540,5 +548,5 @@ def test_no_color_means_no_escape_codes_at_all(
     ],
 )
 def test_gpu_lost(where: Where, code: int | None, status: Status) -> None:
-    facts = NodeFacts(where=where, kernel=DRIVER, nvml=NvmlFacts(error_code=code, error="x"))
+    facts = NodeFacts(where=where, kernel=DRIVER, nvml=NvmlAnswer(error_code=code, error="x"))
     assert run("gpu.lost", facts).status is status

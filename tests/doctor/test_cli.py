@@ -232,23 +232,6 @@ def test_image_env_file(node: Node, tmp_path: Path, capsys: pytest.CaptureFixtur
             id="cuda-version-with-junk",
         ),
         pytest.param(
-            ["--root", "/no/such/dir"],
-            "error: --root /no/such/dir: no such directory\n"
-            "hint: --root takes the mounted host's `/`\n",
-            id="missing-root",
-        ),
-        pytest.param(
-            ["--root", "/etc/passwd"],
-            "error: --root /etc/passwd: not a directory\n"
-            "hint: --root takes the mounted host's `/`\n",
-            id="root-is-a-file",
-        ),
-        pytest.param(
-            ["--root", ""],
-            "error: --root is empty\nhint: --root takes the mounted host's `/`\n",
-            id="empty-root",
-        ),
-        pytest.param(
             ["--image-env", "/no/such/env"],
             "error: --image-env /no/such/env: no such file\n"
             "hint: KEY=VALUE lines, or `docker inspect IMAGE` output\n",
@@ -378,10 +361,7 @@ def test_ldconfig_fix_names_the_ldconfig_that_exists(
     assert (code, check["status"], check["remedy"]["commands"]) == (
         1,
         "fail",
-        [
-            "sudo nvidia-ctk config --in-place --set "
-            "nvidia-container-cli.ldconfig=@/usr/sbin/ldconfig"
-        ],
+        ["sudo ctk config --in-place --set nvidia-container-cli.ldconfig=@/usr/sbin/ldconfig"],
     )
 
 

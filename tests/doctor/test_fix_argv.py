@@ -17,6 +17,7 @@ from ctk.doctor.fixes import (
     SetToolkitConfig,
     Suggestion,
     Tool,
+    ToolkitConfigDefault,
     ValidateSpec,
     command_line,
 )
@@ -108,9 +109,15 @@ def test_a_spec_is_not_generated_under_a_root(tmp_path: Path) -> None:
         ),
         pytest.param(
             SetToolkitConfig(settings=(("nvidia-container-runtime.mode", "auto"),)),
+            "sudo ctk config --in-place --set nvidia-container-runtime.mode=auto",
             "sudo nvidia-ctk config --in-place --set nvidia-container-runtime.mode=auto",
-            "sudo nvidia-ctk config --in-place --set nvidia-container-runtime.mode=auto",
-            id="toolkit-config-is-nvidia-ctks",
+            id="toolkit-config",
+        ),
+        pytest.param(
+            ToolkitConfigDefault(output="/etc/nvidia-container-runtime/config.toml"),
+            "sudo ctk config default --output=/etc/nvidia-container-runtime/config.toml",
+            "sudo nvidia-ctk config default --output=/etc/nvidia-container-runtime/config.toml",
+            id="toolkit-config-default",
         ),
     ],
 )

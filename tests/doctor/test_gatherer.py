@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
 
+from ctk.doctor.facts import DevFacts
 from ctk.host.facts.cdi import gather_cdi
 from ctk.host.facts.engines import gather_containerd, gather_docker
 from ctk.host.facts.gatherer import Gatherer
+from ctk.host.facts.kernel import gather_dev
 from ctk.host.root import HostRoot
+from ctk.node import CharDevice
 
 
 def test_glob_stays_inside_the_root(tmp_path: Path) -> None:
@@ -113,7 +117,7 @@ def test_containerd_imports_as_containerd_resolves_them(
     tmp_path: Path, entries: str, imports: tuple[str, ...], orphans: list[str]
 ) -> None:
     """The evidence shows each import as containerd reads it; drop-ins match by Go's glob."""
-    from ctk.doctor.checks.engines import drop_in_not_imported
+    from ctk.doctor.checks.containerd import drop_in_not_imported
     from ctk.doctor.facts import NodeFacts
     from ctk.doctor.model import Evidence, Status
 
@@ -135,3 +139,30 @@ def test_containerd_imports_as_containerd_resolves_them(
         else (Status.OK, ())
     )
     assert (result.status, result.evidence) == expected
+
+
+def test_dev_is_the_device_node_adapter_s_scan(tmp_path: Path) -> None:
+    """The doctor's /dev facts come from `ctk.host.devnodes`: char devices, odd entries, links."""
+    if os.geteuid() != 0:
+        pytest.skip("mknod needs root")
+    dev = tmp_path / "dev"
+    (dev / "char").mkdir(parents=True)
+    os.mknod(dev / "nvidiactl", 0o600 | stat.S_IFCHR, os.makedev(195, 255))
+    (dev / "nvidia0").write_text("")  # a regular file where the GPU's node belongs
+    (dev / "nvidia-caps").mkdir()
+    os.symlink("../nvidiactl", dev / "char/195:255")
+    os.symlink("../null", dev / "char/1:3")
+    found = gather_dev(Gatherer(HostRoot(tmp_path)))
+    assert found == DevFacts(
+        nodes={
+            "/dev/nvidiactl": CharDevice(
+                container_path="/dev/nvidiactl",
+                host_path=str(dev / "nvidiactl"),
+                major=195,
+                minor=255,
+                file_mode=0o600,
+            )
+        },
+        not_char=frozenset({"/dev/nvidia0"}),
+        char_links={"195:255": "/dev/nvidiactl"},
+    )

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from ctk.cli.app import main
-from ctk.host.nvml import ComputeProcess, GpuHealth, read_nvml, read_nvml_report
+from ctk.host.nvml import read_nvml, read_nvml_report
+from ctk.node import ComputeProcess, GpuHealth
 from tests.doctor.nodes import Node, materialise
 from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
 from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)

@@ -3,8 +3,8 @@
 Over every fixture node and every hand-built check case: no prose, no `#` comment, no
 placeholder in `remedy.commands` (prose goes to `remedy.notes`); a ctk command line names a real
 command with real options; nvidia-ctk's use the commands and options nvidia-ctk 1.20 has; where
-ctk is installed no nvidia-ctk command or unit is suggested except for the NVIDIA runtime's own
-config.toml (`nvidia-ctk config`, which ctk has no command for).
+ctk is installed no nvidia-ctk command or unit is suggested (the NVIDIA runtime's config.toml
+too: `ctk config` edits it).
 """
 
 from __future__ import annotations
@@ -67,7 +67,10 @@ def parse_ctk(args: list[str]) -> str:
     ctx = command.make_context("ctk", list(args))
     path = []
     while isinstance(command, click.Group):
-        name, sub, rest = command.resolve_command(ctx, [*ctx._protected_args, *ctx.args])
+        given = [*ctx._protected_args, *ctx.args]
+        if not given and command.invoke_without_command:  # `ctk config --set ...`
+            break
+        name, sub, rest = command.resolve_command(ctx, given)
         assert sub is not None and name is not None
         path.append(name)
         ctx = sub.make_context(name, rest, parent=ctx)
@@ -106,7 +109,7 @@ def problems(line: str, *, ctk_installed: bool) -> list[str]:
             flags = {w.split("=", 1)[0] for w in words[3:] if w.startswith("--")}
             if key not in NVIDIA_CTK or not flags <= NVIDIA_CTK[key]:
                 found.append(f"not an nvidia-ctk 1.20 command: {line!r}")
-            elif ctk_installed and words[1] != "config":
+            elif ctk_installed:
                 found.append(f"nvidia-ctk suggested where ctk is installed: {line!r}")
         if ctk_installed and "nvidia-cdi-refresh" in line:
             found.append(f"nvidia-ctk's unit suggested where ctk is installed: {line!r}")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,20 +17,11 @@ import yaml
 
 from ctk.cli.app import main
 from tests.fake_nvml import FakeNode
-from tests.hook.native import hook_binary
+from tests.runners import busybox_rootfs, installed_hook, podman_run
 
 REPO = Path(__file__).resolve().parents[2]
 
 TOOLS = ("podman", "runc", "unshare", "busybox")
-CONTAINERS_CONF = """\
-[containers]
-default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
-netns = "none"
-[network]
-network_backend = "cni"
-[engine]
-runtime = "runc"
-"""
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
 INSIDE = (
     "ls -l /dev/nvidia0 /dev/nvidia5 /dev/nvidiactl /dev/nvidia-uvm /dev/nvidia-caps/* "
@@ -49,17 +39,6 @@ pytestmark = [
 ]
 
 
-def _rootfs(tmp_path: Path) -> Path:
-    rootfs = tmp_path / "rootfs"
-    (rootfs / "bin").mkdir(parents=True)
-    busybox = shutil.which("busybox")
-    assert busybox is not None
-    shutil.copy(busybox, rootfs / "bin/busybox")
-    for applet in ("sh", "ls", "cat", "grep", "env", "sort", "sed", "cut", "head", "echo", "test"):
-        (rootfs / "bin" / applet).symlink_to("busybox")
-    return rootfs
-
-
 def test_podman_runs_a_container_with_generated_devices(
     tmp_path: Path, fake_node: Callable[[str], FakeNode], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -72,26 +51,9 @@ def test_podman_runs_a_container_with_generated_devices(
         ]
     )
     assert code == 0, capsys.readouterr().err
-    (tmp_path / "containers.conf").write_text(CONTAINERS_CONF)
-    # Podman 4.3 reads specs only from /etc/cdi and /run/cdi, and wants a short run root: both
-    # live on a tmpfs over /run in a private mount namespace.
-    script = (
-        'mount -t tmpfs tmpfs /run && mkdir /run/cdi && cp "$1"/specs/* /run/cdi/ && '
-        'exec podman --root "$1/podman/root" --runroot /run/ctk-podman --tmpdir "$1/podman/tmp" '
-        "run --rm --device nvidia.com/gpu=0 --device nvidia.com/gpu=5:1 "
-        '--rootfs "$2" /bin/sh -c "$3"'
-    )
-    result = subprocess.run(
-        [
-            *("unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"),
-            *(str(tmp_path), str(_rootfs(tmp_path)), INSIDE),
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "CONTAINERS_CONF": str(tmp_path / "containers.conf")},
-        timeout=60,
-        check=False,
-    )
+    devices = ("--device", "nvidia.com/gpu=0", "--device", "nvidia.com/gpu=5:1")
+    rootfs = busybox_rootfs(tmp_path)
+    result = podman_run(tmp_path, specs, (*devices, "--rootfs", str(rootfs), *_sh(INSIDE)))
     assert (result.returncode, result.stderr) == (0, ""), result.stderr
     assert result.stdout.splitlines() == [
         "cr--r--r-- 508, 678 /dev/nvidia-caps/nvidia-cap678",
@@ -108,13 +70,8 @@ def test_podman_runs_a_container_with_generated_devices(
     ]
 
 
-def _hook_wrapper(tmp_path: Path) -> Path:
-    """The native `ctk-hook`, copied out of the Python environment as `ctk install` does (the
-    spec names it by absolute path)."""
-    installed = tmp_path / "bin" / "ctk-hook"
-    installed.parent.mkdir()
-    shutil.copy2(hook_binary(), installed)
-    return installed
+def _sh(script: str) -> tuple[str, ...]:
+    return ("/bin/sh", "-c", script)
 
 
 @pytest.mark.skipif(not os.path.exists("/sbin/ldconfig"), reason="needs a static /sbin/ldconfig")
@@ -133,7 +90,7 @@ def test_podman_runs_the_generated_hooks_through_ctk_hook(
         (node.root / "sbin/ldconfig").write_text('#!/bin/sh\nexec /sbin/ldconfig.real "$@"\n')
         shutil.copy("/sbin/ldconfig", node.root / "sbin/ldconfig.real")
     specs = tmp_path / "specs"
-    hook = _hook_wrapper(tmp_path)
+    hook = installed_hook(tmp_path)
     code = main(
         [
             *("cdi", "generate", "--driver-root", str(node.root), "--device-id=0"),
@@ -145,31 +102,16 @@ def test_podman_runs_the_generated_hooks_through_ctk_hook(
     (ldcache,) = [h["args"][2:4] for h in hooks if h["args"][1] == "update-ldcache"]
     real = ["--ldconfig-path", f"{node.root}/sbin/ldconfig.real"]
     assert ldcache == (real if ubuntu else ["--folder", LIBDIR])
-    (tmp_path / "containers.conf").write_text(CONTAINERS_CONF)
-    rootfs = _rootfs(tmp_path)
+    rootfs = busybox_rootfs(tmp_path)
     (rootfs / "sbin").mkdir()
     shutil.copy("/sbin/ldconfig", rootfs / "sbin/ldconfig")
-    (rootfs / "bin/readlink").symlink_to("busybox")
     inside = (
         f"for link in libcuda.so.1 libcuda.so libnvidia-ml.so.1; do readlink {LIBDIR}/$link; done; "
         "ldconfig -p | grep libnvidia-ml; "
         "cat /etc/nvidia/nvidia-application-profiles-rc.d/10-container.conf; echo"
     )
-    script = (
-        'mount -t tmpfs tmpfs /run && mkdir /run/cdi && cp "$1"/specs/* /run/cdi/ && '
-        'exec podman --root "$1/podman/root" --runroot /run/ctk-podman --tmpdir "$1/podman/tmp" '
-        'run --rm --device nvidia.com/gpu=0 --rootfs "$2" /bin/sh -c "$3"'
-    )
-    result = subprocess.run(
-        [
-            *("unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"),
-            *(str(tmp_path), str(rootfs), inside),
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "CONTAINERS_CONF": str(tmp_path / "containers.conf")},
-        timeout=60,
-        check=False,
+    result = podman_run(
+        tmp_path, specs, ("--device", "nvidia.com/gpu=0", "--rootfs", str(rootfs), *_sh(inside))
     )
     assert (result.returncode, result.stderr) == (0, ""), result.stderr
     assert [line.strip() for line in result.stdout.splitlines()] == [
@@ -202,22 +144,10 @@ def test_podman_mounts_a_libcuda_that_is_a_link_inside_the_driver_root(
         ]
     )
     assert code == 0, capsys.readouterr().err
-    (tmp_path / "containers.conf").write_text(CONTAINERS_CONF)
-    script = (
-        'mount -t tmpfs tmpfs /run && mkdir /run/cdi && cp "$1"/specs/* /run/cdi/ && '
-        'exec podman --root "$1/podman/root" --runroot /run/ctk-podman --tmpdir "$1/podman/tmp" '
-        'run --rm --device nvidia.com/gpu=0 --rootfs "$2" /bin/sh -c "$3"'
-    )
-    result = subprocess.run(
-        [
-            *("unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"),
-            *(str(tmp_path), str(_rootfs(tmp_path)), f"cat {LIBDIR}/libcuda.so.550.54.15"),
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "CONTAINERS_CONF": str(tmp_path / "containers.conf")},
-        timeout=60,
-        check=False,
+    rootfs = busybox_rootfs(tmp_path)
+    inside = f"cat {LIBDIR}/libcuda.so.550.54.15"
+    result = podman_run(
+        tmp_path, specs, ("--device", "nvidia.com/gpu=0", "--rootfs", str(rootfs), *_sh(inside))
     )
     assert (result.returncode, result.stderr, result.stdout) == (0, "", "the real libcuda\n")
 
@@ -237,28 +167,13 @@ def test_podman_applies_imex_and_gds_specs(
             ]
         )
         assert code == 0, capsys.readouterr().err
-    (tmp_path / "containers.conf").write_text(CONTAINERS_CONF)
     inside = (
         "ls -l /dev/nvidia-caps-imex-channels/* /dev/nvidia-fs* "
         "| sed 's/  */ /g' | cut -d' ' -f1,5,6,10; head -c 12 /etc/cufile.json; echo"
     )
-    script = (
-        'mount -t tmpfs tmpfs /run && mkdir /run/cdi && cp "$1"/specs/* /run/cdi/ && '
-        'exec podman --root "$1/podman/root" --runroot /run/ctk-podman --tmpdir "$1/podman/tmp" '
-        "run --rm --device nvidia.com/imex-channel=10 --device nvidia.com/gds=all "
-        '--rootfs "$2" /bin/sh -c "$3"'
-    )
-    result = subprocess.run(
-        [
-            *("unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"),
-            *(str(tmp_path), str(_rootfs(tmp_path)), inside),
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "CONTAINERS_CONF": str(tmp_path / "containers.conf")},
-        timeout=60,
-        check=False,
-    )
+    devices = ("--device", "nvidia.com/imex-channel=10", "--device", "nvidia.com/gds=all")
+    rootfs = busybox_rootfs(tmp_path)
+    result = podman_run(tmp_path, specs, (*devices, "--rootfs", str(rootfs), *_sh(inside)))
     assert (result.returncode, result.stderr) == (0, ""), result.stderr
     assert result.stdout.splitlines() == [
         "crw-rw-rw- 234, 10 /dev/nvidia-caps-imex-channels/channel10",

@@ -20,21 +20,11 @@ import pytest
 
 from ctk.cli.app import main as ctk_main
 from tests.fake_nvml import FakeNode
-from tests.hook.native import hook_binary
 from tests.hook.test_ldcache import build_library
+from tests.runners import busybox_rootfs, installed_hook, podman_run
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = ("podman", "runc", "unshare", "busybox")
-CONTAINERS_CONF = """\
-[containers]
-default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
-netns = "none"
-[network]
-network_backend = "cni"
-[engine]
-runtime = "runc"
-"""
-
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(
@@ -47,24 +37,9 @@ pytestmark = [
 ]
 
 
-def hook_wrapper(tmp_path: Path) -> Path:
-    """The native `ctk-hook`, copied out of the Python environment as `ctk install` does (the
-    spec names it by absolute path)."""
-    installed = tmp_path / "bin/ctk-hook"
-    installed.parent.mkdir()
-    shutil.copy2(hook_binary(), installed)
-    return installed
-
-
-def busybox_rootfs(tmp_path: Path) -> Path:
-    rootfs = tmp_path / "rootfs"
-    (rootfs / "bin").mkdir(parents=True)
+def rootfs_with_ldconfig(tmp_path: Path) -> Path:
+    rootfs = busybox_rootfs(tmp_path)
     (rootfs / "sbin").mkdir()
-    busybox = shutil.which("busybox")
-    assert busybox is not None
-    shutil.copy(busybox, rootfs / "bin/busybox")
-    for applet in ("sh", "ls", "readlink", "cat"):
-        (rootfs / "bin" / applet).symlink_to("busybox")
     shutil.copy("/sbin/ldconfig", rootfs / "sbin/ldconfig")
     return rootfs
 
@@ -73,31 +48,16 @@ def run_podman(
     tmp_path: Path, rootfs: Path, device: str, inside: str
 ) -> subprocess.CompletedProcess[str]:
     """Run ``inside`` in a busybox container with the CDI ``device`` from ``tmp_path/specs``."""
-    (tmp_path / "containers.conf").write_text(CONTAINERS_CONF)
-    # /run/cdi is where Podman 4.3 looks for specs; the run root lives there too, since Podman
-    # refuses a run root longer than 50 characters. Both are on a tmpfs of a private namespace.
-    script = (
-        'mount -t tmpfs tmpfs /run && mkdir /run/cdi && cp "$1"/specs/* /run/cdi/ && '
-        'exec podman --root "$1/podman/root" --runroot /run/ctk-podman --tmpdir "$1/podman/tmp" '
-        'run --rm --device "$4" --rootfs "$2" /bin/sh -c "$3"'
-    )
-    argv = ["sh", str(tmp_path), str(rootfs), inside, device]
-    return subprocess.run(
-        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, *argv],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "CONTAINERS_CONF": str(tmp_path / "containers.conf")},
-        timeout=60,
-        check=False,
-    )
+    run = ("--device", device, "--rootfs", str(rootfs), "/bin/sh", "-c", inside)
+    return podman_run(tmp_path, tmp_path / "specs", run)
 
 
 def test_hooks_run_in_podman(tmp_path: Path) -> None:
-    rootfs = busybox_rootfs(tmp_path)
+    rootfs = rootfs_with_ldconfig(tmp_path)
     library = build_library(tmp_path / "driver", "libctkfake.so.1")
     (tmp_path / "dev").mkdir()
     os.mknod(tmp_path / "dev/nvidia0", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
-    hook = str(hook_wrapper(tmp_path))
+    hook = str(installed_hook(tmp_path))
     spec = {
         "cdiVersion": "0.5.0",
         "kind": "ctk.test/gpu",
@@ -171,7 +131,7 @@ def test_spec_from_ctk_cdi_generate_runs_in_podman(
 ) -> None:
     """The whole path: `ctk cdi generate --hook-path ctk-hook` on a fixture node, then Podman."""
     node = fake_node("dgx-a100")
-    hook = hook_wrapper(tmp_path)
+    hook = installed_hook(tmp_path)
     (tmp_path / "specs").mkdir()
     output = tmp_path / "specs/nvidia.yaml"
     roots = ["--driver-root", str(node.driver_root), "--dev-root", str(node.dev_root)]
@@ -181,7 +141,7 @@ def test_spec_from_ctk_cdi_generate_runs_in_podman(
     links = ("libcuda.so.1", "libcuda.so", "libnvidia-nvvm.so.4")
     inside = "".join(f"readlink {lib}/{name}; " for name in links)
     inside += "cat /etc/ld.so.conf.d/00-nvcr-*.conf"
-    result = run_podman(tmp_path, busybox_rootfs(tmp_path), "nvidia.com/gpu=0", inside)
+    result = run_podman(tmp_path, rootfs_with_ldconfig(tmp_path), "nvidia.com/gpu=0", inside)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         "libcuda.so.550.54.15",

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ctk.cli.app import main
+from tests.runners import main_as_nobody
 
 REPO = Path(__file__).resolve().parents[2]
 V2 = """\
@@ -398,34 +399,6 @@ def test_concurrent_runs_lose_nothing(tmp_path: Path) -> None:
     assert sorted(runtimes) == ["nvidia0", "nvidia1", "nvidia2", "nvidia3"]
 
 
-def _main_as_nobody(argv: list[str]) -> tuple[int, str, str]:
-    """Run ctk's main() in a forked child that dropped root for user nobody."""
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never return into pytest
-        code = 3
-        try:
-            os.setgroups([])
-            os.setresgid(65534, 65534, 65534)
-            os.setresuid(65534, 65534, 65534)
-            os.dup2(out_w, 1)
-            os.dup2(err_w, 2)
-            sys.stdout = os.fdopen(1, "w", closefd=False)
-            sys.stderr = os.fdopen(2, "w", closefd=False)
-            code = main(argv)
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
-    os.close(out_w)
-    os.close(err_w)
-    with os.fdopen(out_r) as out, os.fdopen(err_r) as err:
-        stdout, stderr = out.read(), err.read()
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status), stdout, stderr
-
-
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch to user nobody")
 def test_permission_denied_is_a_clear_error(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
@@ -433,7 +406,7 @@ def test_permission_denied_is_a_clear_error(tmp_path: Path) -> None:
     config.chmod(0o600)
     tmp_path.chmod(0o755)  # nobody may enter the directory but not read the file
     argv = ["runtime", "configure", "--runtime", "containerd", "--config", str(config)]
-    assert _main_as_nobody(argv) == (
+    assert main_as_nobody(argv) == (
         1,
         "",
         f"error: {config}: cannot read: Permission denied\n"

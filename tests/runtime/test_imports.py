@@ -99,7 +99,7 @@ def test_walk_follows_nested_imports_breadth_first() -> None:
         "/etc/containerd/other/x1.toml": [],
     }
     loaded = imports.walk(MAIN, configs.get, listing)
-    assert loaded == imports.Loaded(
+    assert loaded == imports.ImportedFiles(
         files=(
             "/etc/containerd/conf.d/a.toml",
             "/etc/containerd/conf.d/b.toml",
@@ -156,7 +156,7 @@ def test_real_containerd_loads_the_same_files_in_the_same_order(tmp_path: Path) 
     )
     assert result.returncode == 0, result.stderr
     dump = tomllib.loads(result.stdout)
-    assert loaded == imports.Loaded(
+    assert loaded == imports.ImportedFiles(
         files=tuple(
             str(root / n)
             for n in (

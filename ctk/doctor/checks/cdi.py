@@ -7,7 +7,7 @@ import shlex
 from ctk.doctor.checks.mig import GPU_KIND, kube, regenerate
 from ctk.doctor.checks.toolkit import runtime_mode, toolkit_version
 from ctk.doctor.expected import expected_devices, missing_from, unknown_uuids
-from ctk.doctor.facts import NodeFacts, NvmlFacts, SpecFile
+from ctk.doctor.facts import NodeFacts, NvmlAnswer, SpecFileFacts
 from ctk.doctor.fixes import EnableRefresh, GenerateSpec, ValidateSpec
 from ctk.doctor.model import (
     HOST_ONLY,
@@ -41,7 +41,7 @@ def unreadable(facts: NodeFacts) -> Result | None:
     )
 
 
-def gpu_specs(facts: NodeFacts) -> tuple[SpecFile, ...]:
+def gpu_specs(facts: NodeFacts) -> tuple[SpecFileFacts, ...]:
     """The spec files of kind nvidia.com/gpu."""
     return tuple(spec for spec in facts.cdi.specs if spec.kind == GPU_KIND)
 
@@ -113,7 +113,7 @@ def spec_missing(facts: NodeFacts) -> Result:
     )
 
 
-def _stale_evidence(spec: SpecFile, module: str | None) -> list[Evidence]:
+def _stale_evidence(spec: SpecFileFacts, module: str | None) -> list[Evidence]:
     evidence = []
     other = sorted(v for v in spec.driver_versions if v != module)
     if other:
@@ -171,9 +171,9 @@ def spec_stale(facts: NodeFacts) -> Result:
     )
 
 
-def _wrong_nodes(facts: NodeFacts, specs: tuple[SpecFile, ...]) -> list[Evidence]:
+def _wrong_nodes(facts: NodeFacts, specs: tuple[SpecFileFacts, ...]) -> list[Evidence]:
     """Spec devices named after a GPU whose device node is another GPU's (minors moved)."""
-    if not isinstance(facts.nvml, NvmlFacts) or facts.nvml.error_code is not None:
+    if not isinstance(facts.nvml, NvmlAnswer) or facts.nvml.error_code is not None:
         return []
     nodes: dict[str, set[str]] = {}
     for spec in specs:
@@ -233,7 +233,7 @@ def spec_incomplete(facts: NodeFacts) -> Result:
     )
 
 
-def _incomplete(facts: NodeFacts, specs: tuple[SpecFile, ...]) -> list[Evidence]:
+def _incomplete(facts: NodeFacts, specs: tuple[SpecFileFacts, ...]) -> list[Evidence]:
     """What ``specs`` lack or name wrongly, against the devices `ctk cdi generate` writes here."""
     names = {name for spec in specs for name in spec.devices}
     where = ", ".join(s.path for s in specs)
@@ -256,7 +256,7 @@ def _incomplete(facts: NodeFacts, specs: tuple[SpecFile, ...]) -> list[Evidence]
 
 
 def _incomplete_without_nvml(
-    facts: NodeFacts, specs: tuple[SpecFile, ...], names: set[str]
+    facts: NodeFacts, specs: tuple[SpecFileFacts, ...], names: set[str]
 ) -> list[Evidence]:
     """Whole GPUs the kernel enumerated that no spec device names or mounts.
 

@@ -1,14 +1,11 @@
-"""Checks that make sense inside a container or pod (`container.*`, `k8s.*`, `hami.*`)."""
+"""Checks that make sense inside a container or pod (`container.*`)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 
 from ctk.doctor.checks.driver import visible_devices
-from ctk.doctor.checks.mig import nvml_gpus
-from ctk.doctor.facts import NodeFacts, NvmlFacts, Unavailable
-from ctk.doctor.fixes import SetToolkitConfig
+from ctk.doctor.facts import NodeFacts, NvmlAnswer, Unavailable
 from ctk.doctor.model import (
     INSIDE,
     Evidence,
@@ -27,13 +24,38 @@ MIB = 1024 * 1024
 DOCKER_DEFAULT_SHM = 64 * MIB
 SHM_FLOOR_FOR_TORCH = 1024 * MIB
 NVML_UNKNOWN_ERROR = 999
-HAMI_PRELOAD = "libvgpu.so"
-_SIZE = re.compile(r"^(\d+)([kmgt]?)i?b?$", re.IGNORECASE)
-_UNITS = {"": MIB, "k": 1024, "m": MIB, "g": 1024 * MIB, "t": 1024 * 1024 * MIB}
 
 
-def _gpu_nodes(facts: NodeFacts) -> list[str]:
-    return sorted(p for p in facts.dev.nodes if re.fullmatch(r"/dev/nvidia\d+", p))
+def gpu_nodes(facts: NodeFacts) -> list[str]:
+    return sorted(p for p in facts.dev.entries() if re.fullmatch(r"/dev/nvidia\d+", p))
+
+
+@check(
+    "container.no-gpu-attached",
+    severity=Severity.ERROR,
+    title="the container was started with a GPU",
+    remedy="Start the container with --gpus (or a CDI device); request nvidia.com/gpu in pods.",
+    sources=(
+        "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/"
+        "sample-workload.html",
+    ),
+    depends_on=("driver.not-loaded",),
+    where=frozenset({Where.CONTAINER, Where.POD}),
+)
+def no_gpu_attached(facts: NodeFacts) -> Result:
+    """Container context, the host has a driver, but no `/dev/nvidia*` reached the container."""
+    if any(path.startswith("/dev/nvidia") for path in facts.dev.entries()):
+        return ok("GPU device nodes are present in the container")
+    shown = visible_devices(facts)
+    return fail(
+        "this container has no GPU: no /dev/nvidia* device node was injected",
+        Evidence("/dev", "no nvidia* device nodes"),
+        Evidence("NVIDIA_VISIBLE_DEVICES", "unset" if shown is None else shown),
+        notes=(
+            "Docker: start the container with --gpus all (or --device nvidia.com/gpu=all with CDI)",
+            "Kubernetes: resources: {limits: {nvidia.com/gpu: 1}}",
+        ),
+    )
 
 
 @check(
@@ -50,7 +72,7 @@ def _gpu_nodes(facts: NodeFacts) -> list[str]:
 )
 def nvml_unknown_error(facts: NodeFacts) -> Result:
     """Device nodes present, NVML init 999: the device cgroup no longer allows the GPU."""
-    if not isinstance(facts.nvml, NvmlFacts):
+    if not isinstance(facts.nvml, NvmlAnswer):
         return unknown(f"NVML facts unavailable: {facts.nvml.reason}")
     if facts.nvml.error_code != NVML_UNKNOWN_ERROR:
         return ok("NVML initialises" if facts.nvml.error_code is None else "no Unknown Error")
@@ -137,7 +159,7 @@ def _visible_problems(facts: NodeFacts, count: int) -> list[Evidence]:
 )
 def visible_devices_misuse(facts: NodeFacts) -> Result:
     """Env values that select nothing, or that name GPUs the container does not have."""
-    count = len(_gpu_nodes(facts))
+    count = len(gpu_nodes(facts))
     shown = visible_devices(facts)
     if count == 0 and shown not in (None, "", "void", "none"):
         return warn(
@@ -194,131 +216,4 @@ def shm_too_small(facts: NodeFacts) -> Result:
             "Docker: start the container with --shm-size=16g (or --ipc=host)",
             "Kubernetes: mount an emptyDir {medium: Memory, sizeLimit: 16Gi} at /dev/shm",
         ),
-    )
-
-
-@check(
-    "k8s.unrequested-gpu-access",
-    severity=Severity.WARNING,
-    title="the pod sees GPUs only if it requested them",
-    remedy="Set NVIDIA_VISIBLE_DEVICES=void in pods without GPU limits; refuse it node-wide.",
-    sources=(
-        "https://github.com/NVIDIA/k8s-device-plugin/issues/61",
-        "https://github.com/NVIDIA/gpu-operator/issues/421",
-    ),
-    where=frozenset({Where.POD}),
-)
-def unrequested_gpu_access(facts: NodeFacts) -> Result:
-    """`NVIDIA_VISIBLE_DEVICES=all` in the image plus nvidia as default runtime = every GPU."""
-    gpus = _gpu_nodes(facts)
-    if not gpus:
-        return ok("the pod sees no GPU")
-    pod = facts.kubernetes.get("pod") if isinstance(facts.kubernetes, Mapping) else None
-    if isinstance(pod, Mapping) and pod.get("limits"):
-        limits = ", ".join(f"{k}={v}" for k, v in sorted(pod["limits"].items()))
-        return ok(f"the pod requested {limits}")
-    if facts.container.allocation_markers or visible_devices(facts) != "all":
-        return ok("GPUs were allocated by the device plugin")
-    return warn(
-        f"the pod sees {len(gpus)} GPU(s) through NVIDIA_VISIBLE_DEVICES=all without a device "
-        "plugin allocation: it bypasses the scheduler",
-        Evidence("NVIDIA_VISIBLE_DEVICES", "all"),
-        Evidence("/dev", ", ".join(gpus)),
-        Evidence("/var/run/nvidia-container-devices", "no allocation markers"),
-        *(
-            (Evidence("pod spec", "no nvidia.com/gpu or mig-* limit"),)
-            if isinstance(pod, Mapping)
-            else ()
-        ),
-        fixes=(
-            SetToolkitConfig(
-                settings=(("accept-nvidia-visible-devices-envvar-when-unprivileged", "false"),)
-            ),
-        ),
-        notes=("set env NVIDIA_VISIBLE_DEVICES=void in pods without nvidia.com/gpu limits",),
-    )
-
-
-def hami_limits(facts: NodeFacts) -> dict[str, str]:
-    """HAMi's limit variables in the environment."""
-    return {
-        k: v
-        for k, v in facts.container.env.items()
-        if k.startswith("CUDA_DEVICE_MEMORY_LIMIT") or k == "CUDA_DEVICE_SM_LIMIT"
-    }
-
-
-@check(
-    "hami.libvgpu-not-loaded",
-    severity=Severity.ERROR,
-    title="HAMi's libvgpu.so is preloaded where HAMi limits are set",
-    remedy="Keep HAMi's /etc/ld.so.preload and library mount; restart the pod.",
-    sources=(
-        "https://github.com/Project-HAMi/HAMi/issues/777",
-        "https://github.com/Project-HAMi/HAMi/issues/1346",
-    ),
-    where=INSIDE,
-)
-def libvgpu_not_loaded(facts: NodeFacts) -> Result:
-    """Limits without the interposer are not enforced."""
-    limits = hami_limits(facts)
-    if not limits:
-        return skip("no HAMi limits in the environment")
-    if any(entry.endswith(HAMI_PRELOAD) for entry in facts.container.preload):
-        return ok("libvgpu.so is preloaded")
-    return fail(
-        "HAMi limits are set but libvgpu.so is not preloaded: nothing enforces them",
-        *(Evidence(k, v) for k, v in sorted(limits.items())),
-        Evidence("/etc/ld.so.preload", ", ".join(facts.container.preload) or "empty or missing"),
-        notes=("do not ship /etc/ld.so.preload in the image; restart the pod",),
-    )
-
-
-def parse_hami_size(text: str) -> int | None:
-    """`4096m` -> bytes (a bare number counts in MiB, as HAMi does)."""
-    match = _SIZE.match(text.strip())
-    if match is None:
-        return None
-    return int(match.group(1)) * _UNITS[match.group(2).lower()]
-
-
-@check(
-    "hami.memory-limit-not-enforced",
-    severity=Severity.ERROR,
-    title="NVML reports HAMi's memory limit",
-    remedy="As hami.libvgpu-not-loaded: the interposer must be active.",
-    sources=("https://github.com/Project-HAMi/HAMi/issues/2581",),
-    depends_on=("hami.libvgpu-not-loaded",),
-    where=INSIDE,
-)
-def memory_limit_not_enforced(facts: NodeFacts) -> Result:
-    """NVML's memory total above the limit: the interposer is not patching NVML."""
-    limits = hami_limits(facts)
-    memory = {k: v for k, v in limits.items() if k.startswith("CUDA_DEVICE_MEMORY_LIMIT")}
-    if not memory:
-        return skip("no HAMi memory limit in the environment")
-    gpus = nvml_gpus(facts)
-    if isinstance(gpus, Result):
-        return gpus
-    if any(gpu.memory_total is None for gpu in gpus):
-        return unknown("the NVML adapter does not report memory totals")
-    over = []
-    for gpu in gpus:
-        raw = memory.get(f"CUDA_DEVICE_MEMORY_LIMIT_{gpu.index}") or memory.get(
-            "CUDA_DEVICE_MEMORY_LIMIT"
-        )
-        limit = parse_hami_size(raw) if raw else None
-        if limit is not None and gpu.memory_total is not None and gpu.memory_total > limit:
-            over.append(
-                Evidence(
-                    f"NVML GPU {gpu.index}",
-                    f"total {gpu.memory_total // MIB} MiB > limit {limit // MIB} MiB",
-                )
-            )
-    if not over:
-        return ok("NVML reports the limited memory")
-    return fail(
-        "NVML reports the full GPU memory, not HAMi's limit: the limit is not enforced",
-        *over,
-        notes=("see hami.libvgpu-not-loaded",),
     )

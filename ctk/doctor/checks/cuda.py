@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ctk.doctor import cuda as compat
-from ctk.doctor.facts import CudaNeed, NodeFacts, NvmlFacts
+from ctk.doctor.facts import CudaNeed, NodeFacts, NvmlAnswer
 from ctk.doctor.model import (
     INSIDE,
     Evidence,
@@ -37,9 +37,9 @@ def host_cuda(facts: NodeFacts) -> compat.HostCuda | None:
         return None
     cuda: tuple[int, ...] | None = None
     brands: frozenset[str] = frozenset()
-    if isinstance(facts.nvml, NvmlFacts) and facts.nvml.error_code is None:
+    if isinstance(facts.nvml, NvmlAnswer) and facts.nvml.error_code is None:
         cuda = facts.nvml.cuda_version
-        brands = frozenset(g.brand.lower() for g in facts.nvml.gpus if g.brand)
+        brands = frozenset(g.brand.lower() for g in facts.nvml.health_by_gpu if g.brand)
     if cuda is None:
         cuda = compat.host_cuda_from_driver(facts.cuda_table, driver)
     return compat.HostCuda(

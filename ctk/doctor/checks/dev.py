@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ctk.doctor.checks.mig import regenerate
-from ctk.doctor.facts import DeviceNode, NodeFacts, NvmlFacts
+from ctk.doctor.facts import DevFacts, NodeFacts, NvmlAnswer
 from ctk.doctor.fixes import CreateCharLinks, CreateDeviceNodes
 from ctk.doctor.model import (
     HOST_ONLY,
@@ -18,7 +18,7 @@ from ctk.doctor.model import (
     unknown,
     warn,
 )
-from ctk.node import NvmlReturn
+from ctk.node import MigMode, NvmlReturn
 from ctk.node import expected_nodes as node_rule
 
 NVIDIA_MAJOR = 195
@@ -32,17 +32,16 @@ def expected_nodes(facts: NodeFacts) -> dict[str, tuple[int, int]]:
     """Device node path -> (major, minor) the loaded driver implies."""
     minors = [gpu.minor for gpu in facts.kernel.gpus]
     if facts.where is not Where.HOST:  # a container gets only the GPUs it asked for
-        minors = [minor for minor in minors if f"/dev/nvidia{minor}" in facts.dev.nodes]
+        minors = [minor for minor in minors if f"/dev/nvidia{minor}" in facts.dev.entries()]
     majors = facts.kernel.char_majors or {"nvidia-frontend": NVIDIA_MAJOR}  # /proc/devices unread
     return {str(node.path): (node.major, node.minor) for node in node_rule(majors, minors)}
 
 
-def _describe(node: DeviceNode | None) -> str:
-    if node is None:
-        return "missing"
-    if node.major is None:
-        return "not a character device"
-    return f"char {node.major}:{node.minor}"
+def _describe(dev: DevFacts, path: str) -> str:
+    node = dev.nodes.get(path)
+    if node is not None:
+        return f"char {node.major}:{node.minor}"
+    return "not a character device" if path in dev.not_char else "missing"
 
 
 @check(
@@ -60,7 +59,7 @@ def nodes_missing(facts: NodeFacts) -> Result:
     for path, (major, minor) in sorted(wanted.items()):
         node = facts.dev.nodes.get(path)
         if node is None or (node.major, node.minor) != (major, minor):
-            bad.append(Evidence(path, f"{_describe(node)} (want char {major}:{minor})"))
+            bad.append(Evidence(path, f"{_describe(facts.dev, path)} (want char {major}:{minor})"))
     if not bad:
         return ok(f"{len(wanted)} device nodes present")
     return fail(
@@ -85,13 +84,13 @@ def nodes_missing(facts: NodeFacts) -> Result:
 def permission_denied(facts: NodeFacts) -> Result:
     """`os.access(R_OK|W_OK)` on the control and GPU nodes; NVML code 4."""
     paths = ["/dev/nvidiactl"] + [f"/dev/nvidia{g.minor}" for g in facts.kernel.gpus]
-    denied = [p for p in paths if p in facts.dev.nodes and facts.dev.nodes[p].accessible is False]
+    denied = [p for p in paths if p in facts.dev.nodes and p in facts.dev.inaccessible]
     nvml_denied = (
-        isinstance(facts.nvml, NvmlFacts) and facts.nvml.error_code == NvmlReturn.NO_PERMISSION
+        isinstance(facts.nvml, NvmlAnswer) and facts.nvml.error_code == NvmlReturn.NO_PERMISSION
     )
     if not denied and not nvml_denied:
         return ok("the device nodes are readable and writable")
-    evidence = [Evidence(p, f"mode {facts.dev.nodes[p].mode:04o}, no access") for p in denied]
+    evidence = [Evidence(p, f"mode {facts.dev.nodes[p].file_mode:04o}, no access") for p in denied]
     mode = facts.kernel.params.get("DeviceFileMode")
     if mode is not None and mode.isdigit():
         evidence.append(Evidence("/proc/driver/nvidia/params", f"DeviceFileMode {int(mode):04o}"))
@@ -163,7 +162,7 @@ def char_symlinks_missing(facts: NodeFacts) -> Result:
         return ok("devices are injected through CDI (part of the container spec)")
     missing = []
     for path, (major, minor) in sorted(expected_nodes(facts).items()):
-        if path in facts.dev.nodes and facts.dev.char_links.get(f"{major}:{minor}") != path:
+        if path in facts.dev.entries() and facts.dev.char_links.get(f"{major}:{minor}") != path:
             missing.append(f"/dev/char/{major}:{minor}")
     if not missing:
         return ok("the /dev/char links for the NVIDIA devices exist")
@@ -212,9 +211,9 @@ def selinux_blocks(facts: NodeFacts) -> Result:
 
 
 def _mig_enabled(facts: NodeFacts) -> bool | None:
-    if not isinstance(facts.nvml, NvmlFacts) or facts.nvml.error_code is not None:
+    if not isinstance(facts.nvml, NvmlAnswer) or facts.nvml.error_code is not None:
         return None
-    return any(gpu.mig_current == 1 for gpu in facts.nvml.gpus)
+    return any(gpu.mig_mode is MigMode.ENABLED for gpu in facts.nvml.gpus)
 
 
 @check(
@@ -252,7 +251,7 @@ def mig_cap_nodes_missing(facts: NodeFacts) -> Result:
         path = f"/dev/nvidia-caps/nvidia-cap{minor}"
         node = facts.dev.nodes.get(path)
         if node is None or node.major != caps_major or node.minor != minor:
-            missing.append(Evidence(path, f"{name}: {_describe(node)}"))
+            missing.append(Evidence(path, f"{name}: {_describe(facts.dev, path)}"))
     if not missing:
         return ok(f"{len(wanted)} MIG capability nodes present")
     return fail(

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import re
 
-from ctk.doctor.facts import LibFacts, NodeFacts, NvmlFacts, TimedOut, Unavailable
+from ctk.doctor.facts import LibFacts, NodeFacts, NvmlAnswer, TimedOut, Unavailable
 from ctk.doctor.model import (
     HOST_ONLY,
     Evidence,
     Result,
     Severity,
-    Where,
     check,
     fail,
     ok,
@@ -37,7 +36,7 @@ def driver_version_evidence(facts: NodeFacts) -> Evidence:
 
 def nvml_error(facts: NodeFacts) -> int | None:
     """The NVML init error code, when NVML was asked and refused."""
-    return facts.nvml.error_code if isinstance(facts.nvml, NvmlFacts) else None
+    return facts.nvml.error_code if isinstance(facts.nvml, NvmlAnswer) else None
 
 
 @check(
@@ -144,34 +143,6 @@ def not_loaded(facts: NodeFacts) -> Result:
 def visible_devices(facts: NodeFacts) -> str | None:
     """`NVIDIA_VISIBLE_DEVICES` inside a container (None when unset)."""
     return facts.container.env.get("NVIDIA_VISIBLE_DEVICES")
-
-
-@check(
-    "container.no-gpu-attached",
-    severity=Severity.ERROR,
-    title="the container was started with a GPU",
-    remedy="Start the container with --gpus (or a CDI device); request nvidia.com/gpu in pods.",
-    sources=(
-        "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/"
-        "sample-workload.html",
-    ),
-    depends_on=("driver.not-loaded",),
-    where=frozenset({Where.CONTAINER, Where.POD}),
-)
-def no_gpu_attached(facts: NodeFacts) -> Result:
-    """Container context, the host has a driver, but no `/dev/nvidia*` reached the container."""
-    if any(path.startswith("/dev/nvidia") for path in facts.dev.nodes):
-        return ok("GPU device nodes are present in the container")
-    shown = visible_devices(facts)
-    return fail(
-        "this container has no GPU: no /dev/nvidia* device node was injected",
-        Evidence("/dev", "no nvidia* device nodes"),
-        Evidence("NVIDIA_VISIBLE_DEVICES", "unset" if shown is None else shown),
-        notes=(
-            "Docker: start the container with --gpus all (or --device nvidia.com/gpu=all with CDI)",
-            "Kubernetes: resources: {limits: {nvidia.com/gpu: 1}}",
-        ),
-    )
 
 
 def _library_versions(facts: NodeFacts) -> dict[str, str]:
@@ -352,7 +323,7 @@ def persistence_off(facts: NodeFacts) -> Result:
         return skip(f"NVML did not initialise ({nvml.error}): see the checks that name the cause")
     if facts.persistenced:
         return ok("nvidia-persistenced is running")
-    off = [g for g in nvml.gpus if g.persistence is False]
+    off = [g for g in nvml.health_by_gpu if g.persistence is False]
     if not off:
         return ok("persistence mode is on" if nvml.gpus else "no GPU")
     server = any(g.brand in DATA_CENTER_BRANDS for g in off)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctk.doctor.facts import NodeFacts, NvmlFacts, NvmlGpu, Unavailable
+from ctk.doctor.facts import NodeFacts, NvmlAnswer, Unavailable
 from ctk.doctor.model import (
     HOST_ONLY,
     Evidence,
@@ -16,6 +16,7 @@ from ctk.doctor.model import (
     unknown,
     warn,
 )
+from ctk.node import GpuHealth
 
 STUCK_STATES = {"Z": "zombie", "D": "uninterruptible sleep"}
 ORPHAN_MIN_BYTES = 2 << 30
@@ -46,7 +47,7 @@ def gpu_lost(facts: NodeFacts) -> Result:
     reach a GPU: the same operator action as a lost GPU (Xid 79 in the kernel log, reset, reboot).
     """
     nvml = facts.nvml
-    if not isinstance(nvml, NvmlFacts):
+    if not isinstance(nvml, NvmlAnswer):
         return unknown(f"NVML facts unavailable: {nvml.reason}")
     code = nvml.error_code
     on_host = facts.where is Where.HOST
@@ -91,7 +92,7 @@ def leftover_processes(facts: NodeFacts) -> Result:
     `max(2 GiB, 5 % of the GPU)`, so the driver's own reservation never counts).
     """
     holders = facts.gpu_processes
-    gpus = _nvml_gpus(facts)
+    gpus = _nvml_health(facts)
     stuck = (
         {p.pid: p for p in holders if p.state in STUCK_STATES} if isinstance(holders, tuple) else {}
     )
@@ -152,14 +153,14 @@ def leftover_processes(facts: NodeFacts) -> Result:
     )
 
 
-def _nvml_gpus(facts: NodeFacts) -> tuple[NvmlGpu, ...]:
+def _nvml_health(facts: NodeFacts) -> tuple[GpuHealth, ...]:
     nvml = facts.nvml
-    if isinstance(nvml, NvmlFacts) and nvml.error_code is None:
-        return nvml.gpus
+    if isinstance(nvml, NvmlAnswer) and nvml.error_code is None:
+        return nvml.health_by_gpu
     return ()
 
 
-def _unaccounted(gpu: NvmlGpu) -> int | None:
+def _unaccounted(gpu: GpuHealth) -> int | None:
     """Used memory no listed process accounts for, when it is clearly more than the driver's."""
     if gpu.processes is None or gpu.memory_used is None or gpu.memory_total is None:
         return None
@@ -192,17 +193,17 @@ THROTTLE_REASONS = {
 }
 
 
-def _health_gpus(facts: NodeFacts) -> tuple[NvmlGpu, ...] | Result:
-    """NVML's GPUs, or the `unknown` result a health check returns without NVML."""
+def _health_gpus(facts: NodeFacts) -> tuple[GpuHealth, ...] | Result:
+    """NVML's health of each GPU, or the `unknown` result a health check returns without NVML."""
     nvml = facts.nvml
     if isinstance(nvml, Unavailable):
         return unknown(f"NVML facts unavailable: {nvml.reason}", needs_root=nvml.needs_root)
     if nvml.error_code is not None:  # the driver, lib, gpu.lost or container checks say why
         return skip(f"NVML did not initialise ({nvml.error}): see the checks that name the cause")
-    return nvml.gpus
+    return nvml.health_by_gpu
 
 
-def _reset(gpus: list[NvmlGpu]) -> tuple[str, ...]:
+def _reset(gpus: list[GpuHealth]) -> tuple[str, ...]:
     return tuple(f"sudo nvidia-smi -r -i {gpu.index}" for gpu in gpus)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctk.doctor.facts import LibFacts, NodeFacts, NvmlFacts, Unavailable
+from ctk.doctor.facts import LibFacts, NodeFacts, NvmlAnswer, Unavailable
 from ctk.doctor.model import Evidence, Result, Severity, check, fail, ok, unknown
 from ctk.node import NvmlReturn
 
@@ -20,7 +20,7 @@ def _lookup(facts: NodeFacts, soname: str) -> Result | None:
     evidence += [Evidence(lib.path, f"-> {lib.target} (missing)") for lib in dangling]
     if (
         soname == "libnvidia-ml.so.1"
-        and isinstance(facts.nvml, NvmlFacts)
+        and isinstance(facts.nvml, NvmlAnswer)
         and facts.nvml.error_code == NvmlReturn.LIBRARY_NOT_FOUND
     ):
         evidence.append(Evidence("NVML", "nvmlInit: NVML Shared Library Not Found (12)"))

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ctk.doctor.expected import expected_devices
-from ctk.doctor.facts import NodeFacts, NvmlGpu, Unavailable
+from ctk.doctor.facts import NodeFacts, NvmlAnswer, Unavailable
 from ctk.doctor.fixes import DEFAULT_SPEC, GenerateSpec
 from ctk.doctor.model import (
     HOST_ONLY,
@@ -21,6 +21,7 @@ from ctk.doctor.model import (
     unknown,
     warn,
 )
+from ctk.node import Gpu, MigMode
 
 MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/"
 GPU_KIND = "nvidia.com/gpu"
@@ -39,21 +40,27 @@ def regenerate(facts: NodeFacts) -> GenerateSpec:
     return GenerateSpec(output=spec_output(facts))
 
 
-def nvml_gpus(facts: NodeFacts) -> tuple[NvmlGpu, ...] | Result:
-    """NVML's GPUs, or the `unknown` result a check returns without NVML."""
+def nvml_answer(facts: NodeFacts) -> NvmlAnswer | Result:
+    """NVML's answer, or the `unknown` result a check returns without NVML."""
     nvml = facts.nvml
     if isinstance(nvml, Unavailable):
         return unknown(f"NVML facts unavailable: {nvml.reason}", needs_root=nvml.needs_root)
     if nvml.error_code is not None:
         return unknown(f"NVML failed: {nvml.error} ({nvml.error_code})")
-    return nvml.gpus
+    return nvml
 
 
-def _mig_gpus(facts: NodeFacts) -> tuple[NvmlGpu, ...] | Result:
+def nvml_gpus(facts: NodeFacts) -> tuple[Gpu, ...] | Result:
+    """NVML's GPUs, or the `unknown` result a check returns without NVML."""
+    nvml = nvml_answer(facts)
+    return nvml if isinstance(nvml, Result) else nvml.gpus
+
+
+def _mig_gpus(facts: NodeFacts) -> tuple[Gpu, ...] | Result:
     gpus = nvml_gpus(facts)
     if isinstance(gpus, Result):
         return gpus
-    enabled = tuple(g for g in gpus if g.mig_current == 1)
+    enabled = tuple(g for g in gpus if g.mig_mode is MigMode.ENABLED)
     return enabled if enabled else skip("MIG is not enabled on any GPU")
 
 
@@ -74,9 +81,10 @@ def _mig_gpus(facts: NodeFacts) -> tuple[NvmlGpu, ...] | Result:
 )
 def mode_pending(facts: NodeFacts) -> Result:
     """`nvmlDeviceGetMigMode` current != pending."""
-    gpus = nvml_gpus(facts)
-    if isinstance(gpus, Result):
-        return gpus
+    nvml = nvml_answer(facts)
+    if isinstance(nvml, Result):
+        return nvml
+    gpus = nvml.health_by_gpu
     if gpus and all(g.mig_pending is None for g in gpus):
         return skip("no GPU supports MIG")
     pending = [g for g in gpus if g.mig_pending is not None and g.mig_pending != g.mig_current]
@@ -116,9 +124,9 @@ def enabled_without_instances(facts: NodeFacts) -> Result:
     gpus = _mig_gpus(facts)
     if isinstance(gpus, Result):
         return gpus
-    empty = [g for g in gpus if not g.mig_devices]
+    empty = [g for g in gpus if not g.migs]
     if not empty:
-        count = sum(len(g.mig_devices) for g in gpus)
+        count = sum(len(g.migs) for g in gpus)
         return ok(f"{count} MIG device(s) on {len(gpus)} MIG-enabled GPU(s)")
     return fail(
         f"MIG is enabled on GPU {', '.join(str(g.index) for g in empty)} but no GPU instance "
@@ -194,7 +202,7 @@ def whole_gpu_in_container(facts: NodeFacts) -> Result:
     gpus = _mig_gpus(facts)
     if isinstance(gpus, Result):
         return gpus
-    parents = [g for g in gpus if not g.mig_devices]
+    parents = [g for g in gpus if not g.migs]
     if not parents:
         return ok("the container sees MIG devices")
     return warn(
@@ -239,8 +247,9 @@ def strategy_mismatch(facts: NodeFacts) -> Result:
     source = "device plugin MIG_STRATEGY" if node.get("mig_strategy") else "node label"
     if strategy != "single":
         return ok(f"the MIG strategy is {strategy or 'not set'}, not 'single'")
-    profiles = {m.profile for g in gpus for m in g.mig_devices}
-    mixed = any(g.mig_current != 1 for g in gpus) and any(g.mig_current == 1 for g in gpus)
+    profiles = {m.profile for g in gpus for m in g.migs}
+    enabled = [g.mig_mode is MigMode.ENABLED for g in gpus]
+    mixed = any(enabled) and not all(enabled)
     if len(profiles) <= 1 and not mixed:
         return ok("uniform MIG layout under the single strategy")
     return fail(
@@ -273,7 +282,7 @@ def device_plugin_stale(facts: NodeFacts) -> Result:
     allocatable = node.get("allocatable", {})
     layout: dict[str, int] = {}
     for gpu in gpus:
-        for mig in gpu.mig_devices:
+        for mig in gpu.migs:
             key = f"nvidia.com/mig-{mig.profile}"
             layout[key] = layout.get(key, 0) + 1
     advertised = {k: int(v) for k, v in allocatable.items() if k.startswith("nvidia.com/mig-")}

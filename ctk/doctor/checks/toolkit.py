@@ -1,4 +1,4 @@
-"""NVIDIA Container Toolkit checks (`toolkit.*`, `host.*`)."""
+"""NVIDIA Container Toolkit checks (`toolkit.*`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ctk.doctor.facts import NodeFacts
+from ctk.doctor.facts import LDCONFIG_CANDIDATES, NodeFacts
 from ctk.doctor.fixes import (
     ConfigureRuntime,
     GenerateSpec,
@@ -55,10 +55,6 @@ DRIVER_RULES: tuple[tuple[int, tuple[int, int], str], ...] = (
 )
 
 
-LDCONFIG_CANDIDATES = ("/sbin/ldconfig.real", "/sbin/ldconfig", "/usr/sbin/ldconfig")
-"""Where distributions put ldconfig, preferred first (Ubuntu's /sbin/ldconfig is a wrapper)."""
-
-
 def package_version(text: str) -> tuple[int, ...] | None:
     """`1.17.8-1` or `1.7.0~rc.1-1` -> (1, 17, 8)."""
     match = re.match(r"(?:\d+:)?(\d+(?:\.\d+)*)", text)
@@ -103,7 +99,7 @@ def installed(facts: NodeFacts) -> bool:
     return binaries or packages
 
 
-def _shown(version: tuple[int, ...]) -> str:
+def dotted(version: tuple[int, ...]) -> str:
     return ".".join(map(str, version))
 
 
@@ -119,7 +115,7 @@ def not_installed(facts: NodeFacts) -> Result:
     """No toolkit binary on the node and no toolkit package."""
     if installed(facts):
         version = toolkit_version(facts)
-        shown = _shown(version) if version else "version unknown"
+        shown = dotted(version) if version else "version unknown"
         found = (
             ", ".join(sorted(b for b in facts.toolkit.binaries if b.startswith("nvidia")))
             or "packages only"
@@ -188,16 +184,16 @@ def too_old(facts: NodeFacts) -> Result:
     if lib and tools and package_version(lib) != package_version(tools):
         reasons.append(f"libnvidia-container1 {lib} and -tools {tools} differ")
     if facts.kernel.cgroup_version == 2 and version < CGROUP_V2_MINIMUM:
-        reasons.append(f"cgroup v2 needs >= {_shown(CGROUP_V2_MINIMUM)}")
+        reasons.append(f"cgroup v2 needs >= {dotted(CGROUP_V2_MINIMUM)}")
     branch = int((facts.kernel.driver_version or "0").split(".")[0] or 0)
     for driver, minimum, why in DRIVER_RULES:
         if branch >= driver and version < minimum:
-            reasons.append(f"{why} need >= {_shown(minimum)}")
+            reasons.append(f"{why} need >= {dotted(minimum)}")
     if not reasons:
-        return ok(f"libnvidia-container {_shown(version)}")
+        return ok(f"libnvidia-container {dotted(version)}")
     return fail(
-        f"libnvidia-container {_shown(version)} is too old: " + "; ".join(reasons),
-        Evidence("/var/lib/dpkg/status", f"libnvidia-container {_shown(version)}"),
+        f"libnvidia-container {dotted(version)} is too old: " + "; ".join(reasons),
+        Evidence("/var/lib/dpkg/status", f"libnvidia-container {dotted(version)}"),
         Evidence("/proc/driver/nvidia/version", facts.kernel.driver_version or "no driver"),
         commands=(UPGRADE,),
     )
@@ -359,33 +355,6 @@ def conflicting_oci_hook(facts: NodeFacts) -> Result:
 
 
 @check(
-    "host.cgroup-v2-legacy-stack",
-    severity=Severity.ERROR,
-    title="libnvidia-container supports cgroup v2",
-    remedy="Upgrade the toolkit to 1.8 or later.",
-    sources=(
-        "https://github.com/NVIDIA/nvidia-docker/issues/1447",
-        "https://github.com/NVIDIA/libnvidia-container/issues/111",
-    ),
-    where=HOST_ONLY,
-)
-def cgroup_v2_legacy_stack(facts: NodeFacts) -> Result:
-    """`cgroup subsystem devices not found` on cgroup v2 with libnvidia-container < 1.8."""
-    version = libnvidia_container_version(facts)
-    if facts.kernel.cgroup_version != 2:
-        return ok("cgroup v1 host")
-    if version is None or version >= CGROUP_V2_MINIMUM:
-        return ok("cgroup v2 with a toolkit that supports it")
-    return fail(
-        f"cgroup v2 host with libnvidia-container {_shown(version)}: containers fail with "
-        "'cgroup subsystem devices not found'",
-        Evidence("/sys/fs/cgroup/cgroup.controllers", "present (cgroup v2)"),
-        Evidence("/var/lib/dpkg/status", f"libnvidia-container {_shown(version)}"),
-        commands=(UPGRADE,),
-    )
-
-
-@check(
     "toolkit.security-outdated",
     severity=Severity.WARNING,
     title="the toolkit has the fixes for published container escapes",
@@ -403,15 +372,15 @@ def security_outdated(facts: NodeFacts) -> Result:
         return skip("the toolkit version is unknown")
     open_cves = [a for a in facts.advisories if version < a.fixed]
     if not open_cves:
-        return ok(f"toolkit {_shown(version)} has every published fix")
+        return ok(f"toolkit {dotted(version)} has every published fix")
     return warn(
-        f"toolkit {_shown(version)} is affected by "
+        f"toolkit {dotted(version)} is affected by "
         + ", ".join(a.cve for a in open_cves)
         + " (container escape)",
         *(
             Evidence(
                 a.cve,
-                f"{a.summary}; fixed in {_shown(a.fixed)}"
+                f"{a.summary}; fixed in {dotted(a.fixed)}"
                 + ("" if a.verified else " (fixed version from secondary reports)"),
             )
             for a in open_cves

@@ -25,7 +25,7 @@ from ctk.doctor.facts import (
     CudaRow,
     GpuProcess,
     NodeFacts,
-    NvmlFacts,
+    NvmlAnswer,
     TimedOut,
     Unavailable,
 )
@@ -81,7 +81,7 @@ def gather(
     """All facts about the node under ``root``; NVML runs in parallel with the file reads."""
     start = time.monotonic()
     g = Gatherer(HostRoot(root), deadline=start + max(DOCTOR_DEADLINE_S, nvml_timeout))
-    nvml_box: list[NvmlFacts | Unavailable] = []
+    nvml_box: list[NvmlAnswer | Unavailable] = []
     nvml_thread = threading.Thread(
         target=lambda: nvml_box.append(_safe_nvml(root)), name="ctk-doctor-nvml", daemon=True
     )
@@ -142,14 +142,14 @@ def gather(
     nvml_thread.join(max(0.0, nvml_timeout - (time.monotonic() - start)))
     elapsed = time.monotonic() - start
     if nvml_box:
-        nvml: NvmlFacts | Unavailable = nvml_box[0]
+        nvml: NvmlAnswer | Unavailable = nvml_box[0]
         g.timings.append(Timing("nvml", elapsed))
     else:
         nvml = Unavailable(f"NVML did not answer within {nvml_timeout:g} s")
         g.timings.append(Timing("nvml", elapsed, timed_out=True))
     pids = (
-        sorted({p.pid for gpu in nvml.gpus for p in gpu.processes or ()})
-        if isinstance(nvml, NvmlFacts) and where is Where.HOST
+        sorted({p.pid for health in nvml.health for p in health.processes or ()})
+        if isinstance(nvml, NvmlAnswer) and where is Where.HOST
         else []
     )
     no_states: dict[int, str] | Unavailable = Unavailable("/proc did not answer in time")
@@ -214,7 +214,7 @@ def _joined(
     return box[0]
 
 
-def _safe_nvml(root: Path) -> NvmlFacts | Unavailable:
+def _safe_nvml(root: Path) -> NvmlAnswer | Unavailable:
     try:
         return gather_nvml(root)
     except Exception as exc:  # an adapter bug must not hide every other fact

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctk.doctor.facts import (
     CdiFacts,
-    SpecFile,
+    SpecFileFacts,
     Unavailable,
 )
 from ctk.host.facts.gatherer import (
@@ -48,7 +48,7 @@ def spec_file(
     names: tuple[str, ...],
     spec: Mapping[str, Any],
     problems: tuple[str, ...],
-) -> SpecFile:
+) -> SpecFileFacts:
     """What the checks need from one decoded spec: paths, hooks, driver versions."""
     host_paths: list[str] = []
     hook_paths: list[str] = []
@@ -76,7 +76,7 @@ def spec_file(
             versions.add(match.group(1))
     unique = tuple(dict.fromkeys(host_paths))
     hooks = tuple(dict.fromkeys(hook_paths))
-    return SpecFile(
+    return SpecFileFacts(
         path=path,
         kind=kind,
         devices=names,

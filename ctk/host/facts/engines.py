@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 from ctk import toml_compat as tomllib
 
 if TYPE_CHECKING:
-    from ctk.runtime_config.imports import Loaded
+    from ctk.runtime_config.imports import ImportedFiles
 
 from ctk.doctor.facts import (
+    LDCONFIG_CANDIDATES,
     ConfigFile,
     EngineFacts,
     RuntimeEntry,
@@ -87,8 +88,6 @@ def gather_toolkit(g: Gatherer, env: Mapping[str, str]) -> ToolkitFacts:
         "NVIDIA_CTK_CONFIG_FILE_PATH", "/etc/nvidia-container-runtime/config.toml"
     )
     config = read_toml_file(g, config_path)
-    from ctk.doctor.checks.toolkit import LDCONFIG_CANDIDATES
-
     cli = (config.data or {}).get("nvidia-container-cli", {})
     ldconfig = cli.get("ldconfig") if isinstance(cli, dict) else None
     wanted = [*LDCONFIG_CANDIDATES, *([ldconfig.lstrip("@")] if isinstance(ldconfig, str) else [])]
@@ -195,7 +194,7 @@ def containerd_files(g: Gatherer, main: str, imports: Iterable[str]) -> list[str
     return list(containerd_loaded(g, main, imports).files)
 
 
-def containerd_loaded(g: Gatherer, main: str, imports: Iterable[str]) -> Loaded:
+def containerd_loaded(g: Gatherer, main: str, imports: Iterable[str]) -> ImportedFiles:
     """`containerd_files`, with the imported files that are missing or unreadable."""
     from ctk.runtime_config import imports as resolver
 
@@ -264,7 +263,7 @@ def gather_containerd(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts:
         )
     from ctk.runtime_config.imports import entry_path
 
-    drop_ins = tuple(g.glob("/etc/containerd/conf.d/*.toml"))
+    drop_ins = tuple(g.glob(f"{_drop_in_dir(Runtime.CONTAINERD)}/*.toml"))
     # each entry as containerd resolves it: cleaned, a relative one joined to config.toml's folder
     imports = tuple(entry_path(main, i) for i in facts.imports)
     return replace(
@@ -277,7 +276,7 @@ def gather_crio(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts:
     from ctk.runtime_config.inspect import inspect_crio
 
     main = str(ENGINES[Runtime.CRIO].config_path)
-    drop_ins = g.glob(f"{main}.d/*")  # CRI-O reads every file in crio.conf.d
+    drop_ins = g.glob(f"{_drop_in_dir(Runtime.CRIO)}/*")  # CRI-O reads every file there
     installed = "crio" in binaries or g.exists(main) or bool(drop_ins)
 
     def read() -> Any:
@@ -285,6 +284,12 @@ def gather_crio(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts:
         return inspect_crio(files) if files else None
 
     return _engine(g=g, engine="crio", path=main, installed=installed, read=read, binaries=binaries)
+
+
+def _drop_in_dir(runtime: Runtime) -> str:
+    drop_in = ENGINES[runtime].drop_in_path
+    assert drop_in is not None  # containerd and CRI-O have one
+    return str(drop_in.parent)
 
 
 def gather_rootless_docker(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts | None:

@@ -4,29 +4,23 @@ from __future__ import annotations
 
 import os
 import posixpath
-import stat
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ctk.doctor.facts import (
     DevFacts,
-    DeviceNode,
     GpuProcess,
     KernelFacts,
     LibFacts,
     Library,
-    MigDevice,
-    NvmlFacts,
-    NvmlGpu,
-    NvmlProcess,
+    NvmlAnswer,
     PciGpu,
     ProcGpu,
     Unavailable,
 )
 from ctk.errors import CtkError
 from ctk.host import files
-from ctk.host.devnodes import read_mig_minors
+from ctk.host.devnodes import nvidia_nodes, read_char_links, read_mig_minors
 from ctk.host.facts.gatherer import (
     DRIVER_VERSION,
     LIBRARY_DIRS,
@@ -44,10 +38,6 @@ from ctk.nvproc import (
     parse_key_values,
     parse_proc_devices,
 )
-
-if TYPE_CHECKING:
-    from ctk.host.nvml import GpuHealth
-    from ctk.node import Gpu
 
 # --- kernel ---------------------------------------------------------------------------------
 
@@ -144,48 +134,22 @@ def gather_kernel(g: Gatherer) -> KernelFacts:
 # --- device nodes -------------------------------------------------------------------------
 
 
-def _node(g: Gatherer, path: str) -> DeviceNode:
-    host = g.host(path)
-    try:
-        info = os.stat(host) if host is not None else None
-    except OSError:
-        info = None
-    if info is None or not stat.S_ISCHR(info.st_mode):
-        return DeviceNode(path=path)
-    assert host is not None
-    return DeviceNode(
-        path=path,
-        major=os.major(info.st_rdev),
-        minor=os.minor(info.st_rdev),
-        mode=stat.S_IMODE(info.st_mode),
-        accessible=os.access(host, os.R_OK | os.W_OK),
-    )
-
-
-def _char_links(g: Gatherer) -> dict[str, str]:
-    directory = g.host("/dev/char")
-    links: dict[str, str] = {}
-    if directory is None or not directory.is_dir():
-        return links
-    for entry in os.scandir(directory):
-        if ":" not in entry.name or not entry.is_symlink():
-            continue
-        target = os.readlink(entry.path)
-        resolved = os.path.normpath(os.path.join("/dev/char", target))
-        if resolved.startswith("/dev/nvidia"):
-            links[entry.name] = resolved
-    return links
-
-
 def gather_dev(g: Gatherer) -> DevFacts:
-    """NVIDIA device nodes, their /dev/char links, MIG capability minors and files."""
-    paths = g.glob("/dev/nvidia*") + g.glob("/dev/nvidia-caps/nvidia-cap*")
-    nodes = {path: _node(g, path) for path in paths if not path.endswith("/nvidia-caps")}
-    minors = read_mig_minors(g.root).as_dict()  # the reader cdi generate uses
+    """NVIDIA device nodes and /dev/char links (`ctk.host.devnodes`, the scan `cdi generate` and
+    `system` use), who may open them, MIG capability minors and files."""
+    found = nvidia_nodes(g.root)
+    nodes = {node.container_path: node for node in found.every()}
+    denied = (p for p, node in nodes.items() if not os.access(node.host_path, os.R_OK | os.W_OK))
     caps_base = "/proc/driver/nvidia/capabilities/"
     caps = g.glob(caps_base + "gpu*/mig/gi*/access") + g.glob(caps_base + "gpu*/mig/gi*/ci*/access")
-    names = frozenset(path[len(caps_base) :].replace("/mig/", "/") for path in caps)
-    return DevFacts(nodes=nodes, char_links=_char_links(g), mig_minors=minors, mig_caps=names)
+    return DevFacts(
+        nodes=nodes,
+        not_char=frozenset(found.not_char),
+        inaccessible=frozenset(denied),
+        char_links=read_char_links(g.root),
+        mig_minors=read_mig_minors(g.root).as_dict(),
+        mig_caps=frozenset(path[len(caps_base) :].replace("/mig/", "/") for path in caps),
+    )
 
 
 # --- libraries ----------------------------------------------------------------------------
@@ -265,7 +229,7 @@ def nvml_error_code(exc: BaseException) -> int | None:
     return None
 
 
-def gather_nvml(root: Path) -> NvmlFacts:
+def gather_nvml(root: Path) -> NvmlAnswer:
     """NVML's view through `ctk.host.nvml`, or the error code it refused with."""
     from ctk.errors import CtkError
     from ctk.host import nvml
@@ -273,50 +237,8 @@ def gather_nvml(root: Path) -> NvmlFacts:
     try:
         report = nvml.read_nvml_report(root)
     except CtkError as exc:
-        return NvmlFacts(error_code=nvml_error_code(exc), error=exc.message)
-    found = report.facts
-    health = {h.index: h for h in report.health}
-    cuda = found.cuda_driver_version
-    return NvmlFacts(
-        driver_version=found.driver_version,
-        cuda_version=(cuda // 1000, (cuda % 1000) // 10),
-        gpus=tuple(_nvml_gpu(gpu, health.get(gpu.index)) for gpu in found.gpus),
-        source=found,
-    )
-
-
-def _nvml_gpu(gpu: Gpu, health: GpuHealth | None) -> NvmlGpu:
-    return NvmlGpu(
-        index=gpu.index,
-        minor=gpu.minor,
-        uuid=gpu.uuid,
-        name=gpu.name,
-        bus_id=gpu.pci_bus_id,
-        brand=(health.brand or "") if health else "",
-        mig_current=_mig_mode(gpu.mig_mode.value),
-        mig_pending=health.mig_pending if health else None,
-        mig_devices=tuple(
-            MigDevice(
-                gi=mig.gpu_instance, ci=mig.compute_instance, uuid=mig.uuid, profile=mig.profile
-            )
-            for mig in gpu.migs
-        ),
-        memory_total=health.memory_total if health else None,
-        memory_used=health.memory_used if health else None,
-        processes=None
-        if health is None or health.processes is None
-        else tuple(NvmlProcess(pid=p.pid, used_memory=p.used_memory) for p in health.processes),
-        ecc_uncorrected=health.ecc_uncorrected if health else None,
-        retired_pages_pending=health.retired_pages_pending if health else None,
-        remap_pending=health.remap_pending if health else None,
-        remap_failed=health.remap_failed if health else None,
-        clock_reasons=health.clock_reasons if health else None,
-        persistence=health.persistence if health else None,
-    )
-
-
-def _mig_mode(value: str) -> int | None:
-    return {"enabled": 1, "disabled": 0}.get(value)
+        return NvmlAnswer(error_code=nvml_error_code(exc), error=exc.message)
+    return NvmlAnswer(found=report.facts, health=report.health)
 
 
 # --- processes ------------------------------------------------------------------------------

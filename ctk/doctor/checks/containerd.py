@@ -1,0 +1,300 @@
+"""containerd checks (`containerd.*`): the nvidia runtime, drop-ins, cgroups, CDI."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping
+
+from ctk.doctor.checks.engines import (
+    configure_fix,
+    engine_not_installed,
+    nvidia_runtime_entry,
+    runtime_binary_missing,
+)
+from ctk.doctor.checks.mig import kube
+from ctk.doctor.facts import NodeFacts, Unavailable
+from ctk.doctor.model import (
+    HOST_ONLY,
+    Evidence,
+    Result,
+    Severity,
+    check,
+    fail,
+    ok,
+    skip,
+    unknown,
+    warn,
+)
+from ctk.errors import CtkError
+from ctk.runtime_config import imports as containerd_imports
+
+KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
+
+
+def _toml_bool(value: bool | None) -> str:
+    return "true" if value else "false"
+
+
+def containerd_unused(facts: NodeFacts) -> Result | None:
+    """Skip containerd's GPU checks where it only serves Docker (CRI off, or no Kubernetes)."""
+    containerd = facts.containerd
+    if not containerd.installed:
+        return skip("containerd is not installed")
+    if containerd.cri_disabled:
+        return skip("containerd's CRI plugin is disabled: it only serves Docker")
+    if facts.docker.installed and not facts.kubelet and containerd.managed_by is None:
+        return skip("containerd serves Docker here (no kubelet): see the docker checks")
+    return None
+
+
+def _imported(config: str, entries: tuple[str, ...], path: str) -> bool:
+    """Whether containerd loads ``path`` through ``entries`` (Go's glob: `*` stops at `/`)."""
+    try:
+        return containerd_imports.imported(config, entries, path)
+    except CtkError:  # a malformed pattern: containerd refuses to start, and loads nothing
+        return False
+
+
+@check(
+    "containerd.drop-in-not-imported",
+    severity=Severity.ERROR,
+    title="containerd imports the NVIDIA drop-in",
+    remedy="Add the conf.d glob to imports in config.toml (or rerun runtime configure).",
+    sources=("https://github.com/NVIDIA/nvidia-container-toolkit/blob/main/CHANGELOG.md",),
+    where=HOST_ONLY,
+)
+def drop_in_not_imported(facts: NodeFacts) -> Result:
+    """A regenerated config.toml lost its `imports`, and the drop-in silently vanished.
+
+    A finding on any node with containerd, also where it serves only Docker: someone wrote the
+    drop-in for containerd, which never reads it (an error where a kubelet relies on containerd).
+    """
+    containerd = facts.containerd
+    if not containerd.installed:
+        return skip("containerd is not installed")
+    if containerd.needs_root:
+        path = containerd.root_only or containerd.config_path
+        return unknown(
+            f"{path} is not readable without root: containerd's imports are unknown",
+            needs_root=True,
+        )
+    if containerd.error is not None:
+        # unparseable: its imports are unknown, and the parse error (reported by
+        # containerd.runtime-not-configured) is the root cause, with no fix to offer here
+        return skip(
+            f"{containerd.config_path} does not parse (see containerd.runtime-not-configured)"
+        )
+    if not containerd.drop_ins:
+        return skip("no containerd drop-in files")
+    orphans = [
+        path
+        for path in containerd.drop_ins
+        if not _imported(containerd.config_path, containerd.imports, path)
+    ]
+    if not orphans:
+        return ok(f"{len(containerd.drop_ins)} drop-in(s) imported")
+    imports = ", ".join(containerd.imports) or "none"
+    summary = (
+        f"containerd ignores {', '.join(orphans)}: {containerd.config_path} does not import it"
+    )
+    evidence = (
+        Evidence(containerd.config_path, f"imports: {imports}"),
+        *(Evidence(path, "exists, not imported") for path in orphans),
+    )
+    commands = ("sudo systemctl restart containerd",)
+    fixes = (configure_fix("containerd"),)
+    if facts.kubelet:  # the kubelet's pods need what the drop-in says
+        return fail(summary, *evidence, commands=commands, fixes=fixes)
+    return warn(summary, *evidence, commands=commands, fixes=fixes, severity=Severity.WARNING)
+
+
+@check(
+    "containerd.runtime-not-configured",
+    severity=Severity.ERROR,
+    title="containerd has the nvidia runtime",
+    remedy="Add the nvidia runtime to containerd's config and restart containerd.",
+    sources=(
+        "https://github.com/NVIDIA/gpu-operator/issues/413",
+        "https://github.com/NVIDIA/k8s-device-plugin/issues/479",
+    ),
+    depends_on=("toolkit.not-installed",),
+    where=HOST_ONLY,
+)
+def containerd_runtime(facts: NodeFacts) -> Result:
+    """`no runtime for "nvidia" is configured`."""
+    containerd = facts.containerd
+    blocked = containerd_unused(facts) or engine_not_installed(containerd)
+    if blocked is not None and containerd.error is None:
+        return blocked
+    if containerd.error is not None:
+        return fail(
+            f"{containerd.config_path} does not parse: {containerd.error}",
+            Evidence(containerd.config_path, containerd.error),
+            commands=(f"containerd --config {containerd.config_path} config dump",),
+        )
+    runtime, evidence = nvidia_runtime_entry(containerd)
+    if runtime is not None:
+        default = containerd.default_runtime or "runc"
+        return ok(f"nvidia runtime configured (default runtime {default})", *evidence)
+    missing = runtime_binary_missing(containerd, "sudo systemctl restart containerd")
+    if missing is not None:
+        return missing
+    return fail(
+        "containerd has no usable nvidia runtime: pods fail with "
+        "'no runtime for \"nvidia\" is configured'",
+        *evidence,
+        commands=("sudo systemctl restart containerd",),
+        fixes=(configure_fix("containerd"),),
+    )
+
+
+@check(
+    "containerd.systemd-cgroup-mismatch",
+    severity=Severity.ERROR,
+    title="the nvidia runtime uses the same cgroup driver as runc",
+    remedy="Make nvidia's SystemdCgroup match runc's and kubelet's cgroup driver; restart.",
+    sources=(
+        "https://github.com/NVIDIA/nvidia-container-toolkit/issues/28",
+        "https://github.com/k3s-io/k3s/issues/8470",
+    ),
+    depends_on=("containerd.runtime-not-configured",),
+    where=HOST_ONLY,
+)
+def systemd_cgroup_mismatch(facts: NodeFacts) -> Result:
+    """nvidia's SystemdCgroup differs from runc's, or from kubelet's cgroupDriver."""
+    containerd = facts.containerd
+    unused = containerd_unused(facts)
+    if unused is not None:
+        return unused
+    nvidia = containerd.runtimes.get("nvidia")
+    if nvidia is None:
+        return skip("no nvidia runtime configured")
+    want: list[Evidence] = []
+    runc = containerd.runtimes.get("runc")
+    if runc is not None and bool(runc.systemd_cgroup) != bool(nvidia.systemd_cgroup):
+        want.append(
+            Evidence(
+                containerd.config_path, f"runc SystemdCgroup = {_toml_bool(runc.systemd_cgroup)}"
+            )
+        )
+    kubelet = facts.kubelet_cgroup_driver
+    if isinstance(kubelet, str) and (kubelet == "systemd") != bool(nvidia.systemd_cgroup):
+        want.append(Evidence(KUBELET_CONFIG, f"cgroupDriver: {kubelet}"))
+    nvidia_says = Evidence(
+        containerd.config_path, f"nvidia SystemdCgroup = {_toml_bool(nvidia.systemd_cgroup)}"
+    )
+    if not want:
+        if isinstance(kubelet, Unavailable) and runc is None:
+            return unknown(
+                f"kubelet's cgroup driver: {kubelet.reason}", needs_root=kubelet.needs_root
+            )
+        return ok(
+            f"nvidia agrees with runc/kubelet: SystemdCgroup = {_toml_bool(nvidia.systemd_cgroup)}"
+        )
+    target = "false" if nvidia.systemd_cgroup else "true"
+    commands: tuple[str, ...] = ("sudo systemctl restart containerd",)
+    notes = (f"set SystemdCgroup = {target} under the nvidia runtime's options",)
+    if any(e.source == KUBELET_CONFIG for e in want):
+        commands = ("sudo systemctl restart containerd kubelet",)
+        notes = (
+            "make kubelet and containerd agree: cgroupDriver: systemd in "
+            f"{KUBELET_CONFIG} (recommended under systemd), or SystemdCgroup = false for runc "
+            "and nvidia",
+        )
+    return fail(
+        "the nvidia runtime's SystemdCgroup differs from "
+        + " and ".join("runc's" if e.source != KUBELET_CONFIG else "kubelet's" for e in want)
+        + ": pods fail with 'expected cgroupsPath to be of format \"slice:prefix:name\"' or "
+        "land in the wrong hierarchy",
+        nvidia_says,
+        *want,
+        commands=commands,
+        notes=notes,
+    )
+
+
+@check(
+    "containerd.not-default-no-runtimeclass",
+    severity=Severity.ERROR,
+    title="Kubernetes pods can reach the nvidia runtime",
+    remedy="Make nvidia the default runtime, or create a RuntimeClass with handler nvidia.",
+    sources=("https://github.com/NVIDIA/k8s-device-plugin",),
+    depends_on=("containerd.runtime-not-configured",),
+    where=HOST_ONLY,
+)
+def not_default_no_runtimeclass(facts: NodeFacts) -> Result:
+    """Neither default runtime nor a RuntimeClass: GPU pods run under runc."""
+    node = kube(facts)
+    if isinstance(node, Result):
+        return node
+    containerd = facts.containerd
+    if containerd.default_runtime == "nvidia":
+        return ok("nvidia is containerd's default runtime")
+    handlers = set(node.get("runtimeclass_handlers", ()))
+    if "nvidia" in handlers:
+        return ok("a RuntimeClass has handler nvidia")
+    return fail(
+        "nvidia is neither containerd's default runtime nor the handler of a RuntimeClass: "
+        "GPU pods run under runc and see no GPU",
+        Evidence(containerd.config_path, f"default_runtime_name = {containerd.default_runtime}"),
+        Evidence("RuntimeClasses", ", ".join(sorted(handlers)) or "none"),
+        commands=("sudo systemctl restart containerd",),
+        fixes=(configure_fix("containerd", set_as_default=True),),
+        notes=("or create a RuntimeClass named nvidia with handler nvidia",),
+    )
+
+
+@check(
+    "containerd.cdi-disabled",
+    severity=Severity.WARNING,
+    title="containerd's CDI support is on where CDI is used",
+    remedy="Enable CDI in containerd's CRI plugin (containerd 1.7+), restart containerd.",
+    sources=("https://github.com/kubernetes-sigs/kind/pull/3530",),
+    depends_on=("containerd.runtime-not-configured",),
+    where=HOST_ONLY,
+)
+def containerd_cdi(facts: NodeFacts) -> Result:
+    """`cdi_spec_dirs` configured (or cdi-cri requested) but `enable_cdi` off."""
+    containerd = facts.containerd
+    unused = containerd_unused(facts)
+    if unused is not None:
+        return unused
+    wanted = bool(containerd.cdi_spec_dirs) or bool(
+        isinstance(facts.kubernetes, Mapping)
+        and facts.kubernetes.get("device_list_strategy") == "cdi-cri"
+    )
+    if not wanted:
+        return ok("native CDI is not requested")
+    if containerd.cdi_enabled:
+        return ok("enable_cdi = true")
+    return warn(
+        "containerd is set up for CDI (cdi_spec_dirs) but enable_cdi is not true",
+        Evidence(containerd.config_path, "enable_cdi not true"),
+        commands=("sudo systemctl restart containerd",),
+        fixes=(configure_fix("containerd", enable_cdi=True),),
+    )
+
+
+@check(
+    "containerd.managed-config",
+    severity=Severity.INFO,
+    title="containerd's config is not regenerated by a distribution",
+    remedy="Edit config.toml.tmpl (k3s/RKE2) instead of config.toml; restart k3s.",
+    sources=("https://docs.k3s.io/advanced",),
+    where=HOST_ONLY,
+)
+def managed_config(facts: NodeFacts) -> Result:
+    """k3s/RKE2 rewrite config.toml at every start."""
+    managed = facts.containerd.managed_by
+    if managed is None:
+        return ok("containerd's config is not managed by k3s/RKE2")
+    return warn(
+        f"containerd's config is generated by {managed} at every start: edits to config.toml "
+        "are lost",
+        Evidence(facts.containerd.config_path, f"managed by {managed}"),
+        commands=(f"sudo systemctl restart {managed}",),
+        notes=(
+            f"put custom settings in {posixpath.dirname(facts.containerd.config_path)}"
+            "/config.toml.tmpl",
+        ),
+    )

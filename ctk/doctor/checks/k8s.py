@@ -1,0 +1,140 @@
+"""Kubernetes checks (`k8s.*`): RuntimeClasses, allocatable GPUs, pods' GPU access."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ctk.doctor.checks.container import gpu_nodes
+from ctk.doctor.checks.driver import visible_devices
+from ctk.doctor.checks.engines import configure_fix, nvidia_runtime_entry
+from ctk.doctor.checks.mig import kube
+from ctk.doctor.facts import EngineFacts, NodeFacts
+from ctk.doctor.fixes import SetToolkitConfig
+from ctk.doctor.model import (
+    HOST_ONLY,
+    Evidence,
+    Result,
+    Severity,
+    Where,
+    check,
+    fail,
+    ok,
+    skip,
+    unknown,
+    warn,
+)
+
+
+@check(
+    "k8s.unrequested-gpu-access",
+    severity=Severity.WARNING,
+    title="the pod sees GPUs only if it requested them",
+    remedy="Set NVIDIA_VISIBLE_DEVICES=void in pods without GPU limits; refuse it node-wide.",
+    sources=(
+        "https://github.com/NVIDIA/k8s-device-plugin/issues/61",
+        "https://github.com/NVIDIA/gpu-operator/issues/421",
+    ),
+    where=frozenset({Where.POD}),
+)
+def unrequested_gpu_access(facts: NodeFacts) -> Result:
+    """`NVIDIA_VISIBLE_DEVICES=all` in the image plus nvidia as default runtime = every GPU."""
+    gpus = gpu_nodes(facts)
+    if not gpus:
+        return ok("the pod sees no GPU")
+    pod = facts.kubernetes.get("pod") if isinstance(facts.kubernetes, Mapping) else None
+    if isinstance(pod, Mapping) and pod.get("limits"):
+        limits = ", ".join(f"{k}={v}" for k, v in sorted(pod["limits"].items()))
+        return ok(f"the pod requested {limits}")
+    if facts.container.allocation_markers or visible_devices(facts) != "all":
+        return ok("GPUs were allocated by the device plugin")
+    return warn(
+        f"the pod sees {len(gpus)} GPU(s) through NVIDIA_VISIBLE_DEVICES=all without a device "
+        "plugin allocation: it bypasses the scheduler",
+        Evidence("NVIDIA_VISIBLE_DEVICES", "all"),
+        Evidence("/dev", ", ".join(gpus)),
+        Evidence("/var/run/nvidia-container-devices", "no allocation markers"),
+        *(
+            (Evidence("pod spec", "no nvidia.com/gpu or mig-* limit"),)
+            if isinstance(pod, Mapping)
+            else ()
+        ),
+        fixes=(
+            SetToolkitConfig(
+                settings=(("accept-nvidia-visible-devices-envvar-when-unprivileged", "false"),)
+            ),
+        ),
+        notes=("set env NVIDIA_VISIBLE_DEVICES=void in pods without nvidia.com/gpu limits",),
+    )
+
+
+K8S_DEVICE_PLUGIN = "https://github.com/NVIDIA/k8s-device-plugin"
+
+
+@check(
+    "k8s.runtimeclass-handler-missing",
+    severity=Severity.ERROR,
+    title="the node's runtime has the handler of the nvidia RuntimeClass",
+    remedy="Add the nvidia runtime to the node's container runtime (containerd or CRI-O).",
+    sources=("https://github.com/NVIDIA/gpu-operator/issues/413",),
+    where=HOST_ONLY,
+)
+def runtimeclass_handler_missing(facts: NodeFacts) -> Result:
+    """A RuntimeClass with handler nvidia, but neither containerd nor CRI-O defines it."""
+    node = kube(facts)
+    if isinstance(node, Result):
+        return node
+    if "nvidia" not in node.get("runtimeclass_handlers", ()):
+        return skip("no RuntimeClass has handler nvidia")
+    engines = [e for e in (facts.containerd, facts.crio) if e.installed and not e.error]
+    if not engines:
+        return skip("no containerd or CRI-O config to compare with")
+    if any(nvidia_runtime_entry(engine)[0] is not None for engine in engines):
+        return ok("a RuntimeClass has handler nvidia and the runtime defines it")
+    first = engines[0]
+    return fail(
+        "a RuntimeClass sends pods to handler nvidia, which this node's runtime does not "
+        "define: they fail with 'no runtime for \"nvidia\" is configured'",
+        Evidence("RuntimeClasses", "handler nvidia"),
+        *(nvidia_runtime_entry(engine)[1][0] for engine in engines),
+        commands=(f"sudo systemctl restart {_service(first)}",),
+        fixes=(configure_fix(_service(first)),),
+    )
+
+
+def _service(engine: EngineFacts) -> str:
+    return "crio" if engine.engine == "crio" else "containerd"
+
+
+@check(
+    "k8s.gpu-not-allocatable",
+    severity=Severity.ERROR,
+    title="the node offers its GPUs to the scheduler (allocatable nvidia.com/gpu or mig-*)",
+    remedy="Check the device plugin's pod and logs on this node (NVML errors, no devices).",
+    sources=(K8S_DEVICE_PLUGIN, "https://github.com/NVIDIA/k8s-device-plugin/issues/479"),
+    depends_on=("driver.not-loaded", "lib.nvml-not-found", "gpu.lost"),
+    where=HOST_ONLY,
+)
+def gpu_not_allocatable(facts: NodeFacts) -> Result:
+    """GPUs on the node, none in `status.allocatable`: GPU pods stay Pending."""
+    node = kube(facts)
+    if isinstance(node, Result):
+        return node
+    if "allocatable" not in node:
+        return unknown("the API server did not return this node (no node name, or no access)")
+    gpus = len(facts.kernel.gpus)
+    if not gpus:
+        return skip("the node has no GPU")
+    offered = {k: v for k, v in node["allocatable"].items() if v not in ("0", "")}
+    if offered:
+        listed = ", ".join(f"{k}={v}" for k, v in sorted(offered.items()))
+        return ok(f"allocatable: {listed}")
+    return fail(
+        f"the node has {gpus} GPU(s) but offers none to the scheduler: GPU pods stay Pending "
+        "with 'Insufficient nvidia.com/gpu'",
+        Evidence(f"node {node.get('node', '')}", "allocatable: no nvidia.com/gpu or mig-*"),
+        Evidence("/proc/driver/nvidia/gpus", f"{gpus} GPU(s)"),
+        notes=(
+            "look at the device plugin pod on this node and its log (NVML errors, "
+            "'No devices found', a MIG strategy error)",
+        ),
+    )

@@ -1,0 +1,130 @@
+"""Ways the tests run ctk and containers, written once: ctk's main() as user nobody, Podman.
+
+`main_as_nobody` forks: the child has every module the parent imported, and nothing else it can
+load, because nobody cannot read the Python installation under /root (0700). So the caller runs
+the same command as root first, to completion (for the doctor: with a deadline no load reaches),
+and the child finds everything imported.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from ctk.cli.app import main
+from tests.hook.native import hook_binary
+
+NOBODY = 65534
+
+CONTAINERS_CONF = """\
+[containers]
+default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
+netns = "none"
+[network]
+network_backend = "cni"
+[engine]
+runtime = "runc"
+"""
+BUSYBOX_APPLETS = (
+    "sh",
+    "ls",
+    "cat",
+    "grep",
+    "env",
+    "sort",
+    "sed",
+    "cut",
+    "head",
+    "echo",
+    "test",
+    "readlink",
+)
+# Podman 4.3 reads specs only from /etc/cdi and /run/cdi, and refuses a run root longer than 50
+# characters: both live on a tmpfs over /run in a private mount namespace.
+_PODMAN = (
+    "specs=$1 store=$2 && shift 2 && "
+    'mount -t tmpfs tmpfs /run && mkdir /run/cdi && cp "$specs"/* /run/cdi/ && '
+    'exec podman --root "$store/root" --runroot /run/ctk-podman --tmpdir "$store/tmp" '
+    'run --rm "$@"'
+)
+
+
+def main_as_nobody(argv: list[str]) -> tuple[int, str, str]:
+    """ctk's main(``argv``) in a forked child that dropped root for user nobody: exit code,
+    stdout, stderr.
+
+    The output goes to files, not pipes, so a child that writes much to one stream never waits
+    on a parent that reads the other.
+    """
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        pid = os.fork()
+        if pid == 0:  # the child: never return into pytest
+            code = 3
+            try:
+                os.setgroups([])
+                os.setresgid(NOBODY, NOBODY, NOBODY)
+                os.setresuid(NOBODY, NOBODY, NOBODY)
+                os.dup2(out.fileno(), 1)
+                os.dup2(err.fileno(), 2)
+                sys.stdout = os.fdopen(1, "w", closefd=False)
+                sys.stderr = os.fdopen(2, "w", closefd=False)
+                code = main(argv)
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        out.seek(0)
+        err.seek(0)
+        return os.waitstatus_to_exitcode(status), out.read(), err.read()
+
+
+def busybox_rootfs(directory: Path) -> Path:
+    """A container root file system of busybox and the applets the tests use."""
+    rootfs = directory / "rootfs"
+    (rootfs / "bin").mkdir(parents=True)
+    busybox = shutil.which("busybox")
+    assert busybox is not None
+    shutil.copy(busybox, rootfs / "bin/busybox")
+    for applet in BUSYBOX_APPLETS:
+        (rootfs / "bin" / applet).symlink_to("busybox")
+    return rootfs
+
+
+def podman_run(
+    work: Path,
+    specs: Path,
+    run: Iterable[str],
+    *,
+    env: Mapping[str, str] = {},
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[str]:
+    """`podman run --rm RUN...` (Podman with runc) with the CDI specs of ``specs``, in a private
+    mount namespace; Podman's storage and its containers.conf live under ``work``."""
+    conf = work / "containers.conf"
+    conf.write_text(CONTAINERS_CONF)
+    return subprocess.run(
+        [
+            *("unshare", "--mount", "--propagation", "private", "sh", "-c", _PODMAN, "sh"),
+            *(str(specs), str(work / "podman"), *run),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CONTAINERS_CONF": str(conf), **env},
+        timeout=timeout,
+        check=False,
+    )
+
+
+def installed_hook(directory: Path) -> Path:
+    """The native `ctk-hook`, copied out of the Python environment as `ctk install` does (a spec
+    names it by absolute path)."""
+    installed = directory / "bin" / "ctk-hook"
+    installed.parent.mkdir()
+    shutil.copy2(hook_binary(), installed)
+    return installed
