@@ -301,6 +301,59 @@ def generate_cases(bin_dir: Path, tmp: Path) -> list[Case]:
     return cases
 
 
+BEFORE = "before: "
+
+
+def before_cases(tmp: Path, tree: Path) -> list[Case]:
+    """The start-up cases of another checkout (e.g. main before a change), timed in the same
+    rounds as this one's, so that the before/after ratios share one baseline and one load."""
+    where = tmp / "before"
+    where.mkdir()
+    bin_dir = install(where, tree)
+    cases = [
+        Case("ctk --version", [str(bin_dir / "ctk"), "--version"], target=3.0),
+        *startup_cases(bin_dir, where),
+        *generate_cases(bin_dir, where),
+    ]
+    for case in cases:
+        case.name = BEFORE + case.name
+    return cases
+
+
+def checkout_name(tree: Path) -> str:
+    """The commit ``tree`` has checked out (its path when it is no git checkout)."""
+    done = subprocess.run(
+        ["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.strip() if done.returncode == 0 else str(tree)
+
+
+def before_after(cases: list[Case], baseline: float, tree: str) -> list[str]:
+    """The section comparing the start-up of ``tree`` (the `before_cases`) with this checkout."""
+    medians = {c.name: statistics.median(c.samples) for c in cases if c.samples}
+    lines = [
+        "",
+        "## Start-up before and after",
+        "",
+        f"The same start-up cases of commit {tree}, timed in the same rounds (ratios to the same "
+        "`python -c pass`).",
+        "",
+        "| command | before | after | target |",
+        "|---|---:|---:|---:|",
+    ]
+    for case in cases:
+        if case.name.startswith(BEFORE) or BEFORE + case.name not in medians:
+            continue
+        before, after = medians[BEFORE + case.name], medians.get(case.name)
+        shown = "—" if after is None else f"{after / baseline:.2f}x"
+        target = "" if case.target is None else f"<= {case.target:g}x"
+        lines.append(f"| {case.name} | {before / baseline:.2f}x | {shown} | {target} |")
+    return lines
+
+
 def generate_slope(medians: dict[str, float]) -> str:
     """The whole-process cost of one more GPU, from the 1- and 64-GPU generate runs."""
     one, many = (
@@ -419,6 +472,7 @@ def render(
     *,
     faults: str | None = None,
     agent: str | None = None,
+    before: str | None = None,
 ) -> str:
     """The Markdown page."""
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -439,6 +493,8 @@ def render(
     ]
     medians = {c.name: statistics.median(c.samples) for c in cases if c.samples}
     for case in cases:
+        if case.name.startswith(BEFORE):
+            continue
         if case.unavailable:
             lines.append(f"| {case.name} | — | — | — | not available | {case.unavailable} |")
             continue
@@ -449,6 +505,8 @@ def render(
             f"| {case.name} | {median * 1000:.1f} ms | {ratio:.2f} | {target} | {verdict} "
             f"| {note} |"
         )
+    if before is not None:
+        lines += before_after(cases, baseline, before)
     lines += ["", "## Where start-up goes (`python -X importtime`, top-level imports)", ""]
     lines += [f"- {name}: {profile}" for name, profile in imports.items()]
     lines += [
@@ -489,6 +547,12 @@ def main() -> int:
     parser.add_argument(
         "--faults", action="store_true", help="also run tests/faults and list its slowest cases"
     )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="also time the start-up cases of this checkout (e.g. a worktree of main before a "
+        "change) in the same rounds, for a before/after table",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ctk-bench-") as name, contextlib.ExitStack() as stack:
         tmp = Path(name)
@@ -509,6 +573,7 @@ def main() -> int:
             Case("ctk-hook --help", [str(hook), "--help"], note="native"),
             *validate_cases(tmp, bin_dir, python),
             doctor_case(bin_dir, tmp, stack),
+            *(before_cases(tmp, args.before) if args.before else []),
         ]  # fmt: skip
         time_round_robin(cases, args.runs)
         imports = {
@@ -527,6 +592,7 @@ def main() -> int:
         imports,
         faults=faults,
         agent=bench_table("bench_agent"),
+        before=None if args.before is None else checkout_name(args.before),
     )
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(page, encoding="utf-8")

@@ -14,6 +14,7 @@ import click
 import pytest
 
 from ctk.cli.commands import GROUPS, CommandGroup, load_group
+from tests.fake_nvml import materialise
 
 REPO = Path(__file__).resolve().parents[1]
 ENTRY = "import sys; from ctk.cli.app import main; sys.exit(main(sys.argv[1:]))"
@@ -69,8 +70,15 @@ BUDGET = [
     ),
     pytest.param(
         ["runtime", "configure", "--runtime", "docker", "--config", "{tmp}/d.json", "--dry-run"],
-        ("tomlkit",),
-        id="runtime-configure-docker-no-tomlkit",
+        (
+            "tomlkit",
+            "tomllib",
+            "tomli",
+            "ctk.toml_compat",
+            "hashlib",
+            "ctk.runtime_config.tomledit",
+        ),
+        id="runtime-configure-docker-no-toml",
     ),
     pytest.param(
         ["cdi", "validate", "--json", str(SPEC)],
@@ -88,6 +96,22 @@ BUDGET = [
             "ctk.cli.cdi_tools",
         ),
         id="cdi-validate-no-generate",
+    ),
+    pytest.param(  # a whole run on a fixture node (the spec goes to stdout)
+        [
+            "cdi",
+            "generate",
+            "--mode",
+            "management",
+            "--driver-root",
+            "{node}",
+            "--output",
+            "",
+            "--hook-path",
+            "/usr/bin/nvidia-cdi-hook",
+        ],
+        ("rich", "tomlkit", "pynvml", "jsonschema", *NOT_DOCTOR, *NOT_RUNTIME, "ctk.cli.cdi_check"),
+        id="cdi-generate-management",
     ),
     pytest.param(
         ["system", "create-dev-char-symlinks", "--driver-root", "{tmp}", "--dry-run"],
@@ -115,6 +139,9 @@ def _loaded(argv: list[str], cwd: Path) -> set[str]:
 def test_import_budget(argv: list[str], banned: tuple[str, ...], tmp_path: Path) -> None:
     (tmp_path / "c.toml").write_text("version = 2\n")
     (tmp_path / "d.json").write_text("{}\n")
+    if "{node}" in argv:
+        node = materialise("workstation", tmp_path / "node", None).root
+        argv = [a.replace("{node}", str(node)) for a in argv]
     loaded = _loaded([a.replace("{tmp}", str(tmp_path)) for a in argv], tmp_path)
     assert "ctk" in loaded  # the parse found the imports at all
     over = sorted(m for m in loaded if any(m == b or m.startswith(b + ".") for b in banned))

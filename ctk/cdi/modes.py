@@ -25,6 +25,8 @@ VOID = ContainerEdits(env=("NVIDIA_VISIBLE_DEVICES=void",))
 MAX_IMEX_CHANNEL = (1 << 20) - 1  # a channel number is a device minor: 20 bits
 # a library as the dynamic loader names them: lib<x>.so, lib<x>.so.<version>
 LIBRARY_NAME = re.compile(r"^lib.+\.so(\.[^/]*)?$")
+# the names of a Jetson's one (integrated) GPU; it has no UUID
+CSV_NAMES = {NameStrategy.INDEX: "0", NameStrategy.TYPE_INDEX: "gpu0"}
 
 
 def build_class_spec(facts: ClassFacts, options: GenerateOptions) -> Spec:
@@ -116,18 +118,14 @@ def _csv(facts: ClassFacts, options: GenerateOptions) -> list[Device]:
                 f"--device-id {given}: no such device",
                 hint="in csv mode the node has one device: 0 (or all)",
             )
-    chosen = [CSV_NAMES[s] for s in options.strategies if s in CSV_NAMES] or [
-        CSV_NAMES[NameStrategy.INDEX]
-    ]
+    named = [CSV_NAMES[s] for s in options.strategies if s in CSV_NAMES]
+    chosen = named or [CSV_NAMES[NameStrategy.INDEX]]  # uuid alone: see class_warnings
     if not facts.nodes:
         raise CtkError(
             f"none of the device nodes the CSV files list exist under {facts.dev_root}",
             hint="is the GPU driver (nvgpu) loaded? Pass the right --dev-root or --csv.file",
         )
     return _with_all([_device(name, facts, options) for name in chosen], options)
-
-
-CSV_NAMES = {NameStrategy.INDEX: "0", NameStrategy.TYPE_INDEX: "gpu0"}
 
 
 def class_warnings(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 import typer
 
 from ctk.cli import render
+from ctk.cli.options import Json, SpecDirOption
 from ctk.errors import UsageError
 
 if TYPE_CHECKING:
@@ -20,21 +21,11 @@ if TYPE_CHECKING:
     from ctk.host.cdi_specs import SpecDir, SpecDirs
 
 FILES_HELP = "Spec files to check ('-' reads standard input). Default: every spec in --spec-dir."
-SPEC_DIR_HELP = (
-    "A CDI spec directory, lowest priority first; repeat for more. "
-    "Default: NVIDIA_CTK_CDI_SPEC_DIRS (comma-separated), else /etc/cdi, then /var/run/cdi."
-)
-JSON_HELP = "Print the result as JSON."
 ROOT_HELP = (
     "Read the spec directories under DIR as if it were / (e.g. a node's root file system "
     "mounted elsewhere); links never lead out of it. Paths are shown as seen inside DIR."
 )
 
-SpecDirOption = Annotated[
-    list[Path] | None,
-    typer.Option("--spec-dir", help=SPEC_DIR_HELP, show_default=False, readable=False),
-]
-AsJson = Annotated[bool, typer.Option("--json", help=JSON_HELP)]
 Root = Annotated[
     Path | None,
     typer.Option("--root", metavar="DIR", help=ROOT_HELP, show_default=False, readable=False),
@@ -90,7 +81,7 @@ def validate(
     ] = None,
     spec_dir: SpecDirOption = None,
     root: Root = None,
-    as_json: AsJson = False,
+    as_json: Json = False,
 ) -> None:
     """Check CDI spec files against the CDI specification; exit 1 when any is invalid.
 
@@ -133,9 +124,7 @@ def _validate_one(path: Path) -> SpecReport:
     return validate_file(path).without_spec()
 
 
-def list_devices(
-    spec_dir: SpecDirOption = None, root: Root = None, as_json: AsJson = False
-) -> None:
+def list_devices(spec_dir: SpecDirOption = None, root: Root = None, as_json: Json = False) -> None:
     """List the CDI devices that container runtimes resolve from the spec directories.
 
     Problems go to standard error; the valid devices are listed even when other specs are

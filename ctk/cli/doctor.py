@@ -6,7 +6,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -20,54 +20,78 @@ if TYPE_CHECKING:  # the facts' 50 classes load when the doctor runs, not for --
 
 SCHEMA_ID = "ctk.doctor/v1"
 
-ROOT = typer.Option("/", "--root", help="Diagnose the host filesystem mounted here (e.g. /host).")
+Root = Annotated[
+    str, typer.Option("--root", help="Diagnose the host filesystem mounted here (e.g. /host).")
+]
 ENV_HINT = "KEY=VALUE lines, or `docker inspect IMAGE` output"
-JSON = typer.Option(False, "--json", help="Print one versioned JSON document (see docs/doctor.md).")
-LIST = typer.Option(False, "--list", help="List every check with a one-line description.")
-CHECK = typer.Option([], "--check", help="Show only this check (repeatable).")
-GROUP = typer.Option([], "--group", help="Show only this layer (repeatable).")
-VERBOSE = typer.Option(False, "--verbose", "-v", help="Details for every check, not only problems.")
-STRICT = typer.Option(False, "--strict", help="Also fail (exit 1) on warnings and unknowns.")
-FIX = typer.Option(False, "--fix", help="Apply the fixes ctk implements, after confirmation.")
-YES = typer.Option(False, "--yes", "-y", help="Do not ask before applying --fix.")
-CUDA = typer.Option(None, "--cuda-version", help="Check the driver against this CUDA version.")
-IMAGE_ENV = typer.Option(
-    None,
-    "--image-env",
-    help="An image's environment to check CUDA against: KEY=VALUE lines or docker inspect's "
-    "JSON list of Config.Env.",
-)
-IMAGE = typer.Option(
-    None,
-    "--image",
-    help="Check CUDA against this image's environment: oci:DIR[:TAG], oci-archive:FILE[:TAG], "
-    "or an image docker, podman or containerd (k8s.io) has locally.",
-)
-NVML_TIMEOUT = typer.Option(5.0, "--nvml-timeout", help="Seconds to wait for NVML.", min=0.1)
-NPD = typer.Option(
-    False,
-    "--npd",
-    help="node-problem-detector custom plugin: exit 0 ok, 1 problem, 2 unknown; one line of at "
-    "most 80 characters naming the root cause.",
-)
+Json = Annotated[
+    bool, typer.Option("--json", help="Print one versioned JSON document (see docs/doctor.md).")
+]
+ListChecks = Annotated[
+    bool, typer.Option("--list", help="List every check with a one-line description.")
+]
+Checks = Annotated[list[str], typer.Option("--check", help="Show only this check (repeatable).")]
+Groups = Annotated[list[Group], typer.Option("--group", help="Show only this layer (repeatable).")]
+Verbose = Annotated[
+    bool,
+    typer.Option("--verbose", "-v", help="Details for every check, not only problems."),
+]
+Strict = Annotated[
+    bool, typer.Option("--strict", help="Also fail (exit 1) on warnings and unknowns.")
+]
+ApplyFixes = Annotated[
+    bool, typer.Option("--fix", help="Apply the fixes ctk implements, after confirmation.")
+]
+Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before applying --fix.")]
+CudaVersion = Annotated[
+    str | None,
+    typer.Option("--cuda-version", help="Check the driver against this CUDA version."),
+]
+ImageEnv = Annotated[
+    Path | None,
+    typer.Option(
+        "--image-env",
+        help="An image's environment to check CUDA against: KEY=VALUE lines or docker "
+        "inspect's JSON list of Config.Env.",
+    ),
+]
+Image = Annotated[
+    str | None,
+    typer.Option(
+        "--image",
+        help="Check CUDA against this image's environment: oci:DIR[:TAG], "
+        "oci-archive:FILE[:TAG], or an image docker, podman or containerd (k8s.io) has locally.",
+    ),
+]
+NvmlTimeout = Annotated[
+    float, typer.Option("--nvml-timeout", help="Seconds to wait for NVML.", min=0.1)
+]
+Npd = Annotated[
+    bool,
+    typer.Option(
+        "--npd",
+        help="node-problem-detector custom plugin: exit 0 ok, 1 problem, 2 unknown; one line of "
+        "at most 80 characters naming the root cause.",
+    ),
+]
 
 
 def doctor(
     *,
-    root_arg: str = ROOT,
-    as_json: bool = JSON,
-    list_checks: bool = LIST,
-    check: list[str] = CHECK,
-    group: list[Group] = GROUP,
-    verbose: bool = VERBOSE,
-    strict: bool = STRICT,
-    fix: bool = FIX,
-    yes: bool = YES,
-    cuda_version: str | None = CUDA,
-    image_env: Path | None = IMAGE_ENV,
-    image: str | None = IMAGE,
-    nvml_timeout: float = NVML_TIMEOUT,
-    npd: bool = NPD,
+    root_arg: Root = "/",
+    as_json: Json = False,
+    list_checks: ListChecks = False,
+    check: Checks = [],  # noqa: B006 (typer's default for a repeatable option; never mutated)
+    group: Groups = [],  # noqa: B006
+    verbose: Verbose = False,
+    strict: Strict = False,
+    fix: ApplyFixes = False,
+    yes: Yes = False,
+    cuda_version: CudaVersion = None,
+    image_env: ImageEnv = None,
+    image: Image = None,
+    nvml_timeout: NvmlTimeout = 5.0,
+    npd: Npd = False,
 ) -> None:
     """Find what is broken on a GPU container node and how to fix it."""
     from ctk.doctor.model import REGISTRY

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from ctk.cli.options import Json
 from ctk.errors import CtkError
 
 Root = Annotated[
@@ -20,7 +21,6 @@ Root = Annotated[
 Prefix = Annotated[
     str, typer.Option("--prefix", help="The hook goes to PREFIX/libexec/ctk/ctk-hook.")
 ]
-Json = Annotated[bool, typer.Option("--json", help="Print what was done as JSON.")]
 CtkProgram = Annotated[
     str | None,
     typer.Option(

@@ -6,7 +6,7 @@ import contextlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import click
 import typer
@@ -60,60 +60,130 @@ class _GoBoolFlags(TyperCommand):
 
 app = typer.Typer(no_args_is_help=True, help="Configure container engines for the nvidia runtime.")
 
-RUNTIME = typer.Option(
-    Runtime.DOCKER,
-    "--runtime",
-    show_default=False,
-    help="The container engine to configure (default: docker).",
-)
-CONFIG = typer.Option(
-    None,
-    "--config",
-    help="The engine's config file (default: /etc/containerd/config.toml, "
-    "/etc/docker/daemon.json, /etc/crio/crio.conf).",
-)
-DROP_IN = typer.Option(
-    None,
-    "--drop-in-config",
-    help="The drop-in file to write (default: /etc/containerd/conf.d/99-nvidia.toml, "
-    '/etc/crio/crio.conf.d/99-nvidia.toml); "" edits the config in place.',
-)
-NAME = typer.Option(
-    DEFAULT_RUNTIME_NAME,
-    "--nvidia-runtime-name",
-    show_default=False,
-    help=f"Name of the runtime (default: {DEFAULT_RUNTIME_NAME}).",
-)
-
-ROOT = typer.Option(
-    "/",
-    "--root",
-    show_default=False,
-    help="Configure the engine of the node mounted here: every path (config, drop-in, imports, "
-    "the runtime binary) is as seen inside it, and records go under its /var/lib/ctk.",
-)
-FORCE = typer.Option(
-    False,
-    "--force",
-    help="Replace or remove an existing drop-in that ctk did not write (refused without it); "
-    "the file is kept under /var/lib/ctk/runtime/, and unconfigure puts a replaced one back.",
-)
-BACKUP_HELP = (
-    "Keep the old file as <file>.bak (in /var/lib/ctk/runtime/backup/ for a file in a *.d "
-    "drop-in directory, which the engine would read; ctk's own drop-in is not backed up)."
-)
+RuntimeOption = Annotated[
+    Runtime,
+    typer.Option(
+        "--runtime",
+        show_default=False,
+        help="The container engine to configure (default: docker).",
+    ),
+]
+Config = Annotated[
+    str | None,
+    typer.Option(
+        "--config",
+        help="The engine's config file (default: /etc/containerd/config.toml, "
+        "/etc/docker/daemon.json, /etc/crio/crio.conf).",
+    ),
+]
+DropIn = Annotated[
+    str | None,
+    typer.Option(
+        "--drop-in-config",
+        help="The drop-in file to write (default: /etc/containerd/conf.d/99-nvidia.toml, "
+        '/etc/crio/crio.conf.d/99-nvidia.toml); "" edits the config in place.',
+    ),
+]
+Name = Annotated[
+    str,
+    typer.Option(
+        "--nvidia-runtime-name",
+        show_default=False,
+        help=f"Name of the runtime (default: {DEFAULT_RUNTIME_NAME}).",
+    ),
+]
+Root = Annotated[
+    str,
+    typer.Option(
+        "--root",
+        show_default=False,
+        help="Configure the engine of the node mounted here: every path (config, drop-in, "
+        "imports, the runtime binary) is as seen inside it, and records go under its "
+        "/var/lib/ctk.",
+    ),
+]
+Force = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Replace or remove an existing drop-in that ctk did not write (refused without "
+        "it); the file is kept under /var/lib/ctk/runtime/, and unconfigure puts a replaced one "
+        "back.",
+    ),
+]
+Backup = Annotated[
+    bool,
+    typer.Option(
+        "--backup",
+        help="Keep the old file as <file>.bak (in /var/lib/ctk/runtime/backup/ for a file in a "
+        "*.d drop-in directory, which the engine would read; ctk's own drop-in is not backed "
+        "up).",
+    ),
+]
+DryRun = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        help="Print the resulting file(s) to stdout, as nvidia-ctk does (ctk's drop-in first); "
+        "write nothing.",
+    ),
+]
+Diff = Annotated[
+    bool, typer.Option("--diff", help="Print a unified diff of what would change; write nothing.")
+]
+RuntimePath = Annotated[
+    str,
+    typer.Option(
+        "--nvidia-runtime-path",
+        "--runtime-path",
+        show_default=False,
+        help=f"The runtime binary the engine should run (default: {DEFAULT_RUNTIME_PATH}).",
+    ),
+]
+SetAsDefault = Annotated[
+    bool,
+    typer.Option(
+        "--set-as-default",
+        "--nvidia-set-as-default",
+        help="Make it the engine's default runtime.",
+    ),
+]
+EnableCdi = Annotated[
+    bool,
+    typer.Option("--cdi.enabled", "--enable-cdi", "--cdi.enable", help="Enable CDI in the engine."),
+]
 
 COMPAT = "nvidia-ctk compatibility"
-DRY_RUN = typer.Option(
-    False,
-    "--dry-run",
-    help="Print the resulting file(s) to stdout, as nvidia-ctk does (ctk's drop-in first); "
-    "write nothing.",
-)
-DIFF = typer.Option(
-    False, "--diff", help="Print a unified diff of what would change; write nothing."
-)
 IGNORED_HELP = "Accepted for nvidia-ctk scripts and ignored, with a warning."
+ConfigSource = Annotated[
+    str | None,
+    typer.Option(
+        "--config-source",
+        help="nvidia-ctk compatibility: file (what ctk does: it reads the files and their "
+        "imports itself); command is read as file, with a warning.",
+        rich_help_panel=COMPAT,
+    ),
+]
+ConfigMode = Annotated[
+    str | None,
+    typer.Option(
+        "--config-mode",
+        help="nvidia-ctk compatibility: config-file (the default), or the deprecated oci-hook: "
+        "an OCI hook JSON for Podman/CRI-O, printed or written to --oci-hook-path.",
+        rich_help_panel=COMPAT,
+    ),
+]
+ExecutablePath = Annotated[
+    str | None, typer.Option("--executable-path", help=IGNORED_HELP, rich_help_panel=COMPAT)
+]
+OciHookPath = Annotated[
+    str | None,
+    typer.Option(
+        "--oci-hook-path",
+        help="oci-hook mode: where to write the hook JSON (default: print it).",
+        rich_help_panel=COMPAT,
+    ),
+]
 
 
 def _compat(config_source: str | None, config_mode: str | None) -> bool:
@@ -146,6 +216,14 @@ def _compat(config_source: str | None, config_mode: str | None) -> bool:
 
 
 DEFAULT_HOOK_PATH = "/usr/bin/nvidia-container-runtime-hook"
+RuntimeHookPath = Annotated[
+    str | None,
+    typer.Option(
+        "--nvidia-runtime-hook-path",
+        help=f"oci-hook mode: the hook binary (default: {DEFAULT_HOOK_PATH}).",
+        rich_help_panel=COMPAT,
+    ),
+]
 
 
 def _oci_hook(output: str | None, hook_path: str, *, dry_run: bool) -> None:
@@ -353,60 +431,23 @@ def _gather(
 @app.command(cls=_GoBoolFlags)
 def configure(
     *,
-    runtime: Runtime = RUNTIME,
-    config: str | None = CONFIG,
-    drop_in_config: str | None = DROP_IN,
-    nvidia_runtime_name: str = NAME,
-    root: str = ROOT,
-    nvidia_runtime_path: str = typer.Option(
-        DEFAULT_RUNTIME_PATH,
-        "--nvidia-runtime-path",
-        "--runtime-path",
-        show_default=False,
-        help=f"The runtime binary the engine should run (default: {DEFAULT_RUNTIME_PATH}).",
-    ),
-    set_as_default: bool = typer.Option(
-        False,
-        "--set-as-default",
-        "--nvidia-set-as-default",
-        help="Make it the engine's default runtime.",
-    ),
-    cdi_enabled: bool = typer.Option(
-        False, "--cdi.enabled", "--enable-cdi", "--cdi.enable", help="Enable CDI in the engine."
-    ),
-    dry_run: bool = DRY_RUN,
-    diff: bool = DIFF,
-    backup: bool = typer.Option(False, "--backup", help=BACKUP_HELP),
-    force: bool = FORCE,
-    config_source: str | None = typer.Option(
-        None,
-        "--config-source",
-        help="nvidia-ctk compatibility: file (what ctk does: it reads the files and their "
-        "imports itself); command is read as file, with a warning.",
-        rich_help_panel=COMPAT,
-    ),
-    config_mode: str | None = typer.Option(
-        None,
-        "--config-mode",
-        help="nvidia-ctk compatibility: config-file (the default), or the deprecated oci-hook: "
-        "an OCI hook JSON for Podman/CRI-O, printed or written to --oci-hook-path.",
-        rich_help_panel=COMPAT,
-    ),
-    executable_path: str | None = typer.Option(
-        None, "--executable-path", help=IGNORED_HELP, rich_help_panel=COMPAT
-    ),
-    oci_hook_path: str | None = typer.Option(
-        None,
-        "--oci-hook-path",
-        help="oci-hook mode: where to write the hook JSON (default: print it).",
-        rich_help_panel=COMPAT,
-    ),
-    runtime_hook_path: str | None = typer.Option(
-        None,
-        "--nvidia-runtime-hook-path",
-        help=f"oci-hook mode: the hook binary (default: {DEFAULT_HOOK_PATH}).",
-        rich_help_panel=COMPAT,
-    ),
+    runtime: RuntimeOption = Runtime.DOCKER,
+    config: Config = None,
+    drop_in_config: DropIn = None,
+    nvidia_runtime_name: Name = DEFAULT_RUNTIME_NAME,
+    root: Root = "/",
+    nvidia_runtime_path: RuntimePath = DEFAULT_RUNTIME_PATH,
+    set_as_default: SetAsDefault = False,
+    cdi_enabled: EnableCdi = False,
+    dry_run: DryRun = False,
+    diff: Diff = False,
+    backup: Backup = False,
+    force: Force = False,
+    config_source: ConfigSource = None,
+    config_mode: ConfigMode = None,
+    executable_path: ExecutablePath = None,
+    oci_hook_path: OciHookPath = None,
+    runtime_hook_path: RuntimeHookPath = None,
 ) -> None:
     """Add the nvidia runtime to a container engine's config."""
     _check_name(runtime, nvidia_runtime_name)
@@ -457,15 +498,15 @@ def configure(
 @app.command(cls=_GoBoolFlags)
 def unconfigure(
     *,
-    runtime: Runtime = RUNTIME,
-    config: str | None = CONFIG,
-    drop_in_config: str | None = DROP_IN,
-    nvidia_runtime_name: str = NAME,
-    root: str = ROOT,
-    dry_run: bool = DRY_RUN,
-    diff: bool = DIFF,
-    backup: bool = typer.Option(False, "--backup", help=BACKUP_HELP),
-    force: bool = FORCE,
+    runtime: RuntimeOption = Runtime.DOCKER,
+    config: Config = None,
+    drop_in_config: DropIn = None,
+    nvidia_runtime_name: Name = DEFAULT_RUNTIME_NAME,
+    root: Root = "/",
+    dry_run: DryRun = False,
+    diff: Diff = False,
+    backup: Backup = False,
+    force: Force = False,
 ) -> None:
     """Remove what `ctk runtime configure` added."""
     _check_name(runtime, nvidia_runtime_name)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -232,7 +231,11 @@ def state_dir(root: Path = Path("/")) -> Path:
 def _state_name(path: Path, *more: Path) -> str:
     """A file name standing for the absolute ``path`` (readable; hashed when too long)."""
     name = "+".join(quote(str(p.absolute()), safe="") for p in (path, *more))
-    return name if len(name) <= 200 else hashlib.sha256(name.encode()).hexdigest()
+    if len(name) <= 200:
+        return name
+    import hashlib  # rarely needed: not on every start-up
+
+    return hashlib.sha256(name.encode()).hexdigest()
 
 
 def record_path(config: Path, drop_in: str | None = None, root: Path = Path("/")) -> Path:

@@ -12,7 +12,6 @@ import math
 import re
 from typing import Any
 
-from ctk import toml_compat as tomllib
 from ctk.errors import CtkError
 
 JSONValue = Any  # parsed data enters here and is narrowed by the callers
@@ -66,6 +65,8 @@ def load_toml(name: str, text: str) -> dict[str, JSONValue]:
 
 @functools.lru_cache(maxsize=16)
 def _load_toml(name: str, text: str) -> dict[str, JSONValue]:
+    from ctk import toml_compat as tomllib  # not loaded for Docker's JSON
+
     check_depth(name, text, "TOML")
     try:
         data = tomllib.loads(text)

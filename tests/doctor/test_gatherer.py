@@ -10,7 +10,7 @@ import pytest
 
 from ctk.doctor.facts import DevFacts
 from ctk.host.facts.cdi import gather_cdi
-from ctk.host.facts.engines import gather_containerd, gather_docker
+from ctk.host.facts.engine_configs import gather_containerd, gather_docker
 from ctk.host.facts.gatherer import Gatherer
 from ctk.host.facts.kernel import gather_dev
 from ctk.host.root import HostRoot

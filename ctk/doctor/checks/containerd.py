@@ -5,7 +5,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 
-from ctk.doctor.checks.engines import (
+from ctk.doctor.checks.engine_config import (
     configure_fix,
     engine_not_installed,
     nvidia_runtime_entry,

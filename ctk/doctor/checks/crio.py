@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctk.doctor.checks.engines import (
+from ctk.doctor.checks.engine_config import (
     configure_fix,
     engine_not_installed,
     nvidia_runtime_entry,

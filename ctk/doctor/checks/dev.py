@@ -108,7 +108,7 @@ def permission_denied(facts: NodeFacts) -> Result:
 
 
 def _systemd_cgroups(facts: NodeFacts) -> list[Evidence]:
-    from ctk.doctor.checks.engines import docker_cgroup_driver
+    from ctk.doctor.checks.engine_config import docker_cgroup_driver
 
     found = []
     docker = facts.docker

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctk.doctor.checks.engines import (
+from ctk.doctor.checks.engine_config import (
     configure_fix,
     docker_cgroup_driver,
     engine_not_installed,

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from ctk.doctor.checks.container import gpu_nodes
 from ctk.doctor.checks.driver import visible_devices
-from ctk.doctor.checks.engines import configure_fix, nvidia_runtime_entry
+from ctk.doctor.checks.engine_config import configure_fix, nvidia_runtime_entry
 from ctk.doctor.checks.mig import kube
 from ctk.doctor.facts import EngineFacts, NodeFacts
 from ctk.doctor.fixes import SetToolkitConfig

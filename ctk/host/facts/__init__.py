@@ -2,9 +2,10 @@
 
 Everything is read through `HostRoot`, so `--root /host` diagnoses a host mounted elsewhere and
 fixture trees stand in for nodes in tests. Facts that cannot be files come from the real
-adapters: `os.stat` for device nodes, `os.statvfs` for `/dev/shm`, NVML through `ctk.host.nvml`.
+adapters: `ctk.host.devnodes` for device nodes, `os.statvfs` for `/dev/shm`, NVML through
+`ctk.host.nvml`.
 One module per layer: `kernel` (driver, device nodes, libraries, NVML, GPU processes),
-`engines` (toolkit, Docker, containerd, CRI-O, kubelet), `cdi`, `container`.
+`engine_configs` (toolkit, Docker, containerd, CRI-O, kubelet), `cdi`, `container`.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from ctk.doctor.facts import (
 from ctk.doctor.model import Where
 from ctk.host.facts.cdi import gather_cdi
 from ctk.host.facts.container import detect_where, gather_container, read_environ
-from ctk.host.facts.engines import (
+from ctk.host.facts.engine_configs import (
     gather_containerd,
     gather_crio,
     gather_docker,
