@@ -42,7 +42,13 @@ pytestmark = pytest.mark.integration
 
 CRI = "io.containerd.grpc.v1.cri"
 TEMPLATE = REPO / "deploy/helm/ctk/files/containerd-config.toml.tmpl"
-SYSTEMCTL = '#!/bin/sh\necho "systemctl $*" >> /var/log/systemctl.log\n'
+# systemctl on the fake node: logs what it was asked; a "restart" of k3s/RKE2 renders their
+# config from the template (the test renders it beforehand with Go, into RENDERED).
+SYSTEMCTL = """#!/bin/sh
+echo "systemctl $*" >> /var/log/systemctl.log
+if [ -f {rendered} ]; then cat {rendered} > {config}; fi
+"""
+RENDERED = "/var/lib/test-k3s/rendered.toml"
 NCR = '#!/bin/sh\nexec runc "$@"\n'
 
 # A node's own containerd config before any GPU tooling (the v2 layout every preset uses).
@@ -137,6 +143,7 @@ class Preset:
     extra: dict[str, Any] = field(default_factory=dict)  # runtimes k3s detected itself
     toolkit: bool = False  # the node has nvidia-container-runtime
     rendered: bool = True  # k3s/RKE2 restarted since the template was put in place
+    restart_renders: bool = True  # ... and a restart renders it (False: it does not help)
     not_ready: str | None = None  # the agent's reason, when the node must not be ready
 
 
@@ -181,21 +188,34 @@ PRESETS = {
         template="/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl",
         units=("k3s-agent",),
     ),
-    "k3s-agent-before-its-restart": Preset(
+    "k3s-agent-fresh-install": Preset(
         {"distribution": "k3s"},
         "/var/lib/rancher/k3s/agent/etc/containerd/config.toml",
         "/var/lib/rancher/k3s/data/current/bin",
         "/run/k3s/containerd/containerd.sock",
         None,
-        [],
-        "",
+        ["systemctl restart k3s-agent"],
+        "runc",
         template="/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl",
         units=("k3s-agent",),
         rendered=False,
+    ),
+    "rke2-template-that-does-not-help": Preset(
+        {"distribution": "rke2"},
+        "/var/lib/rancher/rke2/agent/etc/containerd/config.toml",
+        "/var/lib/rancher/rke2/bin",
+        "/run/k3s/containerd/containerd.sock",
+        None,
+        ["systemctl restart rke2-agent"],  # once, never again for the same template
+        "",
+        template="/var/lib/rancher/rke2/agent/etc/containerd/config.toml.tmpl",
+        units=("rke2-agent",),
+        rendered=False,
+        restart_renders=False,
         not_ready="not ready: containerd has no nvidia runtime, and its config "
-        "/var/lib/rancher/k3s/agent/etc/containerd/config.toml is the distribution's "
+        "/var/lib/rancher/rke2/agent/etc/containerd/config.toml is the distribution's "
         "(--no-configure): it adds the runtime from its template at start "
-        "(systemctl restart k3s-agent)",
+        "(systemctl restart rke2-agent)",
     ),
     "k3s-found-the-toolkit": Preset(
         {"distribution": "k3s"},
@@ -292,6 +312,7 @@ class Ran:
     host: Path
     env: dict[str, str]
     done: subprocess.CompletedProcess[str]
+    again: subprocess.CompletedProcess[str]  # a second pass: must restart nothing
     before: dict[str, str]  # the distribution's config files before the agent
     dump: subprocess.CompletedProcess[str]  # containerd config dump, in the host's root
     ready: bool
@@ -340,11 +361,14 @@ def run_preset(name: str, node_dir: Path, library: Path) -> Ran:
     # What the agent's host commands need in the host's root: a shell, env, containerd where the
     # distribution keeps it (and its libc), a logging systemctl.
     link(shutil.which("busybox") or "", host, "/bin/sh")
+    link(shutil.which("busybox") or "", host, "/bin/cat")
     link("/usr/bin/env", host, "/usr/bin/env")
     link("/lib64/ld-linux-x86-64.so.2", host, "/lib64/ld-linux-x86-64.so.2")
     link("/lib/x86_64-linux-gnu/libc.so.6", host, "/lib/x86_64-linux-gnu/libc.so.6")
     link(shutil.which("containerd") or "", host, f"{preset.bin_dir}/containerd")
-    write(host, "/usr/bin/systemctl", SYSTEMCTL, 0o755)
+    write(
+        host, "/usr/bin/systemctl", SYSTEMCTL.format(rendered=RENDERED, config=preset.config), 0o755
+    )
     (host / "var/log").mkdir(parents=True, exist_ok=True)
     for unit in preset.units:
         write(host, f"/etc/systemd/system/{unit}.service", "[Service]\n")
@@ -359,8 +383,13 @@ def run_preset(name: str, node_dir: Path, library: Path) -> Ran:
         # The init container: `cp -n` the chart's template into place.
         write(host, preset.template, template)
         # k3s/RKE2 render it at their next start; before that, config.toml is their base alone.
-        source = template if preset.rendered else '{{ template "base" . }}'
-        write(host, preset.config, go_render(source, preset.extra, tmp))
+        rendered = go_render(template, preset.extra, tmp)
+        if preset.rendered:
+            write(host, preset.config, rendered)
+        else:
+            write(host, preset.config, go_render('{{ template "base" . }}', preset.extra, tmp))
+            if preset.restart_renders:
+                write(host, RENDERED, rendered)
     else:
         write(host, preset.config, BASE.format(snapshotter=preset.snapshotter))
     before = {
@@ -381,13 +410,16 @@ def run_preset(name: str, node_dir: Path, library: Path) -> Ran:
     agent_env["CTK_AGENT_HOST_ROOT"] = str(host)
     agent_env["CTK_AGENT_READY_FILE"] = str(ready)
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "ctk.cli.app", "agent", "--once"],
-            capture_output=True,
-            text=True,
-            env=agent_env,
-            timeout=300,
-            check=False,
+        done, again = (
+            subprocess.run(
+                [sys.executable, "-m", "ctk.cli.app", "agent", "--once"],
+                capture_output=True,
+                text=True,
+                env=agent_env,
+                timeout=300,
+                check=False,
+            )
+            for _ in range(2)  # the second: a new pod on the same node
         )
     finally:
         stop.set()
@@ -407,7 +439,7 @@ def run_preset(name: str, node_dir: Path, library: Path) -> Ran:
         check=False,
         timeout=60,
     )
-    return Ran(preset, host, env, done, before, dump, ready.exists())
+    return Ran(preset, host, env, done, again, before, dump, ready.exists())
 
 
 @pytest.fixture(scope="module", params=sorted(PRESETS))
@@ -425,6 +457,7 @@ def ran(
 
 def test_the_agent_passes_and_is_ready(ran: Ran) -> None:
     assert ran.done.returncode == 0, ran.done.stderr
+    assert ran.again.returncode == 0, ran.again.stderr
     log = ran.host / "var/log/systemctl.log"
     restarts = log.read_text().splitlines() if log.exists() else []
     assert restarts == ran.preset.restart
@@ -432,7 +465,12 @@ def test_the_agent_passes_and_is_ready(ran: Ran) -> None:
         assert ran.ready, ran.done.stderr
     else:
         assert not ran.ready
-        assert f"\n{ran.preset.not_ready}\n" in ran.done.stderr
+        assert ran.preset.not_ready in ran.done.stderr.splitlines()
+        # the second pass restarts nothing for the same template: no restart loop
+        assert ran.again.stderr.splitlines() == [
+            ran.preset.not_ready,
+            "pass: nothing changed; not ready",
+        ]
 
 
 def test_the_chart_tells_the_agent_where_the_engine_is(ran: Ran) -> None:
@@ -445,6 +483,7 @@ def test_the_chart_tells_the_agent_where_the_engine_is(ran: Ran) -> None:
     assert env["CTK_AGENT_SOCKET"] == ran.preset.socket
     assert env.get("CTK_AGENT_DROP_IN") == ran.preset.drop_in
     assert env.get("CTK_AGENT_CONFIGURE") == (None if ran.preset.drop_in else "false")
+    assert env.get("CTK_AGENT_TEMPLATE") == ran.preset.template
     assert env["CTK_AGENT_HOST_EXEC"].startswith(
         f"chroot /host /usr/bin/env PATH={ran.preset.bin_dir}:"
     )
@@ -453,8 +492,11 @@ def test_the_chart_tells_the_agent_where_the_engine_is(ran: Ran) -> None:
 def test_the_agent_writes_the_right_files(ran: Ran) -> None:
     host, preset = ran.host, ran.preset
     config = (host / preset.config.lstrip("/")).read_text()
-    if preset.drop_in is None:  # k3s/RKE2: their files are left as they rendered them
-        assert config == ran.before[preset.config.lstrip("/")]
+    if preset.drop_in is None:  # k3s/RKE2: the agent writes none of their files
+        if preset.rendered or not preset.restart_renders:
+            assert config == ran.before[preset.config.lstrip("/")]
+        else:  # the restart rendered the template
+            assert config == (host / RENDERED.lstrip("/")).read_text()
         assert list(host.rglob("99-nvidia.toml")) == []
         return
     main = toml_loads(config)
