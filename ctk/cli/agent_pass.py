@@ -375,7 +375,14 @@ def uninstall(agent: Agent, state: State) -> State:
     the engine's config (restarted if that changed it), then the CDI spec, then the hook the
     spec names, then the agent's own files."""
     changed = _revert_configs(agent, state)
-    state = replace(state, configs={}, record=None, ready_pid=None, runtime_path=None)
+    if state.template is not None and agent.template is not None:
+        # k3s/RKE2: the engine was restarted for a template that is gone or changed since (the
+        # chart's uninstall removes its own): restart once more so the engine drops it.
+        current = host_agent.file_digest(agent.host.path(str(agent.template)))
+        changed = changed or current != state.template
+    state = replace(
+        state, configs={}, record=None, ready_pid=None, runtime_path=None, template=None
+    )
     state = _restart(agent, state, changed=changed, live=False, removal=True)
     if state.spec is not None and files.remove(agent.host.path(state.spec)):
         agent.say(f"removed {state.spec}")

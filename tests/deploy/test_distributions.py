@@ -46,9 +46,11 @@ TEMPLATE = REPO / "deploy/helm/ctk/files/containerd-config.toml.tmpl"
 # config from the template (the test renders it beforehand with Go, into RENDERED).
 SYSTEMCTL = """#!/bin/sh
 echo "systemctl $*" >> /var/log/systemctl.log
-if [ -f {rendered} ]; then cat {rendered} > {config}; fi
+if [ -f {template} ] && [ -f {rendered} ]; then cat {rendered} > {config}
+elif [ -f {base} ]; then cat {base} > {config}; fi
 """
-RENDERED = "/var/lib/test-k3s/rendered.toml"
+RENDERED = "/var/lib/test-k3s/rendered.toml"  # k3s's render with the chart's template
+BASE_ONLY = "/var/lib/test-k3s/base.toml"  # ... without a template
 NCR = '#!/bin/sh\nexec runc "$@"\n'
 
 # A node's own containerd config before any GPU tooling (the v2 layout every preset uses).
@@ -316,6 +318,11 @@ class Ran:
     before: dict[str, str]  # the distribution's config files before the agent
     dump: subprocess.CompletedProcess[str]  # containerd config dump, in the host's root
     ready: bool
+    restarts: list[str]  # what systemctl was asked by the two passes
+    undo: subprocess.CompletedProcess[str]  # `ctk agent --uninstall`
+    undo_restarts: list[str]  # ... and by it
+    after: str  # the engine's config after it
+    configured: dict[str, str]  # the config and drop-in after the two passes
 
 
 def chart_env(values: dict[str, str]) -> dict[str, str]:
@@ -366,9 +373,13 @@ def run_preset(name: str, node_dir: Path, library: Path) -> Ran:
     link("/lib64/ld-linux-x86-64.so.2", host, "/lib64/ld-linux-x86-64.so.2")
     link("/lib/x86_64-linux-gnu/libc.so.6", host, "/lib/x86_64-linux-gnu/libc.so.6")
     link(shutil.which("containerd") or "", host, f"{preset.bin_dir}/containerd")
-    write(
-        host, "/usr/bin/systemctl", SYSTEMCTL.format(rendered=RENDERED, config=preset.config), 0o755
+    systemctl = SYSTEMCTL.format(
+        template=preset.template or "/nonexistent",
+        rendered=RENDERED,
+        base=BASE_ONLY,
+        config=preset.config,
     )
+    write(host, "/usr/bin/systemctl", systemctl, 0o755)
     (host / "var/log").mkdir(parents=True, exist_ok=True)
     for unit in preset.units:
         write(host, f"/etc/systemd/system/{unit}.service", "[Service]\n")
@@ -387,7 +398,9 @@ def run_preset(name: str, node_dir: Path, library: Path) -> Ran:
         if preset.rendered:
             write(host, preset.config, rendered)
         else:
-            write(host, preset.config, go_render('{{ template "base" . }}', preset.extra, tmp))
+            base_only = go_render('{{ template "base" . }}', preset.extra, tmp)
+            write(host, preset.config, base_only)
+            write(host, BASE_ONLY, base_only)
             if preset.restart_renders:
                 write(host, RENDERED, rendered)
     else:
@@ -409,37 +422,67 @@ def run_preset(name: str, node_dir: Path, library: Path) -> Ran:
         agent_env[key] = value.replace("chroot /host ", f"chroot {host} ")
     agent_env["CTK_AGENT_HOST_ROOT"] = str(host)
     agent_env["CTK_AGENT_READY_FILE"] = str(ready)
-    try:
-        done, again = (
-            subprocess.run(
-                [sys.executable, "-m", "ctk.cli.app", "agent", "--once"],
-                capture_output=True,
-                text=True,
-                env=agent_env,
-                timeout=300,
-                check=False,
-            )
-            for _ in range(2)  # the second: a new pod on the same node
+    log = host / "var/log/systemctl.log"
+
+    def agent(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "ctk.cli.app", "agent", *args],
+            capture_output=True,
+            text=True,
+            env=agent_env,
+            timeout=300,
+            check=False,
         )
+
+    try:
+        done = agent("--once")
+        again = agent("--once")  # a new pod on the same node
+        restarts = log.read_text().splitlines() if log.exists() else []
+        dump = subprocess.run(
+            [
+                "chroot",
+                str(host),
+                f"{preset.bin_dir}/containerd",
+                "--config",
+                preset.config,
+                "config",
+                "dump",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        is_ready = ready.exists()
+        configured = {
+            name: (host / name.lstrip("/")).read_text()
+            for name in (preset.config, preset.drop_in)
+            if name is not None and (host / name.lstrip("/")).exists()
+        }
+        # helm uninstall: the chart's template goes first while it is the chart's, then the agent.
+        if preset.template is not None:
+            (host / preset.template.lstrip("/")).unlink()
+        undo = agent("--uninstall")
     finally:
         stop.set()
         server.close()
-    dump = subprocess.run(
-        [
-            "chroot",
-            str(host),
-            f"{preset.bin_dir}/containerd",
-            "--config",
-            preset.config,
-            "config",
-            "dump",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
+    undo_restarts = log.read_text().splitlines()[len(restarts) :] if log.exists() else []
+    after = (host / preset.config.lstrip("/")).read_text()
+    return Ran(
+        preset,
+        host,
+        env,
+        done,
+        again,
+        before,
+        dump,
+        is_ready,
+        restarts,
+        undo,
+        undo_restarts,
+        after,
+        configured,
     )
-    return Ran(preset, host, env, done, again, before, dump, ready.exists())
 
 
 @pytest.fixture(scope="module", params=sorted(PRESETS))
@@ -458,9 +501,7 @@ def ran(
 def test_the_agent_passes_and_is_ready(ran: Ran) -> None:
     assert ran.done.returncode == 0, ran.done.stderr
     assert ran.again.returncode == 0, ran.again.stderr
-    log = ran.host / "var/log/systemctl.log"
-    restarts = log.read_text().splitlines() if log.exists() else []
-    assert restarts == ran.preset.restart
+    assert ran.restarts == ran.preset.restart
     if ran.preset.not_ready is None:
         assert ran.ready, ran.done.stderr
     else:
@@ -491,7 +532,7 @@ def test_the_chart_tells_the_agent_where_the_engine_is(ran: Ran) -> None:
 
 def test_the_agent_writes_the_right_files(ran: Ran) -> None:
     host, preset = ran.host, ran.preset
-    config = (host / preset.config.lstrip("/")).read_text()
+    config = ran.configured[preset.config]
     if preset.drop_in is None:  # k3s/RKE2: the agent writes none of their files
         if preset.rendered or not preset.restart_renders:
             assert config == ran.before[preset.config.lstrip("/")]
@@ -504,7 +545,7 @@ def test_the_agent_writes_the_right_files(ran: Ran) -> None:
     # Everything else in the distribution's file is kept, byte for byte.
     kept = ran.before[preset.config.lstrip("/")]
     assert config.replace(f'imports = ["{preset.drop_in}"]\n', "") == kept
-    drop_in = toml_loads((host / preset.drop_in.lstrip("/")).read_text())
+    drop_in = toml_loads(ran.configured[preset.drop_in])
     cri = drop_in["plugins"][CRI]
     cdi = ran.env["CTK_AGENT_ENABLE_CDI"] == "true"
     assert cri.get("enable_cdi") is (True if cdi else None)
@@ -557,7 +598,7 @@ def test_uninstall_removes_the_charts_template_only_while_it_is_the_charts(
     )
     assert done.returncode == 0, done.stderr
     removed = "" if kept else f"removed {target}\n"
-    assert done.stdout == f"ctk agent --uninstall\n{removed}"
+    assert done.stdout == f"{removed}ctk agent --uninstall\n"
     assert (host / target.lstrip("/")).exists() is kept
 
 
@@ -607,3 +648,12 @@ def test_docker_preset_with_a_real_dockerd(
     )
     assert info.returncode == 0, info.stderr
     assert json.loads(info.stdout)["path"] == "/usr/bin/nvidia-container-runtime"
+
+
+def test_uninstall_puts_the_engine_config_back_and_restarts_as_often_as_install_did(
+    ran: Ran,
+) -> None:
+    assert ran.undo.returncode == 0, ran.undo.stderr
+    # k3s/RKE2: rendered again without the chart's template, when the agent had restarted for it
+    assert ran.after == ran.before[ran.preset.config.lstrip("/")]
+    assert ran.undo_restarts == ran.preset.restart
