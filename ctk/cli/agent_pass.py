@@ -200,18 +200,26 @@ def _restart(agent: Agent, state: State, *, changed: bool, live: bool, removal: 
 
 def _from_template(agent: Agent, state: State) -> tuple[State, bool, int | None]:
     """k3s/RKE2 (--no-configure): their engine lacks the nvidia runtime. It renders its config
-    from ``--template`` at start: restart it once for each new version of the template (never
-    again for the same one, so a template that does not help cannot cause a restart loop)."""
+    from ``--template`` at start: with --restart-mode systemd, restart it once for each new
+    version of the template (never again for the same one, so a template that does not help
+    cannot cause a restart loop); otherwise say which restart it needs."""
     target = agent.host.path(str(agent.template)) if agent.template else None
     current = host_agent.file_digest(target) if target is not None else None
-    if current is not None and current != state.template:
+    if (
+        current is not None
+        and current != state.template
+        and agent.restart_mode is RestartMode.SYSTEMD
+    ):
+        # Kept before the restart: an agent killed by it (its pod's engine restarts) must not
+        # restart again for the same template.
+        state = replace(state, template=current)
+        host_agent.write_state(agent.host, state)
         before = state.engine_restarts
         try:
             state = _restart(agent, state, changed=True, live=False, removal=False)
         except CtkError as exc:
             agent.say(f"error: {exc.message}" + (f" (hint: {exc.hint})" if exc.hint else ""))
         if state.engine_restarts != before:
-            state = replace(state, template=current)
             live, pid = _live_nvidia(agent, state, trust_files=True)
             if live:
                 return state, live, pid
