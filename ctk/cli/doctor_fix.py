@@ -147,7 +147,7 @@ def _state_dir(path: Path | None) -> Iterator[None]:
     if path is None:
         yield
         return
-    from ctk.host.engines import STATE_DIR_ENV
+    from ctk.host.engine_files import STATE_DIR_ENV
 
     old = os.environ.get(STATE_DIR_ENV)
     os.environ[STATE_DIR_ENV] = str(path)

@@ -337,7 +337,7 @@ def gather_runtime(
     agent's record of what it changed instead of the runtime command's."""
     from dataclasses import replace
 
-    from ctk.host.engines import Place, gather
+    from ctk.host.engine_files import Place, gather
     from ctk.runtime_config.changes import load_record
     from ctk.runtime_config.editor import editor_for
 
