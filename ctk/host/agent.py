@@ -348,7 +348,7 @@ def gather_runtime(
     agent's record of what it changed instead of the runtime command's."""
     from dataclasses import replace
 
-    from ctk.host.engines import Place, gather
+    from ctk.host.engine_files import Place, gather
     from ctk.runtime_config.changes import load_record
     from ctk.runtime_config.editor import editor_for
 
@@ -386,7 +386,7 @@ def restore(host: HostRoot, name: str, text: str | None) -> None:
 def handler_binaries(host: HostRoot, explicit: str | None) -> tuple[bool, tuple[str, ...]]:
     """Whether ``explicit`` is on the host, and which nvidia-container-runtimes are."""
     from ctk.agent.model import NVIDIA_RUNTIME_PATHS
-    from ctk.host.engines import runtime_binary_found
+    from ctk.host.engine_files import runtime_binary_found
 
     present = bool(explicit) and runtime_binary_found(str(explicit), host.root)
     found = tuple(p for p in NVIDIA_RUNTIME_PATHS if runtime_binary_found(p, host.root))
