@@ -18,3 +18,13 @@ def _ctk_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         del os.environ["CTK_STATE_DIR"]
     else:
         os.environ["CTK_STATE_DIR"] = old
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _native_hook_built() -> None:
+    """The package's native hook (ctk/_bin/ctk-hook) exists and is as new as native/ before any
+    test runs: `pip install -e .` builds it, a fresh worktree or an edited native/ does not, and
+    tests that run ctk as a node would (agent, generate) must find it from their first step."""
+    from tests.hook.native import hook_binary
+
+    hook_binary()

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctk.host.devnodes import read_driver_numbers
+from ctk.errors import CtkError
+from ctk.host.devnodes import read_driver_numbers, read_gpu_information
 from ctk.host.driver import read_driver
 from ctk.host.facts.gatherer import Gatherer
-from ctk.host.facts.kernel import gather_dev
+from ctk.host.facts.kernel import gather_dev, gather_kernel
 from ctk.host.root import HostRoot
 from ctk.nvproc import (
     GpuInformation,
@@ -186,3 +188,32 @@ def test_parsers_take_any_text(text: str) -> None:
     assert all(isinstance(v, int) for v in majors.values())
     assert all(isinstance(minor, int) for _, minor in mig.minors)
     assert info.device_minor is None or isinstance(info.device_minor, int)
+
+
+def test_an_unreadable_information_file_fails_system_and_the_doctor_reads_on(
+    tmp_path: Path,
+) -> None:
+    """One reader of the GPUs' information files; each caller decides what unreadable means."""
+    _proc(tmp_path)
+    fifo = tmp_path / "proc/driver/nvidia/gpus/0000:07:00.0/information"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)  # read like a file, it would hang: refused, never opened
+    found = read_gpu_information(HostRoot(tmp_path))
+    assert [(f.container_path, f.information, str(f.error)) for f in found] == [
+        (
+            "/proc/driver/nvidia/gpus/0000:07:00.0/information",
+            None,
+            f"{fifo}: is a named pipe (FIFO), not a regular file; "
+            "not read (reading it would block)",
+        ),
+        (
+            "/proc/driver/nvidia/gpus/0000:47:00.0/information",
+            parse_gpu_information(INFORMATION),
+            "None",
+        ),
+    ]
+    with pytest.raises(CtkError) as raised:
+        read_driver_numbers(HostRoot(tmp_path))
+    assert str(raised.value) == str(found[0].error)
+    kernel = gather_kernel(Gatherer(HostRoot(tmp_path)))
+    assert [(gpu.bdf, gpu.minor) for gpu in kernel.gpus] == [("0000:47:00.0", 2)]

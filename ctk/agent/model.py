@@ -93,6 +93,61 @@ def detect_runtime(present: Mapping[Runtime, Presence]) -> Runtime:
     )
 
 
+# Where nvidia-container-toolkit puts its runtime: its packages, then the GPU Operator's install.
+NVIDIA_RUNTIME_PATHS: Final = (
+    "/usr/bin/nvidia-container-runtime",
+    "/usr/local/nvidia/toolkit/nvidia-container-runtime",
+)
+# The OCI runtime the nvidia handler runs when CDI is on and no nvidia-container-runtime is
+# there: the engine finds it as it finds the runtime of its own `runc` handler.
+PLAIN_RUNC: Final = "runc"
+
+
+@dataclass(frozen=True, slots=True)
+class HandlerBinary:
+    """The binary the engine's nvidia handler runs, whether the host has it, and why this one."""
+
+    path: str
+    present: bool
+    why: str
+
+
+def choose_handler_binary(
+    explicit: str | None, explicit_present: bool, found: tuple[str, ...], *, cdi: bool
+) -> HandlerBinary:
+    """What the nvidia handler runs (ctk ships no runtime binary of its own).
+
+    ``--runtime-path`` wins. Else nvidia-container-runtime where the host has it (``found``:
+    the `NVIDIA_RUNTIME_PATHS` present), as nvidia-ctk users expect of the handler. Else, with
+    CDI on, plain runc: the engine injects the CDI devices a pod asks for, whatever its
+    handler. Else nvidia-container-runtime's usual path, reported missing: the handler would
+    fail every container, so the node is not ready.
+    """
+    if explicit:
+        why = (
+            "--runtime-path"
+            if explicit_present
+            else f"{explicit} (--runtime-path) is not on the host"
+        )
+        return HandlerBinary(explicit, explicit_present, why)
+    if found:
+        return HandlerBinary(found[0], True, "nvidia-container-runtime is on the host")
+    if cdi:
+        return HandlerBinary(
+            PLAIN_RUNC,
+            True,
+            "no nvidia-container-runtime on the host and CDI is on: plain runc, GPUs only "
+            "through CDI device requests (e.g. nvidia.com/gpu=all)",
+        )
+    return HandlerBinary(
+        NVIDIA_RUNTIME_PATHS[0],
+        False,
+        f"{NVIDIA_RUNTIME_PATHS[0]} is not on the host (ctk does not ship it): install "
+        "nvidia-container-toolkit, or enable CDI (--enable-cdi) to run the handler with "
+        "plain runc",
+    )
+
+
 def check_restart_mode(runtime: Runtime, mode: RestartMode) -> None:
     """Refuse a restart mode that would harm the engine, before anything is written."""
     if mode is not RestartMode.SIGNAL or runtime is Runtime.DOCKER:
@@ -188,6 +243,7 @@ class State:
     spec_digest: str | None = None  # digest of the spec text written
     driver: str | None = None  # the driver version the spec was built for
     hook: bool = False  # the agent installed the native hook (uninstall removes it)
+    runtime_path: str | None = None  # the binary the nvidia handler was configured with
     created: tuple[str, ...] = ()  # files of its own in the agent's file system (outlets, ready)
 
 
@@ -244,6 +300,7 @@ def dump_state(state: State) -> str:
         "spec_digest": state.spec_digest,
         "driver": state.driver,
         "hook": state.hook,
+        "runtime_path": state.runtime_path,
         "created": list(state.created),
     }
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
@@ -276,6 +333,7 @@ def load_state(name: str, text: str | None) -> State:
             spec_digest=_opt_str(data.get("spec_digest")),
             driver=_opt_str(data.get("driver")),
             hook=bool(data.get("hook", False)),
+            runtime_path=_opt_str(data.get("runtime_path")),
             created=tuple(str(p) for p in data.get("created", [])),
         )
     except (ValueError, TypeError, KeyError, AttributeError) as exc:

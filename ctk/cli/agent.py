@@ -72,6 +72,12 @@ CONFIGURE = typer.Option(
     help="Edit the engine's config. Off where the distribution renders it from a template "
     "(k3s, RKE2): the agent then only checks that the live engine has the nvidia runtime.",
 )
+RUNTIME_PATH = _opt(
+    None,
+    "--runtime-path",
+    "The binary the engine's nvidia handler runs [default: nvidia-container-runtime where the "
+    "host has it; else, with --enable-cdi, plain runc].",
+)
 ENABLE_CDI = _opt(
     False, "--enable-cdi", "Also enable CDI in the engine (containerd, CRI-O, Docker)."
 )
@@ -107,6 +113,7 @@ def agent(
     restart_unit: str | None = RESTART_UNIT,
     configure: bool = CONFIGURE,
     enable_cdi: bool = ENABLE_CDI,
+    runtime_path: str | None = RUNTIME_PATH,
     host_exec: str | None = HOST_EXEC,
 ) -> None:
     """Keep this node's engine, CDI spec and readiness right (the DaemonSet's agent)."""
@@ -148,6 +155,7 @@ def agent(
             drop_in=str(_host_path("--drop-in", drop_in)) if drop_in else None,
             unit=host_agent.pick_unit(host, restart_unit, chosen),
             configure=configure,
+            runtime_path=runtime_path,
             driver_root=_host_path("--driver-root", driver_root),
             run=host_agent.host_runner(host.root, host_exec),
             ready_file=ready_file,

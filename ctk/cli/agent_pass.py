@@ -13,10 +13,12 @@ from pathlib import Path, PurePosixPath
 from ctk import __version__
 from ctk.agent import outlets
 from ctk.agent.model import (
+    HandlerBinary,
     RestartKind,
     RestartMode,
     State,
     after_write,
+    choose_handler_binary,
     decide_restart,
     digest,
     drifted,
@@ -55,6 +57,7 @@ class Agent:
     prometheus_dir: Path | None = None
     nfd_dir: Path | None = None
     enable_cdi: bool = False
+    runtime_path: str | None = None  # --runtime-path (None: chosen per host)
     say: Callable[[str], None] = field(default=_stderr)
 
 
@@ -80,8 +83,9 @@ def _configure(agent: Agent, state: State) -> tuple[State, bool, bool]:
     from ctk.runtime_config.changes import dump_record
     from ctk.runtime_config.configure import configure
 
+    handler = _handler(agent)
     current = {name: host_agent.read_config(agent.host, name) for name in state.configs}
-    if untouched(state, current):
+    if untouched(state, current) and state.runtime_path == handler.path:
         return state, False, False
     inputs = host_agent.gather_runtime(
         agent.host,
@@ -91,7 +95,8 @@ def _configure(agent: Agent, state: State) -> tuple[State, bool, bool]:
         record=state.record,
         say=agent.say,
     )
-    plan = configure(agent.runtime, inputs, RuntimeRequest(enable_cdi=agent.enable_cdi))
+    request = RuntimeRequest(path=handler.path, enable_cdi=agent.enable_cdi)
+    plan = configure(agent.runtime, inputs, request)
     for warning in plan.warnings:
         agent.say(f"warning: {warning}")
     changed = plan.changes
@@ -103,6 +108,9 @@ def _configure(agent: Agent, state: State) -> tuple[State, bool, bool]:
             state = after_write(state, change.path, change.before, change.after)
     if drift:
         state = replace(state, drift_repairs=state.drift_repairs + 1)
+    if state.runtime_path != handler.path:
+        agent.say(f"nvidia runtime: {handler.path} ({handler.why})")
+        state = replace(state, runtime_path=handler.path)
     if changed:  # the originals are kept before any file changes: a kill in between loses none
         host_agent.write_state(agent.host, state)
     for change in changed:
@@ -110,6 +118,12 @@ def _configure(agent: Agent, state: State) -> tuple[State, bool, bool]:
         what = "created" if change.before is None else "updated"
         agent.say(f"{what} {change.path}" + (" (overwritten by someone else: repaired)" * drift))
     return state, bool(changed), drift
+
+
+def _handler(agent: Agent) -> HandlerBinary:
+    """The binary the nvidia handler runs on this host, and whether the host has it."""
+    present, found = host_agent.handler_binaries(agent.host, agent.runtime_path)
+    return choose_handler_binary(agent.runtime_path, present, found, cdi=agent.enable_cdi)
 
 
 def _live_nvidia(agent: Agent, state: State, *, trust_files: bool) -> tuple[bool, int | None]:
@@ -317,7 +331,13 @@ def reconcile(agent: Agent, state: State) -> PassResult:
             f"{_config(agent)} is the distribution's (--no-configure): it adds the runtime "
             f"from its template at start (systemctl restart {agent.unit})"
         )
-    ready = live and spec_ok
+    binary_ok = True
+    if agent.configure:
+        handler = _handler(agent)
+        binary_ok = handler.present
+        if not binary_ok:
+            agent.say(f"not ready: the nvidia runtime's binary {handler.why}")
+    ready = live and spec_ok and binary_ok
     state = _mark_ready(agent, state, ready)
     state = _outlets(agent, state, ready=ready, driver=driver)
     if engine_ok and not changed and not restarted:
@@ -326,10 +346,15 @@ def reconcile(agent: Agent, state: State) -> PassResult:
 
 
 def uninstall(agent: Agent, state: State) -> State:
-    """Revert exactly what the agent wrote, restart the engine if that changed its config."""
+    """Revert exactly what the agent wrote, in the order that never leaves a dangling piece:
+    the engine's config (restarted if that changed it), then the CDI spec, then the hook the
+    spec names, then the agent's own files."""
     changed = _revert_configs(agent, state)
-    state = replace(state, configs={}, record=None, ready_pid=None)
+    state = replace(state, configs={}, record=None, ready_pid=None, runtime_path=None)
     state = _restart(agent, state, changed=changed, live=False, removal=True)
+    if state.spec is not None and files.remove(agent.host.path(state.spec)):
+        agent.say(f"removed {state.spec}")
+    state = replace(state, spec=None)
     if state.hook:
         from ctk.host import installation
         from ctk.install import DEFAULT_PREFIX
@@ -340,12 +365,10 @@ def uninstall(agent: Agent, state: State) -> State:
         for path in outcome.kept if outcome else ():
             agent.say(f"kept {path}: changed since ctk installed it")
         state = replace(state, hook=False)
-    if state.spec is not None and files.remove(agent.host.path(state.spec)):
-        agent.say(f"removed {state.spec}")
     for name in state.created:
         if files.remove(Path(name)):
             agent.say(f"removed {name}")
-    return replace(state, spec=None, created=())
+    return replace(state, created=())
 
 
 def _revert_configs(agent: Agent, state: State) -> bool:
@@ -353,7 +376,10 @@ def _revert_configs(agent: Agent, state: State) -> bool:
     current = {name: host_agent.read_config(agent.host, name) for name in state.configs}
     untouched = all(digest(current[name]) == w.left for name, w in state.configs.items())
     if untouched:
-        for name, written in state.configs.items():
+        # Files that were there first are restored before ctk's own go: a main config never
+        # imports a drop-in that is already gone.
+        order = sorted(state.configs.items(), key=lambda item: item[1].original is None)
+        for name, written in order:
             host_agent.restore(agent.host, name, written.original)
             agent.say(f"restored {name}" if written.original is not None else f"removed {name}")
         return bool(state.configs)

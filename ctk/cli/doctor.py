@@ -341,7 +341,7 @@ def _fix(
     for fix, ids in plan:
         line = doctor_fix.shown(fix, root)
         out.write(f"  {describe(fix)} ({', '.join(ids)})\n")
-        out.write(f"    {line or '(run it on the node itself: not possible under --root)'}\n")
+        out.write(f"    {line or doctor_fix.not_applied(fix)}\n")
         if line is not None:
             todo.append((fix, line))
     if not todo:

@@ -14,40 +14,56 @@ import os
 import shlex
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, Final
 
 import typer
 from typer.models import ParameterInfo
 
 from ctk.doctor.fixes import (
     APPLIABLE,
+    REFUSED,
     ConfigureRuntime,
     CreateCharLinks,
     CreateDeviceNodes,
     Fix,
     GenerateSpec,
+    SetToolkitConfig,
     Suggestion,
+    ToolkitConfigDefault,
     argv,
 )
 from ctk.doctor.model import Finding, Status
 
 
 def planned(findings: Sequence[Finding]) -> list[tuple[Fix, list[str]]]:
-    """Each distinct fix ctk applies itself, of failing or warning findings, with their ids."""
+    """Each distinct fix ctk applies itself or refuses to, of failing or warning findings, with
+    their ids."""
     plan: dict[Suggestion, list[str]] = {}
     for finding in findings:
         if finding.status not in (Status.FAIL, Status.WARN):
             continue
         for fix in finding.fixes:
-            if isinstance(fix, APPLIABLE):
+            if isinstance(fix, (*APPLIABLE, *REFUSED)):
                 plan.setdefault(fix, []).append(finding.check)
-    return [(fix, ids) for fix, ids in plan.items() if isinstance(fix, APPLIABLE)]
+    return [(fix, ids) for fix, ids in plan.items() if isinstance(fix, (*APPLIABLE, *REFUSED))]
+
+
+def not_applied(fix: Fix) -> str:
+    """Why ``fix`` is listed but not applied (`shown` gave no command line)."""
+    if isinstance(fix, ToolkitConfigDefault):
+        return (
+            f"(not applied by --fix: a default config would replace {fix.output}, which does "
+            "not parse, and lose every setting in it; fix the reported line, or run the command "
+            "shown above yourself)"
+        )
+    return "(run it on the node itself: not possible under --root)"
 
 
 def shown(fix: Fix, root: Path) -> str | None:
     """The ctk command line ``fix`` amounts to on the node under ``root``; None: not there."""
     args = argv(fix)
-    if args is None or not applies_under(fix, root):
+    if args is None or isinstance(fix, REFUSED) or not applies_under(fix, root):
         return None
     from ctk.host.root import HostRoot
     from ctk.runtime_config.engines import ENGINES, Runtime
@@ -64,6 +80,10 @@ def shown(fix: Fix, root: Path) -> str | None:
             args = tuple(a for a in args if not a.startswith("--config="))
         case CreateCharLinks():
             extra = [f"--root={root}", f"--dev-char-path={host.path('/dev/char')}"]
+        case SetToolkitConfig():
+            from ctk.toolkit_config import DEFAULT_PATH
+
+            extra = [f"--config={host.path(DEFAULT_PATH)}"]
         case _:
             extra = [f"--root={root}"]
     return shlex.join(["ctk", *args, *extra])
@@ -110,8 +130,24 @@ def apply(fix: Fix, root: Path) -> None:
             call(system.create_device_nodes, driver_root=root, control_devices=True)
         case GenerateSpec():
             _generate(Path(fix.output))
+        case SetToolkitConfig():
+            from ctk.toolkit_config import DEFAULT_PATH
+
+            _set_toolkit_config(host.path(DEFAULT_PATH) if under else Path(DEFAULT_PATH), fix)
         case _:  # not appliable: planned() never hands these over
             raise AssertionError(fix)
+
+
+def _set_toolkit_config(path: Path, fix: SetToolkitConfig) -> None:
+    """`ctk config --in-place --set ...`: a config that does not parse is refused, unchanged."""
+    from ctk.cli import config
+
+    sets = [f"{key}={value}" for key, value in fix.settings]
+    call(config.config, ctx=NO_SUBCOMMAND, config_file=path, sets=sets, in_place=True)
+
+
+NO_SUBCOMMAND: Final = SimpleNamespace(invoked_subcommand=None)
+"""The `typer.Context` `ctk config` is called with when run without a sub-command."""
 
 
 def _generate(output: Path) -> None:
@@ -147,7 +183,7 @@ def _state_dir(path: Path | None) -> Iterator[None]:
     if path is None:
         yield
         return
-    from ctk.host.engines import STATE_DIR_ENV
+    from ctk.host.engine_files import STATE_DIR_ENV
 
     old = os.environ.get(STATE_DIR_ENV)
     os.environ[STATE_DIR_ENV] = str(path)

@@ -22,7 +22,7 @@ from ctk.runtime_config.engines import (
 )
 
 if TYPE_CHECKING:  # the editors (tomlkit) load only when a command runs, not for --help
-    from ctk.host.engines import Place
+    from ctk.host.engine_files import Place
     from ctk.runtime_config.editor import Inputs
     from ctk.runtime_config.plan import FileChange, Plan
 
@@ -231,7 +231,7 @@ def _oci_hook(output: str | None, hook_path: str, *, dry_run: bool) -> None:
     import json
     import os
 
-    from ctk.host import engines as host_engines
+    from ctk.host import engine_files as host_engines
     from ctk.host import files
 
     hook = {
@@ -263,7 +263,7 @@ def _oci_hook(output: str | None, hook_path: str, *, dry_run: bool) -> None:
 
 
 def _warn_missing_binary(runtime: Runtime, request: RuntimeRequest, place: Place) -> None:
-    from ctk.host import engines as host_engines
+    from ctk.host import engine_files as host_engines
 
     if host_engines.runtime_binary_found(request.path, place.root):
         return
@@ -356,7 +356,7 @@ def _print_documents(runtime: Runtime, plan: Plan, verb: str) -> None:
 
 
 def _write(change: FileChange, place: Place, *, backup: bool) -> None:
-    from ctk.host import engines as host_engines
+    from ctk.host import engine_files as host_engines
     from ctk.host import files
     from ctk.runtime_config.changes import dump_record
 
@@ -416,7 +416,7 @@ def _lock(runtime: Runtime, config: str | None, place: Place) -> Iterator[None]:
 def _gather(
     runtime: Runtime, config: str | None, drop_in: str | None, place: Place, *, sweep: bool
 ) -> Inputs:
-    from ctk.host import engines as host_engines
+    from ctk.host import engine_files as host_engines
     from ctk.host import files
 
     gathered = host_engines.gather(runtime, config=config, drop_in=drop_in, place=place)
@@ -482,7 +482,7 @@ def configure(
         set_as_default=set_as_default,
         enable_cdi=cdi_enabled,
     )
-    from ctk.host.engines import Place
+    from ctk.host.engine_files import Place
     from ctk.host.root import existing_root
 
     place = Place(existing_root("--root", root).root)
@@ -510,7 +510,7 @@ def unconfigure(
 ) -> None:
     """Remove what `ctk runtime configure` added."""
     _check_name(runtime, nvidia_runtime_name)
-    from ctk.host.engines import Place
+    from ctk.host.engine_files import Place
     from ctk.host.root import existing_root
 
     place = Place(existing_root("--root", root).root)

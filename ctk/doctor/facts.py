@@ -14,6 +14,7 @@ from typing import Any
 from ctk.doctor.advisories import Advisory
 from ctk.doctor.model import Where
 from ctk.node import CharDevice, Gpu, GpuHealth, NvmlFacts
+from ctk.runtime_config.engines import Runtime
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,11 +349,10 @@ class NodeFacts:
     cuda_table: tuple[CudaRow, ...] = ()
     cuda_need: CudaNeed | None = None
     toolkit: ToolkitFacts = field(default_factory=ToolkitFacts)
-    docker: EngineFacts = field(default_factory=lambda: EngineFacts(engine="docker"))
+    engines: Mapping[Runtime, EngineFacts] = field(default_factory=dict)
+    """Each engine's facts, an entry per `Runtime` (gathered from `engine_configs.ENGINE_FACTS`)."""
     docker_rootless: EngineFacts | None = None
     docker_snap: bool = False
-    containerd: EngineFacts = field(default_factory=lambda: EngineFacts(engine="containerd"))
-    crio: EngineFacts = field(default_factory=lambda: EngineFacts(engine="crio"))
     cdi: CdiFacts = field(default_factory=CdiFacts)
     container: ContainerFacts = field(default_factory=ContainerFacts)
     kubernetes: Mapping[str, Any] | Unavailable | None = None
@@ -366,3 +366,8 @@ class NodeFacts:
     """nvidia-persistenced runs (its socket exists): it keeps the GPUs initialised."""
     kubelet_cgroup_driver: str | Unavailable | None = None
     host_mount: str | None = None
+
+    def engine(self, runtime: Runtime) -> EngineFacts:
+        """``runtime``'s facts; those of an engine that is not installed when none were gathered."""
+        found = self.engines.get(runtime)
+        return EngineFacts(engine=runtime) if found is None else found

@@ -96,8 +96,16 @@ Fix = (
     | ToolkitConfigDefault
 )
 Suggestion = Fix | ValidateSpec
-APPLIABLE: Final = (ConfigureRuntime, CreateCharLinks, CreateDeviceNodes, GenerateSpec)
+APPLIABLE: Final = (
+    ConfigureRuntime,
+    CreateCharLinks,
+    CreateDeviceNodes,
+    GenerateSpec,
+    SetToolkitConfig,
+)
 """The fixes `ctk doctor --fix` applies itself (a unit needs systemd on the node)."""
+REFUSED: Final = (ToolkitConfigDefault,)
+"""Fixes `ctk doctor --fix` lists but never applies: a person must look first."""
 
 REFRESH_UNIT: Final = {Tool.CTK: "ctk-cdi-refresh.path", Tool.NVIDIA_CTK: "nvidia-cdi-refresh.path"}
 

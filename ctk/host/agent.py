@@ -99,16 +99,27 @@ def agent_lock(host: HostRoot) -> Iterator[None]:
         except OSError as exc:
             if exc.errno not in (errno.EAGAIN, errno.EACCES):
                 raise CtkError(f"{path}: cannot lock: {exc.strerror}") from exc
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
             raise CtkError(
-                f"another ctk agent is running on this node (PID {holder} holds {path})",
+                f"another ctk agent is running on this node ({_holder(fd)} holds {path})",
                 hint="one agent per node: stop the other one first",
             ) from exc
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        # The PID alone means little from another pod (each has its own PID namespace): the
+        # hostname, a pod's name, says whose it is.
+        os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
         yield
     finally:
         os.close(fd)
+
+
+def _holder(fd: int) -> str:
+    """Who holds the lock, as its holder wrote it: `PID n`, with its hostname when not ours."""
+    parts = os.pread(fd, 300, 0).decode(errors="replace").split()
+    if not parts:
+        return "PID unknown"
+    if len(parts) > 1 and parts[1] != socket.gethostname():
+        return f"PID {parts[0]} on {parts[1]}"
+    return f"PID {parts[0]}"
 
 
 def state_path(host: HostRoot) -> Path:
@@ -337,7 +348,7 @@ def gather_runtime(
     agent's record of what it changed instead of the runtime command's."""
     from dataclasses import replace
 
-    from ctk.host.engines import Place, gather
+    from ctk.host.engine_files import Place, gather
     from ctk.runtime_config.changes import load_record
     from ctk.runtime_config.editor import editor_for
 
@@ -370,6 +381,16 @@ def restore(host: HostRoot, name: str, text: str | None) -> None:
         files.remove(path)
     else:
         files.write_atomic(path, text)
+
+
+def handler_binaries(host: HostRoot, explicit: str | None) -> tuple[bool, tuple[str, ...]]:
+    """Whether ``explicit`` is on the host, and which nvidia-container-runtimes are."""
+    from ctk.agent.model import NVIDIA_RUNTIME_PATHS
+    from ctk.host.engine_files import runtime_binary_found
+
+    present = bool(explicit) and runtime_binary_found(str(explicit), host.root)
+    found = tuple(p for p in NVIDIA_RUNTIME_PATHS if runtime_binary_found(p, host.root))
+    return present, found
 
 
 # --- the CDI spec ---------------------------------------------------------------------------

@@ -20,7 +20,13 @@ from ctk.errors import CtkError
 from ctk.host import files
 from ctk.host.root import HostRoot, PathEscapeError
 from ctk.node import CharDevice, DevNode, nvidia_majors
-from ctk.nvproc import MigMinors, parse_gpu_information, parse_mig_minors, parse_proc_devices
+from ctk.nvproc import (
+    GpuInformation,
+    MigMinors,
+    parse_gpu_information,
+    parse_mig_minors,
+    parse_proc_devices,
+)
 
 CONTROL_NODES = (
     "/dev/nvidia-modeset",
@@ -168,6 +174,36 @@ def drm_nodes(dev: HostRoot, bus_id: str) -> tuple[list[CharDevice], list[tuple[
 
 
 @dataclass(frozen=True, slots=True)
+class GpuInformationFile:
+    """One GPU's information file: what it says, or why it could not be read."""
+
+    container_path: str  # /proc/driver/nvidia/gpus/<bus id>/information, inside the root
+    information: GpuInformation | None  # None: unreadable (``error`` says why)
+    error: CtkError | None = None
+
+
+def read_gpu_information(root: HostRoot) -> tuple[GpuInformationFile, ...]:
+    """Each GPU's information file under ``root``, by bus id; a GPU without one is left out.
+
+    An unreadable file (a FIFO, a directory, no permission, a link out of the root) is listed
+    with its error: `ctk system` refuses to plan nodes without it, the doctor reads on.
+    """
+    found = []
+    for entry in scan_dir(root.path(GPUS_DIR)):
+        container_path = f"{GPUS_DIR}/{entry.name}/information"
+        try:
+            text = files.read_text(
+                root.path(container_path), missing_ok=True, limit=files.PROC_LIMIT
+            )
+        except CtkError as exc:
+            found.append(GpuInformationFile(container_path, None, exc))
+            continue
+        if text is not None:
+            found.append(GpuInformationFile(container_path, parse_gpu_information(text)))
+    return tuple(found)
+
+
+@dataclass(frozen=True, slots=True)
 class DriverNumbers:
     """What the driver says: its majors (`ctk.node.Major` names) and the minor of each GPU."""
 
@@ -191,13 +227,12 @@ def read_driver_numbers(root: HostRoot) -> DriverNumbers:
             "its /proc), or bind-mount /proc there",
         )
     minors: list[int] = []
-    for entry in scan_dir(root.path(GPUS_DIR)):
-        info = files.read_text(
-            Path(entry.path) / "information", missing_ok=True, limit=files.PROC_LIMIT
-        )
-        minor = parse_gpu_information(info or "").device_minor
-        if minor is not None:
-            minors.append(minor)
+    for gpu in read_gpu_information(root):
+        if gpu.error is not None:
+            raise gpu.error
+        assert gpu.information is not None  # read without an error
+        if gpu.information.device_minor is not None:
+            minors.append(gpu.information.device_minor)
     return DriverNumbers(nvidia_majors(parse_proc_devices(text)), minors, devices)
 
 

@@ -155,8 +155,17 @@ def workstation(
     return node
 
 
-def _make_host(tmp: Path, node: FakeNode, engine: str) -> Host:
+# A stand-in for nvidia-container-toolkit's runtime on the host (the agent checks it is there).
+NVIDIA_RUNTIME = '#!/bin/sh\nexec runc "$@"\n'
+
+
+def _make_host(tmp: Path, node: FakeNode, engine: str, *, toolkit: bool = True) -> Host:
     root = node.root
+    if toolkit:
+        runtime = root / "usr/bin/nvidia-container-runtime"
+        runtime.parent.mkdir(parents=True, exist_ok=True)
+        runtime.write_text(NVIDIA_RUNTIME)
+        runtime.chmod(0o755)
     ctl = tmp / "ctl"
     ctl.mkdir()
     (ctl / "host").write_text(str(root))

@@ -414,9 +414,14 @@ def test_k3s_and_rke2_get_a_containerd_template() -> None:
     for distribution in ("k3s", "rke2"):
         docs = render({"distribution": distribution})
         (cm,) = kinds(docs, "ConfigMap")
+        # test_distributions.py renders it with Go's text/template and reads it with containerd.
         text = cm["data"]["config.toml.tmpl"]
-        assert text.startswith('{{ template "base" . }}\n')
-        assert 'runtimes."nvidia"]' in text
+        assert text == (CHART / "files/containerd-config.toml.tmpl").read_text()
+        # Without CDI the nvidia handler is k3s/RKE2's own (they add it when they find
+        # nvidia-container-runtime): no template, no init container.
+        off = render({"distribution": distribution, "cdi.enabled": "false"})
+        assert kinds(off, "ConfigMap") == []
+        assert "initContainers" not in pod_spec(one(off, "DaemonSet", "ctk"))
         (init,) = pod_spec(one(docs, "DaemonSet", "ctk"))["initContainers"]
         target = f"/host/var/lib/rancher/{distribution}/agent/etc/containerd/config.toml.tmpl"
         assert init["command"] == ["cp", "-n", "/etc/ctk/config.toml.tmpl", target]

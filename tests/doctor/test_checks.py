@@ -254,12 +254,14 @@ CASES = [
     pytest.param(
         "containerd.not-default-no-runtimeclass",
         NodeFacts(
-            containerd=EngineFacts(
-                engine="containerd",
-                installed=True,
-                config_path="/etc/containerd/config.toml",
-                default_runtime="runc",
-            ),
+            engines={
+                Runtime.CONTAINERD: EngineFacts(
+                    engine="containerd",
+                    installed=True,
+                    config_path="/etc/containerd/config.toml",
+                    default_runtime="runc",
+                )
+            },
             kubernetes={"runtimeclass_handlers": ["kata"]},
         ),
         Result(
@@ -279,9 +281,11 @@ CASES = [
     pytest.param(
         "k8s.runtimeclass-handler-missing",
         NodeFacts(
-            containerd=EngineFacts(
-                engine="containerd", installed=True, config_path="/etc/containerd/config.toml"
-            ),
+            engines={
+                Runtime.CONTAINERD: EngineFacts(
+                    engine="containerd", installed=True, config_path="/etc/containerd/config.toml"
+                )
+            },
             kubernetes={"runtimeclass_handlers": ["nvidia"]},
         ),
         Result(
@@ -362,13 +366,15 @@ CASES = [
     pytest.param(
         "docker.daemon-json-invalid",
         NodeFacts(
-            docker=EngineFacts(
-                engine="docker",
-                installed=True,
-                config_path="/etc/docker/daemon.json",
-                config_exists=True,
-                needs_root=True,
-            )
+            engines={
+                Runtime.DOCKER: EngineFacts(
+                    engine="docker",
+                    installed=True,
+                    config_path="/etc/docker/daemon.json",
+                    config_exists=True,
+                    needs_root=True,
+                )
+            }
         ),
         Result(
             status=Status.UNKNOWN,

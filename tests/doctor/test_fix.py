@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterator
@@ -143,3 +144,85 @@ def test_no_fix_is_offered_for_an_unparseable_config(
         "Fix first: containerd.runtime-not-configured.\n"
         "\nNothing that ctk can fix by itself; apply the commands shown above.\n"
     )
+
+
+@contextlib.contextmanager
+def _node(
+    name: str, tmp_path: Path, library: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
+    try:
+        with materialise(name, tmp_path, library) as node:
+            monkeypatch.setenv(TOPOLOGY_ENV, str(node.topology))
+            yield node.root
+    except SkipNode as exc:
+        pytest.skip(str(exc))
+
+
+TOOLKIT_CONFIG = "etc/nvidia-container-runtime/config.toml"
+
+
+def test_fix_sets_a_key_of_a_parseable_toolkit_config(
+    fake_nvml_library: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with _node("ldconfig-real-on-rhel", tmp_path, fake_nvml_library, monkeypatch) as root:
+        config = root / TOOLKIT_CONFIG
+        assert main(["doctor", "--root", str(root), "--fix", "--yes"]) == 0
+        captured = capsys.readouterr()
+        command = (
+            "ctk config --in-place --set nvidia-container-cli.ldconfig=@/sbin/ldconfig "
+            f"--config={config}"
+        )
+        out = captured.out
+        assert out[out.index("ctk can fix these findings itself:") :] == (
+            "ctk can fix these findings itself:\n"
+            "  set nvidia-container-cli.ldconfig = @/sbin/ldconfig (toolkit.ldconfig-path)\n"
+            f"    {command}\n"
+            f"$ {command}\n"
+            "\nAfter the fixes:\n"
+            "  toolkit.ldconfig-path: fail -> ok  ldconfig @/sbin/ldconfig exists\n"
+        )
+        assert captured.err.endswith(f"wrote {config}\n")
+        assert config.read_text() == (
+            '[nvidia-container-cli]\nldconfig = "@/sbin/ldconfig"\n\n'
+            '[nvidia-container-runtime]\nmode = "cdi"\n'
+        )
+
+
+def test_fix_refuses_to_replace_a_toolkit_config_that_does_not_parse(
+    fake_nvml_library: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with _node("toolkit-config-invalid", tmp_path, fake_nvml_library, monkeypatch) as root:
+        config = root / TOOLKIT_CONFIG
+        before = config.read_bytes()
+        assert main(["doctor", "--root", str(root), "--fix", "--yes"]) == 1
+        out = capsys.readouterr().out
+        assert out[out.index("ctk can fix these findings itself:") :] == (
+            "ctk can fix these findings itself:\n"
+            "  write a default /etc/nvidia-container-runtime/config.toml "
+            "(toolkit.config-invalid)\n"
+            "    (not applied by --fix: a default config would replace "
+            "/etc/nvidia-container-runtime/config.toml, which does not parse, and lose every "
+            "setting in it; fix the reported line, or run the command shown above yourself)\n"
+        )
+        assert config.read_bytes() == before
+
+
+def test_a_toolkit_setting_on_a_config_that_does_not_parse_is_refused(tmp_path: Path) -> None:
+    from ctk.cli import doctor_fix
+    from ctk.doctor.fixes import SetToolkitConfig
+    from ctk.errors import CtkError
+
+    config = tmp_path / TOOLKIT_CONFIG
+    config.parent.mkdir(parents=True)
+    config.write_text("[nvidia-container-runtime]\nmode = cdi\n")
+    fix = SetToolkitConfig(settings=(("nvidia-container-runtime.mode", "auto"),))
+    with pytest.raises(CtkError) as raised:
+        doctor_fix.apply(fix, tmp_path)
+    assert str(raised.value).startswith(f"{config}: not valid TOML")
+    assert config.read_text() == "[nvidia-container-runtime]\nmode = cdi\n"

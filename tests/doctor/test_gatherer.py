@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 
 from ctk.doctor.facts import DevFacts
+from ctk.host.facts import gather
 from ctk.host.facts.cdi import gather_cdi
-from ctk.host.facts.engines import gather_containerd, gather_docker
+from ctk.host.facts.engine_configs import ENGINE_FACTS, gather_containerd, gather_docker
 from ctk.host.facts.gatherer import Gatherer
 from ctk.host.facts.kernel import gather_dev
 from ctk.host.root import HostRoot
 from ctk.node import CharDevice
+from ctk.runtime_config.engines import Runtime
 
 
 def test_glob_stays_inside_the_root(tmp_path: Path) -> None:
@@ -126,7 +128,7 @@ def test_containerd_imports_as_containerd_resolves_them(
     (tmp_path / "etc/containerd/conf.d/99-nvidia.toml").write_text("version = 2\n")
     facts = gather_containerd(Gatherer(HostRoot(tmp_path)), {"containerd": "/usr/bin/containerd"})
     assert (facts.imports, facts.drop_ins) == (imports, ("/etc/containerd/conf.d/99-nvidia.toml",))
-    result = drop_in_not_imported(NodeFacts(containerd=facts, kubelet=True))
+    result = drop_in_not_imported(NodeFacts(engines={Runtime.CONTAINERD: facts}, kubelet=True))
     expected = (
         (
             Status.FAIL,
@@ -166,3 +168,23 @@ def test_dev_is_the_device_node_adapter_s_scan(tmp_path: Path) -> None:
         not_char=frozenset({"/dev/nvidia0"}),
         char_links={"195:255": "/dev/nvidiactl"},
     )
+
+
+def test_every_engine_has_one_entry_in_the_doctor_table() -> None:
+    assert list(ENGINE_FACTS) == [Runtime.DOCKER, Runtime.CONTAINERD, Runtime.CRIO]
+    assert set(ENGINE_FACTS) == set(Runtime)
+
+
+def test_gather_reads_every_engine_of_the_table(tmp_path: Path) -> None:
+    (tmp_path / "etc/crio").mkdir(parents=True)
+    (tmp_path / "etc/crio/crio.conf").write_text('[crio.runtime]\ncdi_spec_dirs = ["/opt/cdi"]\n')
+    facts, timings = gather(tmp_path, nvml_timeout=0.1)
+    engines = {runtime: (e.engine, e.installed) for runtime, e in facts.engines.items()}
+    assert engines == {
+        Runtime.DOCKER: ("docker", False),
+        Runtime.CONTAINERD: ("containerd", False),
+        Runtime.CRIO: ("crio", True),
+    }
+    assert [t.step for t in timings if t.step in set(Runtime)] == ["docker", "containerd", "crio"]
+    # CRI-O's own spec directories are read like Docker's and containerd's
+    assert facts.cdi.dirs == ("/etc/cdi", "/var/run/cdi", "/opt/cdi")

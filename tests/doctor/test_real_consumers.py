@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ctk import toml_compat as tomllib
-from ctk.host.facts.engines import gather_containerd
+from ctk.host.facts.engine_configs import gather_containerd
 from ctk.host.facts.gatherer import Gatherer
 from ctk.host.facts.kernel import gather_libs
 from ctk.host.root import HostRoot

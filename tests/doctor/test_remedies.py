@@ -190,3 +190,20 @@ def test_every_hand_built_case_remedy_runs_as_written() -> None:
 )
 def test_the_command_rule_catches(line: str, expected: list[str]) -> None:
     assert problems(line, ctk_installed=True) == expected
+
+
+def test_checks_write_no_ctk_command_by_hand() -> None:
+    """A ctk or nvidia-ctk command comes from a fix value (`ctk.doctor.fixes`), never a string in
+    a check, so what is suggested and what `--fix` applies cannot drift apart."""
+    import ast
+
+    checks = Path(__file__).resolve().parents[2] / "ctk" / "doctor" / "checks"
+    written = [
+        f"{path.name}:{node.lineno}: {node.value!r}"
+        for path in sorted(checks.glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value.removeprefix("sudo ").startswith(("ctk ", "nvidia-ctk "))
+    ]
+    assert written == []

@@ -21,6 +21,7 @@ from ctk.doctor.facts import NodeFacts, TimedOut
 from ctk.doctor.model import REGISTRY, Status
 from ctk.doctor.run import diagnose
 from ctk.host.facts import gather
+from ctk.runtime_config.engines import Runtime
 from tests.doctor.nodes import Node, materialise
 from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
 from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
@@ -109,12 +110,15 @@ def test_a_fifo_proc_file_is_refused_at_once(
 def _timed_out(facts: NodeFacts, name: str) -> NodeFacts:
     """``facts`` with one step's facts replaced by the placeholder the gatherer leaves."""
     changes: dict[str, Any] = {name: TimedOut(name)}
+    if name in set(Runtime):  # one engine's entry in the table
+        changes = {"engines": {**facts.engines, Runtime(name): TimedOut(name)}}
     return replace(facts, **changes)
 
 
 def test_a_timed_out_fact_is_unknown_never_a_crash(tmp_path: Path) -> None:
     facts, _ = gather(tmp_path, nvml_timeout=0.1)
-    for name in ("kernel", "dev", "libs", "toolkit", "docker", "containerd", "cdi", "container"):
+    steps = ("kernel", "dev", "libs", "toolkit", "docker", "containerd", "crio", "cdi", "container")
+    for name in steps:
         findings = {f.check: f for f in diagnose(_timed_out(facts, name))}
         assert [f.check for f in findings.values() if "crashed" in f.summary] == []
     findings = {f.check: f for f in diagnose(_timed_out(facts, "kernel"))}

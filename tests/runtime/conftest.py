@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctk.host import engines as host_engines
+from ctk.host import engine_files as host_engines
 
 REAL_BINARY_LOOKUP = host_engines.runtime_binary_found
 

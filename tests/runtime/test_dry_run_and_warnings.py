@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ctk.cli.app import main
-from ctk.host import engines as host_engines
+from ctk.host import engine_files as host_engines
 from tests.runtime.conftest import REAL_BINARY_LOOKUP
 
 HEADER = (

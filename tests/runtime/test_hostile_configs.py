@@ -326,7 +326,7 @@ def test_a_fifo_anywhere_is_refused_at_once(
         config.write_text(f'version = 2\nimports = ["{tmp_path}/conf.d/*.toml"]\n')
     args = ["--runtime", runtime, "--config", str(config), "--drop-in-config", str(drop_in)]
     if where == "record":
-        from ctk.host.engines import record_path
+        from ctk.host.engine_files import record_path
 
         fifo = record_path(config, str(drop_in))
         fifo.parent.mkdir(parents=True, exist_ok=True)

@@ -177,7 +177,7 @@ def test_real_containerd_loads_the_same_files_in_the_same_order(tmp_path: Path) 
 
 def test_doctor_reads_the_same_files_under_its_root(tmp_path: Path) -> None:
     """The doctor's reader uses the same resolver, inside --root: nested, relative, globs."""
-    from ctk.host.facts.engines import containerd_files
+    from ctk.host.facts.engine_configs import containerd_files
     from ctk.host.facts.gatherer import Gatherer
     from ctk.host.root import HostRoot
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from ctk.cli.app import main
 from ctk.errors import CtkError
-from ctk.host.engines import record_path
+from ctk.host.engine_files import record_path
 from ctk.runtime_config.changes import Change, ChangeKind, dump_record, load_record
 
 HINT = (

@@ -1,5 +1,6 @@
 """All checks, one module per group (`Group`); importing this package fills the registry (the
-runner orders by dependency). `engines` holds what the docker, containerd and crio checks share."""
+runner orders by dependency). `engine_config` holds what the docker, containerd and crio checks
+share."""
 
 from ctk.doctor.checks import (  # noqa: F401
     cdi,

@@ -21,6 +21,7 @@ from ctk.doctor.model import (
     unknown,
     warn,
 )
+from ctk.runtime_config.engines import Runtime
 
 CDI_SUPPORT = (
     "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/cdi-support.html"
@@ -51,10 +52,11 @@ def cdi_consumers(facts: NodeFacts) -> list[Evidence]:
     users = []
     if runtime_mode(facts) == "cdi":
         users.append(Evidence(facts.toolkit.config.path, 'nvidia-container-runtime.mode = "cdi"'))
-    if facts.docker.installed and facts.docker.cdi_enabled:
-        users.append(Evidence(facts.docker.config_path, "features.cdi = true"))
-    if facts.containerd.installed and facts.containerd.cdi_enabled:
-        users.append(Evidence(facts.containerd.config_path, "enable_cdi = true"))
+    docker, containerd = facts.engine(Runtime.DOCKER), facts.engine(Runtime.CONTAINERD)
+    if docker.installed and docker.cdi_enabled:
+        users.append(Evidence(docker.config_path, "features.cdi = true"))
+    if containerd.installed and containerd.cdi_enabled:
+        users.append(Evidence(containerd.config_path, "enable_cdi = true"))
     if "podman" in facts.toolkit.binaries:
         users.append(Evidence(facts.toolkit.binaries["podman"], "podman uses CDI natively"))
     return users

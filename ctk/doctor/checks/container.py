@@ -19,11 +19,11 @@ from ctk.doctor.model import (
     unknown,
     warn,
 )
+from ctk.node import NvmlReturn
 
 MIB = 1024 * 1024
 DOCKER_DEFAULT_SHM = 64 * MIB
 SHM_FLOOR_FOR_TORCH = 1024 * MIB
-NVML_UNKNOWN_ERROR = 999
 
 
 def gpu_nodes(facts: NodeFacts) -> list[str]:
@@ -74,7 +74,7 @@ def nvml_unknown_error(facts: NodeFacts) -> Result:
     """Device nodes present, NVML init 999: the device cgroup no longer allows the GPU."""
     if not isinstance(facts.nvml, NvmlAnswer):
         return unknown(f"NVML facts unavailable: {facts.nvml.reason}")
-    if facts.nvml.error_code != NVML_UNKNOWN_ERROR:
+    if facts.nvml.error_code != NvmlReturn.UNKNOWN:
         return ok("NVML initialises" if facts.nvml.error_code is None else "no Unknown Error")
     return fail(
         "NVML fails with 'Unknown Error' although /dev/nvidiactl exists: the container lost "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctk.doctor.checks.engines import (
+from ctk.doctor.checks.engine_config import (
     configure_fix,
     engine_not_installed,
     nvidia_runtime_entry,
@@ -19,6 +19,7 @@ from ctk.doctor.model import (
     fail,
     ok,
 )
+from ctk.runtime_config.engines import Runtime
 
 
 @check(
@@ -32,7 +33,7 @@ from ctk.doctor.model import (
 )
 def crio_runtime(facts: NodeFacts) -> Result:
     """No `[crio.runtime.runtimes.nvidia]` and no OCI hook."""
-    crio = facts.crio
+    crio = facts.engine(Runtime.CRIO)
     blocked = engine_not_installed(crio)
     if blocked is not None and crio.error is None:
         return blocked

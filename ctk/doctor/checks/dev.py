@@ -20,6 +20,7 @@ from ctk.doctor.model import (
 )
 from ctk.node import MigMode, NvmlReturn
 from ctk.node import expected_nodes as node_rule
+from ctk.runtime_config.engines import Runtime
 
 NVIDIA_MAJOR = 195
 TOOLKIT_TROUBLESHOOTING = (
@@ -108,15 +109,16 @@ def permission_denied(facts: NodeFacts) -> Result:
 
 
 def _systemd_cgroups(facts: NodeFacts) -> list[Evidence]:
-    from ctk.doctor.checks.engines import docker_cgroup_driver
+    from ctk.doctor.checks.engine_config import docker_cgroup_driver
 
     found = []
-    docker = facts.docker
+    docker = facts.engine(Runtime.DOCKER)
     if docker.installed and not docker.needs_root and docker_cgroup_driver(facts) == "systemd":
-        found.append(Evidence(facts.docker.config_path or "docker", "cgroup driver systemd"))
-    for name, runtime in sorted(facts.containerd.runtimes.items()):
+        found.append(Evidence(docker.config_path or "docker", "cgroup driver systemd"))
+    containerd = facts.engine(Runtime.CONTAINERD)
+    for name, runtime in sorted(containerd.runtimes.items()):
         if runtime.systemd_cgroup:
-            found.append(Evidence(facts.containerd.config_path, f"{name}: SystemdCgroup = true"))
+            found.append(Evidence(containerd.config_path, f"{name}: SystemdCgroup = true"))
     return found
 
 
@@ -130,7 +132,10 @@ def _legacy_injection(facts: NodeFacts) -> Evidence | None:
     if mode == "auto" and version is not None and version < JIT_CDI_VERSION:
         shown = ".".join(map(str, version))
         return Evidence("toolkit", f"{shown} resolves mode auto to legacy")
-    gpus_flag = facts.docker.installed and "nvidia-container-runtime-hook" in facts.toolkit.binaries
+    gpus_flag = (
+        facts.engine(Runtime.DOCKER).installed
+        and "nvidia-container-runtime-hook" in facts.toolkit.binaries
+    )
     if gpus_flag and mode in ("auto", "legacy"):
         return Evidence("docker --gpus", "injects devices through nvidia-container-runtime-hook")
     return None
@@ -153,7 +158,7 @@ def char_symlinks_missing(facts: NodeFacts) -> Result:
     """systemd cgroups + legacy injection + no `/dev/char` links = NVML Unknown Error later."""
     systemd = _systemd_cgroups(facts)
     # an engine config only root can read may ask for the systemd driver: look on, unsure
-    engines = (facts.docker, facts.containerd)
+    engines = (facts.engine(Runtime.DOCKER), facts.engine(Runtime.CONTAINERD))
     unread = [e.root_only or e.config_path for e in engines if e.installed and e.needs_root]
     if not systemd and not unread:
         return ok("no engine uses the systemd cgroup driver")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctk.doctor.checks.engines import (
+from ctk.doctor.checks.engine_config import (
     configure_fix,
     docker_cgroup_driver,
     engine_not_installed,
@@ -36,7 +36,7 @@ from ctk.runtime_config.engines import Runtime
 )
 def daemon_json_invalid(facts: NodeFacts) -> Result:
     """Trailing commas and friends: dockerd will not start."""
-    docker = facts.docker
+    docker = facts.engine(Runtime.DOCKER)
     blocked = engine_not_installed(docker)
     if blocked is not None and docker.error is None:
         return blocked
@@ -89,22 +89,23 @@ def docker_snap(facts: NodeFacts) -> Result:
 )
 def docker_runtime(facts: NodeFacts) -> Result:
     """`unknown or invalid runtime name: nvidia` / `could not select device driver ""`."""
-    blocked = engine_not_installed(facts.docker)
+    docker = facts.engine(Runtime.DOCKER)
+    blocked = engine_not_installed(docker)
     if blocked is not None:
         return blocked
-    runtime, evidence = nvidia_runtime_entry(facts.docker)
+    runtime, evidence = nvidia_runtime_entry(docker)
     if runtime is not None:
-        default = facts.docker.default_runtime or "runc"
+        default = docker.default_runtime or "runc"
         return ok(f"nvidia runtime configured (default runtime {default})", *evidence)
-    missing = runtime_binary_missing(facts.docker, "sudo systemctl restart docker")
+    missing = runtime_binary_missing(docker, "sudo systemctl restart docker")
     if missing is not None:
         return missing
-    if facts.docker.cdi_enabled:
+    if docker.cdi_enabled:
         # CDI-only Docker (25+): `--device nvidia.com/gpu=...` needs no nvidia runtime; the spec
         # itself is cdi.spec-missing's business (Docker's CDI counts as a consumer there)
         return ok(
             "no nvidia runtime, but CDI is enabled: GPUs come with --device nvidia.com/gpu=...",
-            Evidence(facts.docker.config_path, "features.cdi = true"),
+            Evidence(docker.config_path, "features.cdi = true"),
         )
     return fail(
         "Docker has no usable nvidia runtime: `docker run --runtime=nvidia` fails with "
@@ -157,17 +158,18 @@ def _cdi_wanted(facts: NodeFacts) -> bool:
 )
 def docker_cdi(facts: NodeFacts) -> Result:
     """`--device nvidia.com/gpu=...` needs Docker 25+ with CDI switched on."""
-    blocked = engine_not_installed(facts.docker)
+    docker = facts.engine(Runtime.DOCKER)
+    blocked = engine_not_installed(docker)
     if blocked is not None:
         return blocked
     if not _cdi_wanted(facts):
         return ok("CDI is not required (toolkit mode is not cdi)")
-    if facts.docker.cdi_enabled:
+    if docker.cdi_enabled:
         return ok("CDI enabled in daemon.json")
     return warn(
         "the toolkit uses CDI but Docker's CDI support is off: `--device nvidia.com/gpu=...` "
         "fails with 'could not select device driver \"cdi\"'",
-        Evidence(facts.docker.config_path, "features.cdi not true"),
+        Evidence(docker.config_path, "features.cdi not true"),
         commands=("sudo systemctl restart docker",),
         fixes=(configure_fix("docker", enable_cdi=True),),
     )
@@ -184,12 +186,13 @@ def docker_cdi(facts: NodeFacts) -> Result:
 )
 def docker_cgroup(facts: NodeFacts) -> Result:
     """Reports the cgroup driver and cgroup version."""
-    blocked = engine_not_installed(facts.docker)
+    docker = facts.engine(Runtime.DOCKER)
+    blocked = engine_not_installed(docker)
     if blocked is not None:
         return blocked
     driver = docker_cgroup_driver(facts)
-    source = "exec-opts" if facts.docker.cgroup_driver else "default"
+    source = "exec-opts" if docker.cgroup_driver else "default"
     return ok(
         f"cgroup driver {driver} ({source}), cgroup v{facts.kernel.cgroup_version}",
-        Evidence(facts.docker.config_path, f"native.cgroupdriver={driver} ({source})"),
+        Evidence(docker.config_path, f"native.cgroupdriver={driver} ({source})"),
     )

@@ -17,13 +17,12 @@ from ctk.doctor.model import (
     unknown,
     warn,
 )
+from ctk.node import NvmlReturn
 
 PROC_VERSION = "/proc/driver/nvidia/version"
 OPERATOR_DOCS = (
     "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/troubleshooting.html"
 )
-NVML_DRIVER_NOT_LOADED = 9
-NVML_LIB_RM_MISMATCH = 18
 
 
 def driver_version_evidence(facts: NodeFacts) -> Evidence:
@@ -113,7 +112,7 @@ def secure_boot_blocked(facts: NodeFacts) -> Result:
 def not_loaded(facts: NodeFacts) -> Result:
     """No `/proc/driver/nvidia/version`: nothing above the driver can work."""
     kernel = facts.kernel
-    if kernel.driver_version is not None and nvml_error(facts) != NVML_DRIVER_NOT_LOADED:
+    if kernel.driver_version is not None and nvml_error(facts) != NvmlReturn.DRIVER_NOT_LOADED:
         flavour = "open" if kernel.open_module else "proprietary"
         count = "?" if isinstance(kernel.gpus, TimedOut) else len(kernel.gpus)
         return ok(
@@ -126,7 +125,7 @@ def not_loaded(facts: NodeFacts) -> Result:
         evidence.append(Evidence("/sys/bus/pci/devices", f"NVIDIA GPUs: {gpus}"))
     else:
         evidence.append(Evidence("/sys/bus/pci/devices", "no NVIDIA GPU found"))
-    if nvml_error(facts) == NVML_DRIVER_NOT_LOADED:
+    if nvml_error(facts) == NvmlReturn.DRIVER_NOT_LOADED:
         evidence.append(Evidence("NVML", "nvmlInit: Driver Not Loaded (9)"))
     summary = "no NVIDIA kernel module is loaded"
     commands = ["sudo modprobe nvidia", "sudo dmesg | grep -iE 'nvrm|nvidia'"]
@@ -173,13 +172,13 @@ def library_mismatch(facts: NodeFacts) -> Result:
     module = facts.kernel.driver_version or ""
     libraries = _library_versions(facts)
     mismatched = {path: v for path, v in libraries.items() if v != module}
-    if not mismatched and nvml_error(facts) != NVML_LIB_RM_MISMATCH:
+    if not mismatched and nvml_error(facts) != NvmlReturn.LIB_RM_VERSION_MISMATCH:
         if not libraries:
             return skip("no driver library found to compare (see lib.*)")
         return ok(f"kernel module and libraries are {module}", driver_version_evidence(facts))
     evidence = [driver_version_evidence(facts)]
     evidence += [Evidence(path, f"version {v}") for path, v in sorted(mismatched.items())]
-    if nvml_error(facts) == NVML_LIB_RM_MISMATCH:
+    if nvml_error(facts) == NvmlReturn.LIB_RM_VERSION_MISMATCH:
         evidence.append(Evidence("NVML", "nvmlInit: RM has detected an NVML/RM version mismatch"))
     installed = ", ".join(sorted(set(mismatched.values()))) or "another version"
     return fail(

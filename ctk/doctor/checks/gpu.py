@@ -16,15 +16,13 @@ from ctk.doctor.model import (
     unknown,
     warn,
 )
-from ctk.node import GpuHealth
+from ctk.node import GpuHealth, NvmlReturn
 
 STUCK_STATES = {"Z": "zombie", "D": "uninterruptible sleep"}
 ORPHAN_MIN_BYTES = 2 << 30
 ORPHAN_FRACTION = 0.05
 
 
-NVML_GPU_IS_LOST = 15
-NVML_UNKNOWN_ERROR = 999
 XID_DOCS = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
 
 
@@ -51,13 +49,13 @@ def gpu_lost(facts: NodeFacts) -> Result:
         return unknown(f"NVML facts unavailable: {nvml.reason}")
     code = nvml.error_code
     on_host = facts.where is Where.HOST
-    if code == NVML_UNKNOWN_ERROR and not on_host:
+    if code == NvmlReturn.UNKNOWN and not on_host:
         return skip("Unknown Error inside a container: see container.nvml-unknown-error")
-    if code not in (NVML_GPU_IS_LOST, NVML_UNKNOWN_ERROR):
+    if code not in (NvmlReturn.GPU_IS_LOST, NvmlReturn.UNKNOWN):
         if code is not None:
             return skip(f"NVML did not initialise ({nvml.error}): see the driver and lib checks")
         return ok(f"NVML reaches {len(nvml.gpus)} GPU(s)")
-    what = "GPU is lost" if code == NVML_GPU_IS_LOST else "Unknown Error"
+    what = "GPU is lost" if code == NvmlReturn.GPU_IS_LOST else "Unknown Error"
     return fail(
         f"NVML fails with '{what}' ({code}) although the driver is loaded: a GPU "
         "fell off the bus or the driver lost it; GPU containers cannot start",

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from ctk.doctor.checks.container import gpu_nodes
 from ctk.doctor.checks.driver import visible_devices
-from ctk.doctor.checks.engines import configure_fix, nvidia_runtime_entry
+from ctk.doctor.checks.engine_config import configure_fix, nvidia_runtime_entry
 from ctk.doctor.checks.mig import kube
 from ctk.doctor.facts import EngineFacts, NodeFacts
 from ctk.doctor.fixes import SetToolkitConfig
@@ -23,6 +23,7 @@ from ctk.doctor.model import (
     unknown,
     warn,
 )
+from ctk.runtime_config.engines import Runtime
 
 
 @check(
@@ -85,7 +86,11 @@ def runtimeclass_handler_missing(facts: NodeFacts) -> Result:
         return node
     if "nvidia" not in node.get("runtimeclass_handlers", ()):
         return skip("no RuntimeClass has handler nvidia")
-    engines = [e for e in (facts.containerd, facts.crio) if e.installed and not e.error]
+    engines = [
+        e
+        for e in (facts.engine(Runtime.CONTAINERD), facts.engine(Runtime.CRIO))
+        if e.installed and not e.error
+    ]
     if not engines:
         return skip("no containerd or CRI-O config to compare with")
     if any(nvidia_runtime_entry(engine)[0] is not None for engine in engines):

@@ -407,7 +407,7 @@ def unprivileged_envvar_accepted(facts: NodeFacts) -> Result:
     accepted = data.get("accept-nvidia-visible-devices-envvar-when-unprivileged", True)
     defaults = [
         engine
-        for engine in (facts.docker, facts.containerd, facts.crio)
+        for engine in facts.engines.values()
         if engine.installed and engine.default_runtime == "nvidia"
     ]
     if accepted is not True or not defaults:

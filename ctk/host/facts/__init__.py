@@ -2,9 +2,10 @@
 
 Everything is read through `HostRoot`, so `--root /host` diagnoses a host mounted elsewhere and
 fixture trees stand in for nodes in tests. Facts that cannot be files come from the real
-adapters: `os.stat` for device nodes, `os.statvfs` for `/dev/shm`, NVML through `ctk.host.nvml`.
+adapters: `ctk.host.devnodes` for device nodes, `os.statvfs` for `/dev/shm`, NVML through
+`ctk.host.nvml`.
 One module per layer: `kernel` (driver, device nodes, libraries, NVML, GPU processes),
-`engines` (toolkit, Docker, containerd, CRI-O, kubelet), `cdi`, `container`.
+`engine_configs` (toolkit, Docker, containerd, CRI-O, kubelet), `cdi`, `container`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import threading
 import time
 from collections.abc import Mapping
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -32,10 +34,8 @@ from ctk.doctor.facts import (
 from ctk.doctor.model import Where
 from ctk.host.facts.cdi import gather_cdi
 from ctk.host.facts.container import detect_where, gather_container, read_environ
-from ctk.host.facts.engines import (
-    gather_containerd,
-    gather_crio,
-    gather_docker,
+from ctk.host.facts.engine_configs import (
+    ENGINE_FACTS,
     gather_rootless_docker,
     gather_toolkit,
     kubelet_cgroup_driver,
@@ -58,7 +58,6 @@ from ctk.host.facts.kernel import (
 )
 from ctk.host.facts.kubernetes import gather_kubernetes
 from ctk.host.root import HostRoot
-from ctk.runtime_config.engines import ENGINES, Runtime
 
 PERSISTENCED_SOCKETS = ("/run/nvidia-persistenced/socket", "/var/run/nvidia-persistenced/socket")
 
@@ -105,19 +104,14 @@ def gather(
     libs = g.step("libraries", lambda: gather_libs(g, env if where is not Where.HOST else {}))
     toolkit = g.step("toolkit", lambda: gather_toolkit(g, env))
     binaries = {} if isinstance(toolkit, TimedOut) else toolkit.binaries
-    # daemon.json, not /etc/docker: containerd and podman nodes keep registry certificates in
-    # /etc/docker/certs.d without any Docker
-    daemon_json = str(ENGINES[Runtime.DOCKER].config_path)
-    docker_installed = bool({"docker", "dockerd"} & set(binaries)) or g.exists(daemon_json)
-    docker = g.step(
-        "docker", lambda: gather_docker(g, daemon_json, binaries, installed=docker_installed)
-    )
-    containerd = g.step("containerd", lambda: gather_containerd(g, binaries))
-    crio = g.step("crio", lambda: gather_crio(g, binaries))
+    engines = {
+        runtime: g.step(str(runtime), partial(read, g, binaries))
+        for runtime, read in ENGINE_FACTS.items()
+    }
     rootless = g.step("rootless docker", lambda: gather_rootless_docker(g, binaries))
     extra_dirs = tuple(
         directory
-        for engine in (docker, containerd)
+        for engine in engines.values()
         if not isinstance(engine, TimedOut)
         for directory in engine.cdi_spec_dirs
     )
@@ -171,11 +165,9 @@ def gather(
         cuda_table=table,
         cuda_need=need,
         toolkit=toolkit,
-        docker=docker,
+        engines=engines,
         docker_rootless=rootless,
         docker_snap=g.exists("/snap/bin/docker") or g.exists("/var/snap/docker"),
-        containerd=containerd,
-        crio=crio,
         cdi=cdi,
         container=container,
         gpu_processes=processes,

@@ -20,7 +20,12 @@ from ctk.doctor.facts import (
 )
 from ctk.errors import CtkError
 from ctk.host import files
-from ctk.host.devnodes import nvidia_nodes, read_char_links, read_mig_minors
+from ctk.host.devnodes import (
+    nvidia_nodes,
+    read_char_links,
+    read_gpu_information,
+    read_mig_minors,
+)
 from ctk.host.facts.gatherer import (
     DRIVER_VERSION,
     LIBRARY_DIRS,
@@ -34,7 +39,6 @@ from ctk.host.facts.gatherer import (
 from ctk.host.root import PathEscapeError
 from ctk.node import NvmlReturn
 from ctk.nvproc import (
-    parse_gpu_information,
     parse_key_values,
     parse_proc_devices,
 )
@@ -56,14 +60,18 @@ def _pci_gpus(g: Gatherer) -> tuple[PciGpu, ...]:
 
 
 def _proc_gpus(g: Gatherer) -> tuple[ProcGpu, ...]:
+    try:
+        found = read_gpu_information(g.root)
+    except CtkError:  # /proc/driver/nvidia/gpus cannot be listed: no GPU enumerated, as far as seen
+        return ()
     gpus = []
-    for info_path in g.glob("/proc/driver/nvidia/gpus/*/information"):
-        info = parse_gpu_information(g.text(info_path) or "")
-        if info.device_minor is None:
+    for gpu in found:
+        info = gpu.information
+        if info is None or info.device_minor is None:  # unreadable: the GPU's checks go without
             continue
         gpus.append(
             ProcGpu(
-                bdf=info.bus_location or info_path.split("/")[-2],
+                bdf=info.bus_location or gpu.container_path.split("/")[-2],
                 minor=info.device_minor,
                 uuid=info.uuid,
                 model=info.model,

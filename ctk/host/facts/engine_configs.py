@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ctk import toml_compat as tomllib
 
@@ -290,6 +290,26 @@ def _drop_in_dir(runtime: Runtime) -> str:
     drop_in = ENGINES[runtime].drop_in_path
     assert drop_in is not None  # containerd and CRI-O have one
     return str(drop_in.parent)
+
+
+def gather_system_docker(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts:
+    """The system Docker daemon's daemon.json."""
+    path = str(ENGINES[Runtime.DOCKER].config_path)
+    # daemon.json, not /etc/docker: containerd and podman nodes keep registry certificates in
+    # /etc/docker/certs.d without any Docker
+    installed = bool({"docker", "dockerd"} & set(binaries)) or g.exists(path)
+    return gather_docker(g, path, binaries, installed=installed)
+
+
+EngineFactsReader = Callable[[Gatherer, Mapping[str, str]], EngineFacts]
+"""Reads one engine's facts, given the binaries found (name -> path)."""
+
+ENGINE_FACTS: Final[Mapping[Runtime, EngineFactsReader]] = {
+    Runtime.DOCKER: gather_system_docker,
+    Runtime.CONTAINERD: gather_containerd,
+    Runtime.CRIO: gather_crio,
+}
+"""How the doctor reads each engine's config; a new `Runtime` is one entry (a test looks)."""
 
 
 def gather_rootless_docker(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts | None:

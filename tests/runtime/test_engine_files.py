@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ctk.cli.app import main
-from ctk.host.engines import ContainerdFiles, containerd_imports, crio_drop_ins
+from ctk.host.engine_files import ContainerdFiles, containerd_imports, crio_drop_ins
 
 CRI = '[plugins."io.containerd.grpc.v1.cri"]\n'
 

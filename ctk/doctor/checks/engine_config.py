@@ -60,8 +60,9 @@ def runtime_binary_missing(engine: EngineFacts, restart: str) -> Result | None:
 
 def docker_cgroup_driver(facts: NodeFacts) -> str:
     """Docker's cgroup driver: `exec-opts`, else systemd on cgroup v2 + systemd, else cgroupfs."""
-    if facts.docker.cgroup_driver:
-        return facts.docker.cgroup_driver
+    configured = facts.engine(Runtime.DOCKER).cgroup_driver
+    if configured:
+        return configured
     if facts.kernel.cgroup_version == 2 and facts.kernel.systemd_init:
         return "systemd"
     return "cgroupfs"
