@@ -226,16 +226,16 @@ def _judge(
 def doctor_case(bin_dir: Path, tmp: Path, stack: contextlib.ExitStack) -> Case:
     """`ctk doctor` on the doctor tests' healthy node, built as those tests build it."""
     case = Case("ctk doctor (healthy fixture node)", [], note="issue 5: under 1 s", limit_s=1.0)
-    if not (REPO / "tests/doctor/nodes.py").exists():
-        case.unavailable = "tests/doctor/nodes.py (the doctor fixture builder) is not here yet"
+    if not (REPO / "tests/nodes.py").exists():
+        case.unavailable = "tests/nodes.py (the fixture node loader) is not here"
         return case
     try:
         sys.path.insert(0, str(REPO))
-        from tests.doctor.nodes import materialise  # type: ignore[import-not-found]
         from tests.fake_nvml import TOPOLOGY_ENV, build_library  # type: ignore[import-not-found]
+        from tests.nodes import materialised  # type: ignore[import-not-found]
 
         library = build_library(tmp / "fake-nvml")
-        node = stack.enter_context(materialise("healthy", tmp / "doctor", library))
+        node = stack.enter_context(materialised("healthy", tmp / "doctor", library))
     except Exception as exc:  # another helper's code: report, do not crash the suite
         case.unavailable = short(f"cannot build the healthy node: {type(exc).__name__}: {exc}")
         return case

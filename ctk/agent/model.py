@@ -244,6 +244,7 @@ class State:
     driver: str | None = None  # the driver version the spec was built for
     hook: bool = False  # the agent installed the native hook (uninstall removes it)
     runtime_path: str | None = None  # the binary the nvidia handler was configured with
+    template: str | None = None  # digest of the k3s/RKE2 template the engine was restarted for
     created: tuple[str, ...] = ()  # files of its own in the agent's file system (outlets, ready)
 
 
@@ -301,6 +302,7 @@ def dump_state(state: State) -> str:
         "driver": state.driver,
         "hook": state.hook,
         "runtime_path": state.runtime_path,
+        "template": state.template,
         "created": list(state.created),
     }
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
@@ -334,6 +336,7 @@ def load_state(name: str, text: str | None) -> State:
             driver=_opt_str(data.get("driver")),
             hook=bool(data.get("hook", False)),
             runtime_path=_opt_str(data.get("runtime_path")),
+            template=_opt_str(data.get("template")),
             created=tuple(str(p) for p in data.get("created", [])),
         )
     except (ValueError, TypeError, KeyError, AttributeError) as exc:

@@ -72,6 +72,13 @@ CONFIGURE = typer.Option(
     help="Edit the engine's config. Off where the distribution renders it from a template "
     "(k3s, RKE2): the agent then only checks that the live engine has the nvidia runtime.",
 )
+TEMPLATE = _opt(
+    None,
+    "--template",
+    "With --no-configure: the template the distribution renders its config from (k3s/RKE2 "
+    "config.toml.tmpl, on the host); the engine is restarted once when it is new or changed "
+    "and the live engine lacks the nvidia runtime.",
+)
 RUNTIME_PATH = _opt(
     None,
     "--runtime-path",
@@ -112,6 +119,7 @@ def agent(
     drop_in: str | None = DROP_IN,
     restart_unit: str | None = RESTART_UNIT,
     configure: bool = CONFIGURE,
+    template: str | None = TEMPLATE,
     enable_cdi: bool = ENABLE_CDI,
     runtime_path: str | None = RUNTIME_PATH,
     host_exec: str | None = HOST_EXEC,
@@ -155,6 +163,7 @@ def agent(
             drop_in=str(_host_path("--drop-in", drop_in)) if drop_in else None,
             unit=host_agent.pick_unit(host, restart_unit, chosen),
             configure=configure,
+            template=_host_path("--template", template) if template else None,
             runtime_path=runtime_path,
             driver_root=_host_path("--driver-root", driver_root),
             run=host_agent.host_runner(host.root, host_exec),

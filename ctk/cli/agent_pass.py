@@ -51,6 +51,7 @@ class Agent:
     drop_in: str | None = None  # ctk's drop-in on the host (None: the engine's own)
     unit: str  # the systemd unit that runs the engine
     configure: bool = True  # False: the distribution owns the config (k3s/RKE2 templates)
+    template: PurePosixPath | None = None  # the template it renders the config from (host)
     driver_root: PurePosixPath  # on the host
     run: host_agent.Runner
     ready_file: Path | None = None  # in the agent's own file system (a pod's mount)
@@ -197,6 +198,39 @@ def _restart(agent: Agent, state: State, *, changed: bool, live: bool, removal: 
     return replace(state, restart_pending=False, engine_restarts=state.engine_restarts + 1)
 
 
+def _from_template(agent: Agent, state: State) -> tuple[State, bool, int | None]:
+    """k3s/RKE2 (--no-configure): their engine lacks the nvidia runtime. It renders its config
+    from ``--template`` at start: with --restart-mode systemd, restart it once for each new
+    version of the template (never again for the same one, so a template that does not help
+    cannot cause a restart loop); otherwise say which restart it needs."""
+    target = agent.host.path(str(agent.template)) if agent.template else None
+    current = host_agent.file_digest(target) if target is not None else None
+    if (
+        current is not None
+        and current != state.template
+        and agent.restart_mode is RestartMode.SYSTEMD
+    ):
+        # Kept before the restart: an agent killed by it (its pod's engine restarts) must not
+        # restart again for the same template.
+        state = replace(state, template=current)
+        host_agent.write_state(agent.host, state)
+        before = state.engine_restarts
+        try:
+            state = _restart(agent, state, changed=True, live=False, removal=False)
+        except CtkError as exc:
+            agent.say(f"error: {exc.message}" + (f" (hint: {exc.hint})" if exc.hint else ""))
+        if state.engine_restarts != before:
+            live, pid = _live_nvidia(agent, state, trust_files=True)
+            if live:
+                return state, live, pid
+    agent.say(
+        f"not ready: {agent.runtime} has no nvidia runtime, and its config "
+        f"{_config(agent)} is the distribution's (--no-configure): it adds the runtime "
+        f"from its template at start (systemctl restart {agent.unit})"
+    )
+    return state, False, None
+
+
 def _hook(agent: Agent, state: State) -> State:
     """Step 5: the native hook on the host where `ctk install --root` puts it, when missing or
     different (the hook only: the units would name a ctk that lives in the agent's image)."""
@@ -308,6 +342,7 @@ def reconcile(agent: Agent, state: State) -> PassResult:
     state = replace(state, runtime=agent.runtime)
     changed = restarted = False
     engine_ok = True
+    restarts = state.engine_restarts
     try:  # a config the planner refuses, a failed restart: said, and the loop goes on
         live_before, _ = _live_nvidia(agent, state, trust_files=not state.restart_pending)
         if agent.configure:
@@ -326,11 +361,9 @@ def reconcile(agent: Agent, state: State) -> PassResult:
     if live and pid is not None:
         state = replace(state, ready_pid=pid)
     if not live and not agent.configure:
-        agent.say(
-            f"not ready: {agent.runtime} has no nvidia runtime, and its config "
-            f"{_config(agent)} is the distribution's (--no-configure): it adds the runtime "
-            f"from its template at start (systemctl restart {agent.unit})"
-        )
+        state, live, pid = _from_template(agent, state)
+        if live and pid is not None:
+            state = replace(state, ready_pid=pid)
     binary_ok = True
     if agent.configure:
         handler = _handler(agent)
@@ -340,7 +373,7 @@ def reconcile(agent: Agent, state: State) -> PassResult:
     ready = live and spec_ok and binary_ok
     state = _mark_ready(agent, state, ready)
     state = _outlets(agent, state, ready=ready, driver=driver)
-    if engine_ok and not changed and not restarted:
+    if engine_ok and not changed and state.engine_restarts == restarts:
         agent.say(f"pass: nothing changed; {'ready' if ready else 'not ready'}")
     return PassResult(state, ok=engine_ok and spec_ok, ready=ready)
 
@@ -350,7 +383,14 @@ def uninstall(agent: Agent, state: State) -> State:
     the engine's config (restarted if that changed it), then the CDI spec, then the hook the
     spec names, then the agent's own files."""
     changed = _revert_configs(agent, state)
-    state = replace(state, configs={}, record=None, ready_pid=None, runtime_path=None)
+    if state.template is not None and agent.template is not None:
+        # k3s/RKE2: the engine was restarted for a template that is gone or changed since (the
+        # chart's uninstall removes its own): restart once more so the engine drops it.
+        current = host_agent.file_digest(agent.host.path(str(agent.template)))
+        changed = changed or current != state.template
+    state = replace(
+        state, configs={}, record=None, ready_pid=None, runtime_path=None, template=None
+    )
     state = _restart(agent, state, changed=changed, live=False, removal=True)
     if state.spec is not None and files.remove(agent.host.path(state.spec)):
         agent.say(f"removed {state.spec}")

@@ -42,7 +42,15 @@ pytestmark = pytest.mark.integration
 
 CRI = "io.containerd.grpc.v1.cri"
 TEMPLATE = REPO / "deploy/helm/ctk/files/containerd-config.toml.tmpl"
-SYSTEMCTL = '#!/bin/sh\necho "systemctl $*" >> /var/log/systemctl.log\n'
+# systemctl on the fake node: logs what it was asked; a "restart" of k3s/RKE2 renders their
+# config from the template (the test renders it beforehand with Go, into RENDERED).
+SYSTEMCTL = """#!/bin/sh
+echo "systemctl $*" >> /var/log/systemctl.log
+if [ -f {template} ] && [ -f {rendered} ]; then cat {rendered} > {config}
+elif [ -f {base} ]; then cat {base} > {config}; fi
+"""
+RENDERED = "/var/lib/test-k3s/rendered.toml"  # k3s's render with the chart's template
+BASE_ONLY = "/var/lib/test-k3s/base.toml"  # ... without a template
 NCR = '#!/bin/sh\nexec runc "$@"\n'
 
 # A node's own containerd config before any GPU tooling (the v2 layout every preset uses).
@@ -137,6 +145,7 @@ class Preset:
     extra: dict[str, Any] = field(default_factory=dict)  # runtimes k3s detected itself
     toolkit: bool = False  # the node has nvidia-container-runtime
     rendered: bool = True  # k3s/RKE2 restarted since the template was put in place
+    restart_renders: bool = True  # ... and a restart renders it (False: it does not help)
     not_ready: str | None = None  # the agent's reason, when the node must not be ready
 
 
@@ -181,21 +190,50 @@ PRESETS = {
         template="/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl",
         units=("k3s-agent",),
     ),
-    "k3s-agent-before-its-restart": Preset(
+    "k3s-agent-fresh-install": Preset(
         {"distribution": "k3s"},
         "/var/lib/rancher/k3s/agent/etc/containerd/config.toml",
         "/var/lib/rancher/k3s/data/current/bin",
         "/run/k3s/containerd/containerd.sock",
         None,
-        [],
-        "",
+        ["systemctl restart k3s-agent"],
+        "runc",
         template="/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl",
         units=("k3s-agent",),
+        rendered=False,
+    ),
+    "k3s-restart-mode-none": Preset(
+        {"distribution": "k3s", "restartMode": "none"},
+        "/var/lib/rancher/k3s/agent/etc/containerd/config.toml",
+        "/var/lib/rancher/k3s/data/current/bin",
+        "/run/k3s/containerd/containerd.sock",
+        None,
+        [],  # the operator restarts k3s
+        "",
+        template="/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl",
+        units=("k3s",),
         rendered=False,
         not_ready="not ready: containerd has no nvidia runtime, and its config "
         "/var/lib/rancher/k3s/agent/etc/containerd/config.toml is the distribution's "
         "(--no-configure): it adds the runtime from its template at start "
-        "(systemctl restart k3s-agent)",
+        "(systemctl restart k3s)",
+    ),
+    "rke2-template-that-does-not-help": Preset(
+        {"distribution": "rke2"},
+        "/var/lib/rancher/rke2/agent/etc/containerd/config.toml",
+        "/var/lib/rancher/rke2/bin",
+        "/run/k3s/containerd/containerd.sock",
+        None,
+        ["systemctl restart rke2-agent"],  # once, never again for the same template
+        "",
+        template="/var/lib/rancher/rke2/agent/etc/containerd/config.toml.tmpl",
+        units=("rke2-agent",),
+        rendered=False,
+        restart_renders=False,
+        not_ready="not ready: containerd has no nvidia runtime, and its config "
+        "/var/lib/rancher/rke2/agent/etc/containerd/config.toml is the distribution's "
+        "(--no-configure): it adds the runtime from its template at start "
+        "(systemctl restart rke2-agent)",
     ),
     "k3s-found-the-toolkit": Preset(
         {"distribution": "k3s"},
@@ -292,9 +330,15 @@ class Ran:
     host: Path
     env: dict[str, str]
     done: subprocess.CompletedProcess[str]
+    again: subprocess.CompletedProcess[str]  # a second pass: must restart nothing
     before: dict[str, str]  # the distribution's config files before the agent
     dump: subprocess.CompletedProcess[str]  # containerd config dump, in the host's root
     ready: bool
+    restarts: list[str]  # what systemctl was asked by the two passes
+    undo: subprocess.CompletedProcess[str]  # `ctk agent --uninstall`
+    undo_restarts: list[str]  # ... and by it
+    after: str  # the engine's config after it
+    configured: dict[str, str]  # the config and drop-in after the two passes
 
 
 def chart_env(values: dict[str, str]) -> dict[str, str]:
@@ -340,11 +384,18 @@ def run_preset(name: str, node_dir: Path, library: Path) -> Ran:
     # What the agent's host commands need in the host's root: a shell, env, containerd where the
     # distribution keeps it (and its libc), a logging systemctl.
     link(shutil.which("busybox") or "", host, "/bin/sh")
+    link(shutil.which("busybox") or "", host, "/bin/cat")
     link("/usr/bin/env", host, "/usr/bin/env")
     link("/lib64/ld-linux-x86-64.so.2", host, "/lib64/ld-linux-x86-64.so.2")
     link("/lib/x86_64-linux-gnu/libc.so.6", host, "/lib/x86_64-linux-gnu/libc.so.6")
     link(shutil.which("containerd") or "", host, f"{preset.bin_dir}/containerd")
-    write(host, "/usr/bin/systemctl", SYSTEMCTL, 0o755)
+    systemctl = SYSTEMCTL.format(
+        template=preset.template or "/nonexistent",
+        rendered=RENDERED,
+        base=BASE_ONLY,
+        config=preset.config,
+    )
+    write(host, "/usr/bin/systemctl", systemctl, 0o755)
     (host / "var/log").mkdir(parents=True, exist_ok=True)
     for unit in preset.units:
         write(host, f"/etc/systemd/system/{unit}.service", "[Service]\n")
@@ -359,8 +410,15 @@ def run_preset(name: str, node_dir: Path, library: Path) -> Ran:
         # The init container: `cp -n` the chart's template into place.
         write(host, preset.template, template)
         # k3s/RKE2 render it at their next start; before that, config.toml is their base alone.
-        source = template if preset.rendered else '{{ template "base" . }}'
-        write(host, preset.config, go_render(source, preset.extra, tmp))
+        rendered = go_render(template, preset.extra, tmp)
+        if preset.rendered:
+            write(host, preset.config, rendered)
+        else:
+            base_only = go_render('{{ template "base" . }}', preset.extra, tmp)
+            write(host, preset.config, base_only)
+            write(host, BASE_ONLY, base_only)
+            if preset.restart_renders:
+                write(host, RENDERED, rendered)
     else:
         write(host, preset.config, BASE.format(snapshotter=preset.snapshotter))
     before = {
@@ -380,34 +438,67 @@ def run_preset(name: str, node_dir: Path, library: Path) -> Ran:
         agent_env[key] = value.replace("chroot /host ", f"chroot {host} ")
     agent_env["CTK_AGENT_HOST_ROOT"] = str(host)
     agent_env["CTK_AGENT_READY_FILE"] = str(ready)
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "ctk.cli.app", "agent", "--once"],
+    log = host / "var/log/systemctl.log"
+
+    def agent(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "ctk.cli.app", "agent", *args],
             capture_output=True,
             text=True,
             env=agent_env,
             timeout=300,
             check=False,
         )
+
+    try:
+        done = agent("--once")
+        again = agent("--once")  # a new pod on the same node
+        restarts = log.read_text().splitlines() if log.exists() else []
+        dump = subprocess.run(
+            [
+                "chroot",
+                str(host),
+                f"{preset.bin_dir}/containerd",
+                "--config",
+                preset.config,
+                "config",
+                "dump",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        is_ready = ready.exists()
+        configured = {
+            name: (host / name.lstrip("/")).read_text()
+            for name in (preset.config, preset.drop_in)
+            if name is not None and (host / name.lstrip("/")).exists()
+        }
+        # helm uninstall: the chart's template goes first while it is the chart's, then the agent.
+        if preset.template is not None:
+            (host / preset.template.lstrip("/")).unlink()
+        undo = agent("--uninstall")
     finally:
         stop.set()
         server.close()
-    dump = subprocess.run(
-        [
-            "chroot",
-            str(host),
-            f"{preset.bin_dir}/containerd",
-            "--config",
-            preset.config,
-            "config",
-            "dump",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
+    undo_restarts = log.read_text().splitlines()[len(restarts) :] if log.exists() else []
+    after = (host / preset.config.lstrip("/")).read_text()
+    return Ran(
+        preset,
+        host,
+        env,
+        done,
+        again,
+        before,
+        dump,
+        is_ready,
+        restarts,
+        undo,
+        undo_restarts,
+        after,
+        configured,
     )
-    return Ran(preset, host, env, done, before, dump, ready.exists())
 
 
 @pytest.fixture(scope="module", params=sorted(PRESETS))
@@ -425,14 +516,18 @@ def ran(
 
 def test_the_agent_passes_and_is_ready(ran: Ran) -> None:
     assert ran.done.returncode == 0, ran.done.stderr
-    log = ran.host / "var/log/systemctl.log"
-    restarts = log.read_text().splitlines() if log.exists() else []
-    assert restarts == ran.preset.restart
+    assert ran.again.returncode == 0, ran.again.stderr
+    assert ran.restarts == ran.preset.restart
     if ran.preset.not_ready is None:
         assert ran.ready, ran.done.stderr
     else:
         assert not ran.ready
-        assert f"\n{ran.preset.not_ready}\n" in ran.done.stderr
+        assert ran.preset.not_ready in ran.done.stderr.splitlines()
+        # the second pass restarts nothing for the same template: no restart loop
+        assert ran.again.stderr.splitlines() == [
+            ran.preset.not_ready,
+            "pass: nothing changed; not ready",
+        ]
 
 
 def test_the_chart_tells_the_agent_where_the_engine_is(ran: Ran) -> None:
@@ -445,6 +540,7 @@ def test_the_chart_tells_the_agent_where_the_engine_is(ran: Ran) -> None:
     assert env["CTK_AGENT_SOCKET"] == ran.preset.socket
     assert env.get("CTK_AGENT_DROP_IN") == ran.preset.drop_in
     assert env.get("CTK_AGENT_CONFIGURE") == (None if ran.preset.drop_in else "false")
+    assert env.get("CTK_AGENT_TEMPLATE") == ran.preset.template
     assert env["CTK_AGENT_HOST_EXEC"].startswith(
         f"chroot /host /usr/bin/env PATH={ran.preset.bin_dir}:"
     )
@@ -452,9 +548,12 @@ def test_the_chart_tells_the_agent_where_the_engine_is(ran: Ran) -> None:
 
 def test_the_agent_writes_the_right_files(ran: Ran) -> None:
     host, preset = ran.host, ran.preset
-    config = (host / preset.config.lstrip("/")).read_text()
-    if preset.drop_in is None:  # k3s/RKE2: their files are left as they rendered them
-        assert config == ran.before[preset.config.lstrip("/")]
+    config = ran.configured[preset.config]
+    if preset.drop_in is None:  # k3s/RKE2: the agent writes none of their files
+        if not ran.restarts or not preset.restart_renders:
+            assert config == ran.before[preset.config.lstrip("/")]
+        else:  # the restart rendered the template
+            assert config == (host / RENDERED.lstrip("/")).read_text()
         assert list(host.rglob("99-nvidia.toml")) == []
         return
     main = toml_loads(config)
@@ -462,7 +561,7 @@ def test_the_agent_writes_the_right_files(ran: Ran) -> None:
     # Everything else in the distribution's file is kept, byte for byte.
     kept = ran.before[preset.config.lstrip("/")]
     assert config.replace(f'imports = ["{preset.drop_in}"]\n', "") == kept
-    drop_in = toml_loads((host / preset.drop_in.lstrip("/")).read_text())
+    drop_in = toml_loads(ran.configured[preset.drop_in])
     cri = drop_in["plugins"][CRI]
     cdi = ran.env["CTK_AGENT_ENABLE_CDI"] == "true"
     assert cri.get("enable_cdi") is (True if cdi else None)
@@ -515,7 +614,7 @@ def test_uninstall_removes_the_charts_template_only_while_it_is_the_charts(
     )
     assert done.returncode == 0, done.stderr
     removed = "" if kept else f"removed {target}\n"
-    assert done.stdout == f"ctk agent --uninstall\n{removed}"
+    assert done.stdout == f"{removed}ctk agent --uninstall\n"
     assert (host / target.lstrip("/")).exists() is kept
 
 
@@ -565,3 +664,12 @@ def test_docker_preset_with_a_real_dockerd(
     )
     assert info.returncode == 0, info.stderr
     assert json.loads(info.stdout)["path"] == "/usr/bin/nvidia-container-runtime"
+
+
+def test_uninstall_puts_the_engine_config_back_and_restarts_as_often_as_install_did(
+    ran: Ran,
+) -> None:
+    assert ran.undo.returncode == 0, ran.undo.stderr
+    # k3s/RKE2: rendered again without the chart's template, when the agent had restarted for it
+    assert ran.after == ran.before[ran.preset.config.lstrip("/")]
+    assert ran.undo_restarts == ran.preset.restart

@@ -174,6 +174,11 @@ CDI dir and driver root are host paths, resolved by the agent under its host roo
 # k3s/RKE2 render config.toml from config.toml.tmpl at every start: the agent does not edit it.
 - name: CTK_AGENT_CONFIGURE
   value: "false"
+{{- if .Values.cdi.enabled }}
+# The chart's template (an init container puts it there): restart k3s/RKE2 once to render it.
+- name: CTK_AGENT_TEMPLATE
+  value: {{ $dist.template | quote }}
+{{- end }}
 {{- else }}
 - name: CTK_AGENT_DROP_IN
   value: {{ $dist.dropIn | quote }}
