@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from ctk.cli.app import main
-from tests.doctor.nodes import materialise
 from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
 from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
+from tests.nodes import materialised
 from tests.runners import main_as_nobody
 
 # A deadline no load reaches: under load the doctor's 5 s deadline passes before every step is
@@ -52,7 +52,7 @@ def healthy_as_nobody(
     if os.geteuid() != 0:
         pytest.skip("needs root to build the node and switch to user nobody")
     try:
-        with materialise(
+        with materialised(
             getattr(request, "param", "healthy"), tmp_path, fake_nvml_library
         ) as built:
             monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from ctk.cli.app import main
-from tests.doctor.nodes import Node, materialise
 from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
 from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
+from tests.nodes import FakeNode, materialised
 
 
 @pytest.fixture
@@ -20,9 +20,9 @@ def node(
     fake_nvml_library: Path,  # noqa: F811
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[Node]:
+) -> Iterator[FakeNode]:
     try:
-        with materialise(request.param, tmp_path, fake_nvml_library) as built:
+        with materialised(request.param, tmp_path, fake_nvml_library) as built:
             monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
             yield built
     except SkipNode as exc:
@@ -61,7 +61,7 @@ branch must be one the compat package lists)
 
 
 @pytest.mark.parametrize("node", ["container-old-driver"], indirect=True)
-def test_group_report_is_exact(node: Node, capsys: pytest.CaptureFixture[str]) -> None:
+def test_group_report_is_exact(node: FakeNode, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = doctor(capsys, "--root", str(node.root), "--group", "cuda")
     assert (code, out, err) == (1, CUDA_OLD_DRIVER.format(root=node.root), "")
 
@@ -109,7 +109,7 @@ first: driver.not-loaded.
 
 @pytest.mark.parametrize("node", ["no-driver"], indirect=True)
 def test_selected_checks_still_skip_behind_the_root_cause(
-    node: Node, capsys: pytest.CaptureFixture[str]
+    node: FakeNode, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, err = doctor(
         capsys,
@@ -125,7 +125,7 @@ def test_selected_checks_still_skip_behind_the_root_cause(
 
 @pytest.mark.parametrize("node", ["no-driver"], indirect=True)
 def test_a_60_column_terminal_reads_whole_words(
-    node: Node, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    node: FakeNode, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Prose wraps at the width under its label; commands and links stay whole."""
     monkeypatch.setenv("COLUMNS", "60")
@@ -137,7 +137,7 @@ def test_a_60_column_terminal_reads_whole_words(
 
 @pytest.mark.parametrize("node", ["healthy"], indirect=True)
 def test_ok_lines_only_with_verbose_and_phrased_as_states(
-    node: Node, capsys: pytest.CaptureFixture[str]
+    node: FakeNode, capsys: pytest.CaptureFixture[str]
 ) -> None:
     args = ("--root", str(node.root), "--check", "driver.secure-boot-blocked")
     quiet = doctor(capsys, *args)[1].splitlines()
@@ -153,7 +153,7 @@ def test_ok_lines_only_with_verbose_and_phrased_as_states(
 
 
 @pytest.mark.parametrize("node", ["systemd-legacy"], indirect=True)
-def test_warnings_fail_only_with_strict(node: Node, capsys: pytest.CaptureFixture[str]) -> None:
+def test_warnings_fail_only_with_strict(node: FakeNode, capsys: pytest.CaptureFixture[str]) -> None:
     assert doctor(capsys, "--root", str(node.root), "--json")[0] == 0
     code, out, _ = doctor(capsys, "--root", str(node.root), "--json", "--strict")
     assert (code, json.loads(out)["summary"]["exit_code"]) == (1, 1)
@@ -170,7 +170,7 @@ def test_warnings_fail_only_with_strict(node: Node, capsys: pytest.CaptureFixtur
     ],
 )
 def test_cuda_version_flag(
-    node: Node, flag: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+    node: FakeNode, flag: list[str], expected: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, _ = doctor(
         capsys, "--root", str(node.root), "--json", "--check", "cuda.driver-too-old", *flag
@@ -184,7 +184,7 @@ def test_cuda_version_flag(
 
 
 @pytest.mark.parametrize("node", ["healthy"], indirect=True)
-def test_image_env_file(node: Node, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_image_env_file(node: FakeNode, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     env = tmp_path / "image.env"
     env.write_text(
         "PATH=/usr/local/cuda/bin:/usr/bin\n"
@@ -284,7 +284,7 @@ def test_image_env_bad_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     ],
 )
 def test_malformed_image_requirement_is_unknown(
-    node: Node, env_text: str, summary: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    node: FakeNode, env_text: str, summary: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     env = tmp_path / "image.env"
     env.write_text(env_text)
@@ -318,7 +318,7 @@ def test_list_names_every_check_once(capsys: pytest.CaptureFixture[str]) -> None
 
 
 @pytest.mark.parametrize("node", ["debug-pod"], indirect=True)
-def test_debug_pod_points_to_the_host(node: Node, capsys: pytest.CaptureFixture[str]) -> None:
+def test_debug_pod_points_to_the_host(node: FakeNode, capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = doctor(capsys, "--root", str(node.root), "--group", "driver")
     assert out.splitlines()[:2] == [
         f"ctk doctor: pod, root {node.root}, root, ctk 0.1.0",
@@ -333,7 +333,7 @@ GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "expected" / "doctor
 
 
 @pytest.mark.parametrize("node", ["container-old-driver"], indirect=True)
-def test_json_document_is_exact(node: Node, capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_document_is_exact(node: FakeNode, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = doctor(capsys, "--root", str(node.root), "--json", "--group", "cuda")
     document = json.loads(out)
     timings = document.pop("timings")
@@ -352,7 +352,7 @@ def test_json_document_is_exact(node: Node, capsys: pytest.CaptureFixture[str]) 
 
 @pytest.mark.parametrize("node", ["ldconfig-usr-sbin"], indirect=True)
 def test_ldconfig_fix_names_the_ldconfig_that_exists(
-    node: Node, capsys: pytest.CaptureFixture[str]
+    node: FakeNode, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, _ = doctor(
         capsys, "--root", str(node.root), "--json", "--check", "toolkit.ldconfig-path"

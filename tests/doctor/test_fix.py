@@ -2,34 +2,23 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from ctk.cli.app import main
-from tests.doctor.nodes import materialise
-from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
-from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
+from tests.fake_nvml.fixtures import fake_node, fake_nvml_library  # noqa: F401  (pytest fixtures)
+from tests.nodes import FakeNode
 
 DAEMON_JSON = "etc/docker/daemon.json"
 
 
 @pytest.fixture
-def docker_node(
-    fake_nvml_library: Path,  # noqa: F811
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[Path]:
-    try:
-        with materialise("docker-no-runtime", tmp_path, fake_nvml_library) as node:
-            monkeypatch.setenv(TOPOLOGY_ENV, str(node.topology))
-            yield node.root
-    except SkipNode as exc:
-        pytest.skip(str(exc))
+def docker_node(fake_node: Callable[[str], FakeNode]) -> Path:  # noqa: F811
+    return fake_node("docker-no-runtime").root
 
 
 def test_fix_configures_docker_and_rechecks(
@@ -77,17 +66,8 @@ def test_fix_with_json_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> N
 
 
 @pytest.fixture
-def legacy_node(
-    fake_nvml_library: Path,  # noqa: F811
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[Path]:
-    try:
-        with materialise("systemd-legacy", tmp_path, fake_nvml_library) as node:
-            monkeypatch.setenv(TOPOLOGY_ENV, str(node.topology))
-            yield node.root
-    except SkipNode as exc:
-        pytest.skip(str(exc))
+def legacy_node(fake_node: Callable[[str], FakeNode]) -> Path:  # noqa: F811
+    return fake_node("systemd-legacy").root
 
 
 def test_fix_dev_char_links_under_root_point_inside_it(
@@ -128,17 +108,11 @@ def test_a_fix_that_does_not_take_fails_and_says_so(
 
 
 def test_no_fix_is_offered_for_an_unparseable_config(
-    fake_nvml_library: Path,  # noqa: F811
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    fake_node: Callable[[str], FakeNode],  # noqa: F811
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    try:
-        with materialise("containerd-config-invalid", tmp_path, fake_nvml_library) as node:
-            monkeypatch.setenv(TOPOLOGY_ENV, str(node.topology))
-            assert main(["doctor", "--root", str(node.root), "--fix", "--yes"]) == 1
-    except SkipNode as exc:
-        pytest.skip(str(exc))
+    root = fake_node("containerd-config-invalid").root
+    assert main(["doctor", "--root", str(root), "--fix", "--yes"]) == 1
     out = capsys.readouterr().out
     assert out.endswith(
         "Fix first: containerd.runtime-not-configured.\n"
@@ -146,71 +120,55 @@ def test_no_fix_is_offered_for_an_unparseable_config(
     )
 
 
-@contextlib.contextmanager
-def _node(
-    name: str, tmp_path: Path, library: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Path]:
-    try:
-        with materialise(name, tmp_path, library) as node:
-            monkeypatch.setenv(TOPOLOGY_ENV, str(node.topology))
-            yield node.root
-    except SkipNode as exc:
-        pytest.skip(str(exc))
-
-
 TOOLKIT_CONFIG = "etc/nvidia-container-runtime/config.toml"
 
 
 def test_fix_sets_a_key_of_a_parseable_toolkit_config(
-    fake_nvml_library: Path,  # noqa: F811
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    fake_node: Callable[[str], FakeNode],  # noqa: F811
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    with _node("ldconfig-real-on-rhel", tmp_path, fake_nvml_library, monkeypatch) as root:
-        config = root / TOOLKIT_CONFIG
-        assert main(["doctor", "--root", str(root), "--fix", "--yes"]) == 0
-        captured = capsys.readouterr()
-        command = (
-            "ctk config --in-place --set nvidia-container-cli.ldconfig=@/sbin/ldconfig "
-            f"--config={config}"
-        )
-        out = captured.out
-        assert out[out.index("ctk can fix these findings itself:") :] == (
-            "ctk can fix these findings itself:\n"
-            "  set nvidia-container-cli.ldconfig = @/sbin/ldconfig (toolkit.ldconfig-path)\n"
-            f"    {command}\n"
-            f"$ {command}\n"
-            "\nAfter the fixes:\n"
-            "  toolkit.ldconfig-path: fail -> ok  ldconfig @/sbin/ldconfig exists\n"
-        )
-        assert captured.err.endswith(f"wrote {config}\n")
-        assert config.read_text() == (
-            '[nvidia-container-cli]\nldconfig = "@/sbin/ldconfig"\n\n'
-            '[nvidia-container-runtime]\nmode = "cdi"\n'
-        )
+    root = fake_node("ldconfig-real-on-rhel").root
+    config = root / TOOLKIT_CONFIG
+    assert main(["doctor", "--root", str(root), "--fix", "--yes"]) == 0
+    captured = capsys.readouterr()
+    command = (
+        "ctk config --in-place --set nvidia-container-cli.ldconfig=@/sbin/ldconfig "
+        f"--config={config}"
+    )
+    out = captured.out
+    assert out[out.index("ctk can fix these findings itself:") :] == (
+        "ctk can fix these findings itself:\n"
+        "  set nvidia-container-cli.ldconfig = @/sbin/ldconfig (toolkit.ldconfig-path)\n"
+        f"    {command}\n"
+        f"$ {command}\n"
+        "\nAfter the fixes:\n"
+        "  toolkit.ldconfig-path: fail -> ok  ldconfig @/sbin/ldconfig exists\n"
+    )
+    assert captured.err.endswith(f"wrote {config}\n")
+    assert config.read_text() == (
+        '[nvidia-container-cli]\nldconfig = "@/sbin/ldconfig"\n\n'
+        '[nvidia-container-runtime]\nmode = "cdi"\n'
+    )
 
 
 def test_fix_refuses_to_replace_a_toolkit_config_that_does_not_parse(
-    fake_nvml_library: Path,  # noqa: F811
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    fake_node: Callable[[str], FakeNode],  # noqa: F811
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    with _node("toolkit-config-invalid", tmp_path, fake_nvml_library, monkeypatch) as root:
-        config = root / TOOLKIT_CONFIG
-        before = config.read_bytes()
-        assert main(["doctor", "--root", str(root), "--fix", "--yes"]) == 1
-        out = capsys.readouterr().out
-        assert out[out.index("ctk can fix these findings itself:") :] == (
-            "ctk can fix these findings itself:\n"
-            "  write a default /etc/nvidia-container-runtime/config.toml "
-            "(toolkit.config-invalid)\n"
-            "    (not applied by --fix: a default config would replace "
-            "/etc/nvidia-container-runtime/config.toml, which does not parse, and lose every "
-            "setting in it; fix the reported line, or run the command shown above yourself)\n"
-        )
-        assert config.read_bytes() == before
+    root = fake_node("toolkit-config-invalid").root
+    config = root / TOOLKIT_CONFIG
+    before = config.read_bytes()
+    assert main(["doctor", "--root", str(root), "--fix", "--yes"]) == 1
+    out = capsys.readouterr().out
+    assert out[out.index("ctk can fix these findings itself:") :] == (
+        "ctk can fix these findings itself:\n"
+        "  write a default /etc/nvidia-container-runtime/config.toml "
+        "(toolkit.config-invalid)\n"
+        "    (not applied by --fix: a default config would replace "
+        "/etc/nvidia-container-runtime/config.toml, which does not parse, and lose every "
+        "setting in it; fix the reported line, or run the command shown above yourself)\n"
+    )
+    assert config.read_bytes() == before
 
 
 def test_a_toolkit_setting_on_a_config_that_does_not_parse_is_refused(tmp_path: Path) -> None:

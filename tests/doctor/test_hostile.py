@@ -17,10 +17,10 @@ import pytest
 from ctk.cli.app import main
 from ctk.host.facts.gatherer import Gatherer
 from ctk.host.root import HostRoot
-from tests.doctor.nodes import Node, materialise
 from tests.doctor.test_robustness import FILES
 from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
 from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
+from tests.nodes import FakeNode, materialised
 
 DEADLINE_S = 6.0
 DEEP = 100_000
@@ -38,9 +38,9 @@ def healthy(
     fake_nvml_library: Path,  # noqa: F811
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[Node]:
+) -> Iterator[FakeNode]:
     try:
-        with materialise("healthy", tmp_path, fake_nvml_library) as built:
+        with materialised("healthy", tmp_path, fake_nvml_library) as built:
             monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
             yield built
     except SkipNode as exc:
@@ -72,7 +72,7 @@ def _doctor(root: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tupl
 
 @pytest.mark.parametrize("make", ["fifo", "zero"])
 def test_a_special_file_at_every_path(
-    make: str, healthy: Node, capsys: pytest.CaptureFixture[str]
+    make: str, healthy: FakeNode, capsys: pytest.CaptureFixture[str]
 ) -> None:
     for path in (*FILES, *EXTRA):
         _replace(healthy.root, path, make)
@@ -101,7 +101,7 @@ def test_a_special_file_at_every_path(
     ],
 )
 def test_deep_or_huge_content_gives_findings(
-    path: str, text: str, healthy: Node, capsys: pytest.CaptureFixture[str]
+    path: str, text: str, healthy: FakeNode, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _replace(healthy.root, path, text)
     code, elapsed = _doctor(healthy.root, capsys)

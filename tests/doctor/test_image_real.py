@@ -20,9 +20,9 @@ import pytest
 
 from ctk.cli.app import main
 from ctk.host.image_env import read_image_env
-from tests.doctor.nodes import Node, materialise
 from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
 from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
+from tests.nodes import FakeNode, materialised
 
 pytestmark = pytest.mark.integration
 REQUIRE = "cuda>=12.8 brand=tesla,driver>=470,driver<471"
@@ -76,9 +76,9 @@ def node(
     fake_nvml_library: Path,  # noqa: F811
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[Node]:
+) -> Iterator[FakeNode]:
     try:
-        with materialise("healthy", tmp_path / "node", fake_nvml_library) as built:
+        with materialised("healthy", tmp_path / "node", fake_nvml_library) as built:
             monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
             yield built
     except SkipNode as exc:
@@ -87,7 +87,7 @@ def node(
 
 def test_podman_image_through_doctor(
     podman_image: str,
-    node: Node,
+    node: FakeNode,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],

@@ -16,10 +16,10 @@ from ctk.cli.app import main
 from ctk.doctor import oci_image as oci
 from ctk.errors import CtkError, UsageError
 from ctk.host.image_env import read_image_env
-from tests.doctor.nodes import Node, materialise
 from tests.doctor.oci_builder import Layout, archive, tagged
 from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
 from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
+from tests.nodes import FakeNode, materialised
 
 AMD = ["PATH=/usr/bin", "NVIDIA_REQUIRE_CUDA=cuda>=12.8", "CUDA_VERSION=12.8.1"]
 ARM = ["NVIDIA_REQUIRE_CUDA=cuda>=12.4", "CUDA_VERSION=12.4.0"]
@@ -378,9 +378,9 @@ def node(
     fake_nvml_library: Path,  # noqa: F811
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[Node]:
+) -> Iterator[FakeNode]:
     try:
-        with materialise(request.param, tmp_path / "node", fake_nvml_library) as built:
+        with materialised(request.param, tmp_path / "node", fake_nvml_library) as built:
             monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
             yield built
     except SkipNode as exc:
@@ -388,7 +388,7 @@ def node(
 
 
 def cuda_finding(
-    capsys: pytest.CaptureFixture[str], node: Node, image: str
+    capsys: pytest.CaptureFixture[str], node: FakeNode, image: str
 ) -> tuple[int, str, str, str]:
     code = main(
         [
@@ -407,7 +407,7 @@ def cuda_finding(
     [("cuda>=12.8", "fail"), ("cuda>=11.0", "ok")],
 )
 def test_doctor_judges_an_oci_layout(
-    node: Node, require: str, status: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    node: FakeNode, require: str, status: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lay = Layout(tmp_path / "layout")
     lay.root.mkdir()
@@ -431,7 +431,7 @@ def test_doctor_judges_an_oci_layout(
 
 @pytest.mark.parametrize("node", ["healthy"], indirect=True)
 def test_no_engine_knows_the_image_is_unknown(
-    node: Node, engines: Path, capsys: pytest.CaptureFixture[str]
+    node: FakeNode, engines: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert cuda_finding(capsys, node, "nvidia/cuda:12.8.1") == (
         0,
@@ -444,7 +444,7 @@ def test_no_engine_knows_the_image_is_unknown(
 
 @pytest.mark.parametrize("node", ["healthy"], indirect=True)
 def test_doctor_judges_a_docker_image(
-    node: Node, engines: Path, capsys: pytest.CaptureFixture[str]
+    node: FakeNode, engines: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     inspect = engines.parent / "inspect.json"
     fake_engine(engines, "docker", known="cu", output=inspect, missing="Error: No such image")

@@ -22,14 +22,14 @@ from typing import Any
 import pytest
 
 from ctk.cli.app import main
-from tests.doctor.nodes import Node, materialise
 from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
 from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
+from tests.nodes import FakeNode, materialised
 
 TOKEN = "recorded-token"
 NODE = "gpu-node-1"
 NODE_OBJECT = {
-    "kind": "Node",
+    "kind": "FakeNode",
     "metadata": {"name": NODE, "labels": {"nvidia.com/mig.strategy": "single"}},
     "status": {
         "capacity": {"cpu": "64", "nvidia.com/gpu": "1", "nvidia.com/mig-3g.40gb": "1"},
@@ -132,9 +132,9 @@ def mig_node(
     fake_nvml_library: Path,  # noqa: F811
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[Node]:
+) -> Iterator[FakeNode]:
     try:
-        with materialise("a100-mig-mixed", tmp_path, fake_nvml_library) as built:
+        with materialised("a100-mig-mixed", tmp_path, fake_nvml_library) as built:
             monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
             yield built
     except SkipNode as exc:
@@ -142,7 +142,7 @@ def mig_node(
 
 
 def test_host_checks_run_on_the_api_servers_view(
-    mig_node: Node, api: Api, capsys: pytest.CaptureFixture[str]
+    mig_node: FakeNode, api: Api, capsys: pytest.CaptureFixture[str]
 ) -> None:
     api.objects.update(
         {
@@ -186,7 +186,7 @@ def test_host_checks_run_on_the_api_servers_view(
 
 
 def test_an_unreachable_api_makes_its_checks_unknown(
-    mig_node: Node, api: Api, capsys: pytest.CaptureFixture[str]
+    mig_node: FakeNode, api: Api, capsys: pytest.CaptureFixture[str]
 ) -> None:
     api.url = "https://127.0.0.1:1"  # nothing listens there
     _kubelet_conf(mig_node.root, api)
@@ -210,9 +210,9 @@ def pod(
     fake_nvml_library: Path,  # noqa: F811
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[Node]:
+) -> Iterator[FakeNode]:
     try:
-        with materialise("pod-unrequested", tmp_path, fake_nvml_library) as built:
+        with materialised("pod-unrequested", tmp_path, fake_nvml_library) as built:
             monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
             yield built
     except SkipNode as exc:
@@ -239,7 +239,7 @@ def pod(
 def test_a_pod_reads_its_own_resources(
     limits: dict[str, str],
     expected: tuple[str, str],
-    pod: Node,
+    pod: FakeNode,
     api: Api,
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -13,9 +13,9 @@ import pytest
 from ctk.cli.app import main
 from ctk.host.nvml import read_nvml, read_nvml_report
 from ctk.node import ComputeProcess, GpuHealth
-from tests.doctor.nodes import Node, materialise
 from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
 from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
+from tests.nodes import FakeNode, materialised
 
 H100_BYTES = 85520809984
 GIB = 1 << 30
@@ -27,9 +27,9 @@ def node(
     fake_nvml_library: Path,  # noqa: F811
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[Node]:
+) -> Iterator[FakeNode]:
     try:
-        with materialise(request.param, tmp_path, fake_nvml_library) as built:
+        with materialised(request.param, tmp_path, fake_nvml_library) as built:
             monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
             yield built
     except SkipNode as exc:
@@ -96,7 +96,7 @@ def node(
     ],
     indirect=["node"],
 )
-def test_report_health(node: Node, health: tuple[GpuHealth, ...]) -> None:
+def test_report_health(node: FakeNode, health: tuple[GpuHealth, ...]) -> None:
     """Whole per-GPU details; older topology files get the fake's defaults (a healthy GPU in
     persistence mode, idle)."""
     report = read_nvml_report(node.root)
@@ -142,7 +142,7 @@ HEALTHY: dict[str, Any] = {
     ],
     indirect=["node"],
 )
-def test_health_fields_come_from_nvml(node: Node, health: GpuHealth) -> None:
+def test_health_fields_come_from_nvml(node: FakeNode, health: GpuHealth) -> None:
     assert read_nvml_report(node.root).health[0] == health
 
 
@@ -215,7 +215,7 @@ library path.
     indirect=["node"],
 )
 def test_nvml_finding_is_exact(
-    node: Node, check: str, code: int, expected: str, capsys: pytest.CaptureFixture[str]
+    node: FakeNode, check: str, code: int, expected: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     exit_code = main(["doctor", "--root", str(node.root), "--check", check])
     captured = capsys.readouterr()
@@ -240,7 +240,7 @@ def test_nvml_finding_is_exact(
     indirect=["node"],
 )
 def test_forward_compat_follows_the_brand(
-    node: Node, last_note: str, capsys: pytest.CaptureFixture[str]
+    node: FakeNode, last_note: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     main(["doctor", "--json", "--root", str(node.root), "--check", "cuda.driver-too-old"])
     (found,) = json.loads(capsys.readouterr().out)["checks"]

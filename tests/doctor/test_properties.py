@@ -16,9 +16,9 @@ import yaml
 
 from ctk.cdi.generate import device_names
 from ctk.cli.app import main
-from tests.doctor.nodes import load_spec, materialise, scenario_names
 from tests.fake_nvml import TOPOLOGY_ENV, FakeNode, SkipNode
 from tests.fake_nvml.fixtures import fake_node, fake_nvml_library  # noqa: F401  (pytest fixtures)
+from tests.nodes import DOCTOR_NODES, load_spec, materialised, names
 
 SPEC_DIRS = ("etc/cdi", "var/run/cdi")
 HOOKS = ("/usr/bin/nvidia-cdi-hook", "/usr/bin/ctk-hook")
@@ -35,7 +35,7 @@ MUST_GENERATE = frozenset(
 def _host_nodes() -> list[str]:
     return [
         name
-        for name in scenario_names()
+        for name in names(DOCTOR_NODES)
         if name != "base" and "environ" not in load_spec(name) and "container" not in name
     ]
 
@@ -84,7 +84,7 @@ def test_generate_then_doctor_finds_the_spec_complete(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     try:
-        with materialise(node, tmp_path, fake_nvml_library) as built:
+        with materialised(node, tmp_path, fake_nvml_library) as built:
             monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
             spec = _generate(built.root, capsys)
             if spec is None:

@@ -18,9 +18,9 @@ from ctk.host.facts.engine_configs import gather_containerd
 from ctk.host.facts.gatherer import Gatherer
 from ctk.host.facts.kernel import gather_libs
 from ctk.host.root import HostRoot
-from tests.doctor.nodes import materialise
 from tests.fake_nvml import SkipNode
 from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
+from tests.nodes import materialised
 
 CRI = 'plugins."io.containerd.grpc.v1.cri"'
 
@@ -55,7 +55,7 @@ def test_containerd_agrees(
     if shutil.which("containerd") is None:
         pytest.skip("containerd is not installed")
     try:
-        with materialise(node, tmp_path, fake_nvml_library) as built:
+        with materialised(node, tmp_path, fake_nvml_library) as built:
             config = built.root / "etc/containerd/config.toml"
             seen = gather_containerd(Gatherer(HostRoot(built.root)), {"containerd": "/usr/bin"})
             expected = containerd_view_with(config, built.root)
@@ -87,7 +87,7 @@ def test_reads_the_cache_ldconfig_writes(
     if not Path(ldconfig).exists():
         pytest.skip("ldconfig is not installed")
     try:
-        with materialise("healthy", tmp_path, fake_nvml_library) as built:
+        with materialised("healthy", tmp_path, fake_nvml_library) as built:
             (built.root / "etc/ld.so.conf").write_text("/usr/lib/x86_64-linux-gnu\n")
             subprocess.run([ldconfig, "-r", str(built.root)], check=True, timeout=30)
             libs = gather_libs(Gatherer(HostRoot(built.root)), {})

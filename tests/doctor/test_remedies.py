@@ -18,10 +18,10 @@ import pytest
 
 from ctk.cli.app import main
 from ctk.cli.commands import build_app
-from tests.doctor.nodes import load_spec, materialise, scenario_names
 from tests.doctor.test_checks import CASES, run
 from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
 from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
+from tests.nodes import DOCTOR_NODES, load_spec, materialised, names
 
 PROGRAMS = frozenset(
     {
@@ -120,7 +120,7 @@ def _host(name: str) -> bool:
     return "environ" not in load_spec(name)
 
 
-@pytest.mark.parametrize("node", [n for n in scenario_names() if n != "base"])
+@pytest.mark.parametrize("node", [n for n in names(DOCTOR_NODES) if n != "base"])
 def test_every_remedy_command_runs_as_written(
     node: str,
     fake_nvml_library: Path,  # noqa: F811
@@ -129,7 +129,7 @@ def test_every_remedy_command_runs_as_written(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     try:
-        with materialise(node, tmp_path, fake_nvml_library) as built:
+        with materialised(node, tmp_path, fake_nvml_library) as built:
             monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
             main(["doctor", "--json", "--root", str(built.root)])
             ctk_installed = (built.root / "usr/bin/ctk").exists()

@@ -22,9 +22,9 @@ from ctk.doctor.model import REGISTRY, Status
 from ctk.doctor.run import diagnose
 from ctk.host.facts import gather
 from ctk.runtime_config.engines import Runtime
-from tests.doctor.nodes import Node, materialise
 from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
 from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
+from tests.nodes import FakeNode, materialised
 
 FILES = (
     "proc/driver/nvidia/version",
@@ -69,9 +69,9 @@ def healthy(
     fake_nvml_library: Path,  # noqa: F811
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[Node]:
+) -> Iterator[FakeNode]:
     try:
-        with materialise("healthy", tmp_path, fake_nvml_library) as built:
+        with materialised("healthy", tmp_path, fake_nvml_library) as built:
             monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
             yield built
     except SkipNode as exc:
@@ -79,7 +79,7 @@ def healthy(
 
 
 def test_a_fifo_proc_file_is_refused_at_once(
-    healthy: Node, capsys: pytest.CaptureFixture[str]
+    healthy: FakeNode, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A FIFO where the driver's `information` file should be is not a driver file: never read.
 

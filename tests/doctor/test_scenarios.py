@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from ctk.cli.app import main
-from tests.doctor.nodes import materialise, scenario_names
 from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
 from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
+from tests.nodes import DOCTOR_NODES, materialised, names
 
 
 def _json_error(text: str) -> str:
@@ -819,7 +819,7 @@ def test_scenario(  # noqa: PLR0917  (pytest passes parameters and fixtures by p
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     try:
-        with materialise(node, tmp_path, fake_nvml_library) as built:
+        with materialised(node, tmp_path, fake_nvml_library) as built:
             monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
             code, document = run_doctor(built.root, capsys)
     except SkipNode as exc:
@@ -868,7 +868,7 @@ def test_a_clash_blocks_spec_incomplete(  # noqa: PLR0917
 ) -> None:
     """What a same-directory clash drops is cdi.spec-conflict's finding, not a second one."""
     try:
-        with materialise(node, tmp_path, fake_nvml_library) as built:
+        with materialised(node, tmp_path, fake_nvml_library) as built:
             monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
             _, document = run_doctor(built.root, capsys, "--check", "cdi.spec-incomplete")
     except SkipNode as exc:
@@ -883,4 +883,4 @@ def test_a_clash_blocks_spec_incomplete(  # noqa: PLR0917
 
 def test_every_scenario_is_in_the_table() -> None:
     listed = {p.values[0] for p in SCENARIOS}
-    assert set(scenario_names()) - {"base"} == listed
+    assert set(names(DOCTOR_NODES)) - {"base"} == listed

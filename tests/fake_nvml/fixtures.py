@@ -5,12 +5,13 @@ from tests.fake_nvml.fixtures import fake_nvml_library, fake_node  # noqa: F401
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.fake_nvml import FakeNode, SkipNode, build_library, materialise
+from tests.fake_nvml import build_library
+from tests.nodes import FakeNode, SkipNode, materialise, release
 
 
 @pytest.fixture(scope="session")
@@ -25,16 +26,21 @@ def fake_nvml_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def fake_node(
     tmp_path: Path, fake_nvml_library: Path, monkeypatch: pytest.MonkeyPatch
-) -> Callable[[str], FakeNode]:
-    """Materialise a fixture node by name, with the fake NVML's environment set for this test."""
+) -> Iterator[Callable[[str], FakeNode]]:
+    """Materialise a fixture node by name (`tests.nodes`), with the fake NVML's environment set
+    for this test; released (its tmpfs unmounted) after it."""
+    made: list[FakeNode] = []
 
     def make(name: str) -> FakeNode:
         try:
             node = materialise(name, tmp_path / name, fake_nvml_library)
         except SkipNode as exc:
             pytest.skip(str(exc))
+        made.append(node)
         for key, value in node.env.items():
             monkeypatch.setenv(key, value)
         return node
 
-    return make
+    yield make
+    for node in made:
+        release(node)

@@ -11,19 +11,9 @@ import pytest
 from ctk.cli.app import main
 from ctk.node import Major, nvidia_majors
 from ctk.nvproc import parse_gpu_information, parse_proc_devices
+from tests.nodes import SkipNode, materialise, node_dir
 
-PROC_DEVICES = """\
-Character devices:
-  1 mem
-  4 tty
-195 nvidia-frontend
-509 nvidia-caps
-510 nvidia-uvm
-
-Block devices:
-  8 sd
- 17 nvidia-uvm
-"""
+PROC_DEVICES = (node_dir("system-two-gpus") / "proc/devices").read_text()
 GPU_INFO = (
     "Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 42\n"
     "Device Minor: \t {minor}\nBus Location: \t {bus}\n"
@@ -37,23 +27,16 @@ def node(path: Path, major: int, minor: int) -> None:
     os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
 
 
-def fake_root(tmp_path: Path, *, with_nodes: bool = True, proc_devices: str = PROC_DEVICES) -> Path:
-    """A driver root: /proc/devices, two GPUs in /proc/driver/nvidia, maybe /dev nodes."""
-    root = tmp_path / "root"
-    (root / "proc").mkdir(parents=True)
-    (root / "proc/devices").write_text(proc_devices)
-    for minor, bus in enumerate(("0000:01:00.0", "0000:41:00.0")):
-        info = root / "proc/driver/nvidia/gpus" / bus / "information"
-        info.parent.mkdir(parents=True)
-        info.write_text(GPU_INFO.format(minor=minor, bus=bus))
-    (root / "dev").mkdir()
-    node(root / "dev/null", 1, 3)
-    (root / "dev/nvidia-notes").write_text("not a node\n")
-    if with_nodes:
-        node(root / "dev/nvidia0", 195, 0)
-        node(root / "dev/nvidiactl", 195, 255)
-        node(root / "dev/nvidia-uvm", 510, 0)
-        node(root / "dev/nvidia-caps/nvidia-cap1", 509, 1)
+def fake_root(tmp_path: Path, *, with_nodes: bool = True, proc_devices: str | None = None) -> Path:
+    """The driver root `system-two-gpus` (tests/fixtures/roots) under ``tmp_path``: /proc/devices,
+    two GPUs in /proc/driver/nvidia, /dev with its NVIDIA nodes or (``with_nodes=False``) none."""
+    name = "system-two-gpus" if with_nodes else "system-two-gpus-no-nodes"
+    try:
+        root = materialise(name, tmp_path, None).root
+    except SkipNode as exc:
+        pytest.skip(str(exc))
+    if proc_devices is not None:
+        (root / "proc/devices").write_text(proc_devices)
     return root
 
 
