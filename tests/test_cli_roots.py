@@ -11,7 +11,7 @@ import pytest
 from ctk.cli.app import main
 from ctk.cli.commands import GROUPS, load_group
 
-ROOT_FLAGS = ("--root", "--driver-root", "--dev-root")
+ROOT_FLAGS = ("--root", "--driver-root", "--dev-root", "--host-root")
 NOT_CHECKED = {
     # the agent's --driver-root is a path inside --host-root, checked there (docs/agent.md)
     ("agent", "--driver-root"),
@@ -41,6 +41,7 @@ CASES = [
     pytest.param(f"{LINKS} --root {{root}}", "--driver-root", id="links-root"),
     pytest.param("runtime configure --dry-run --root {root}", None, id="configure"),
     pytest.param("runtime unconfigure --dry-run --root {root}", None, id="unconfigure"),
+    pytest.param("agent --once --host-root {root}", None, id="agent"),
 ]
 
 

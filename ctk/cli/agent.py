@@ -8,7 +8,7 @@ import sys
 import threading
 from pathlib import Path, PurePosixPath
 from types import FrameType
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -18,81 +18,115 @@ from ctk.errors import UsageError
 ENV = "CTK_AGENT_"
 
 
-def _opt(default: Any, flag: str, help_text: str) -> Any:
+def _opt(flag: str, help_text: str) -> Any:
+    """An option that also reads CTK_AGENT_<NAME> (DaemonSets pass settings as environment)."""
     env = ENV + flag.lstrip("-").replace("-", "_").upper()
-    return typer.Option(default, flag, envvar=env, help=help_text)
+    return typer.Option(flag, envvar=env, help=help_text)
 
 
-HOST_ROOT = _opt(Path("/"), "--host-root", "Where the host's / is mounted (a pod: /host).")
-RUNTIME = _opt(
-    RuntimeChoice.AUTO, "--runtime", "The engine to configure; auto: the one running on the host."
-)
-ONCE = _opt(False, "--once", "Run one pass and exit: 0 when the host's files are right, else 1.")
-INTERVAL = _opt(60.0, "--interval", "Seconds between passes (drift repair, spec refresh).")
-UNINSTALL = _opt(False, "--uninstall", "Revert what the agent wrote, then exit.")
-RESTART = _opt(
-    RestartMode.SYSTEMD,
-    "--restart-mode",
-    "How a changed config takes effect: systemd (systemctl restart in the host's root), "
-    "signal (dockerd only), none (report it).",
-)
-READY = _opt(None, "--ready-file", "A file that exists only while the node can run GPU containers.")
-PROM = _opt(None, "--prometheus-textfile", "Directory for ctk.prom (node-exporter's textfile).")
-NFD = _opt(None, "--nfd-features-dir", "node-feature-discovery's features.d directory.")
-CDI_DIR = _opt("/var/run/cdi", "--cdi-dir", "Where the CDI spec goes on the host.")
-DRIVER_ROOT = _opt("/", "--driver-root", "The driver's root on the host (/run/nvidia/driver).")
-CONFIG = _opt(
-    None,
-    "--config",
-    "The engine's main config on the host [default: the engine's own, e.g. "
-    "/etc/containerd/config.toml].",
-)
-SOCKET = _opt(
-    None,
-    "--socket",
-    "The engine's socket on the host [default: the engine's own, e.g. "
-    "/run/containerd/containerd.sock].",
-)
-DROP_IN = _opt(
-    None,
-    "--drop-in",
-    "ctk's drop-in on the host (containerd, CRI-O) [default: the engine's own, e.g. "
-    "/etc/containerd/conf.d/99-nvidia.toml].",
-)
-RESTART_UNIT = _opt(
-    None,
-    "--restart-unit",
-    "The systemd unit to restart; a comma-separated list picks the first the host has "
-    "(e.g. k3s,k3s-agent) [default: the engine's, e.g. containerd].",
-)
-CONFIGURE = typer.Option(
-    True,
-    "--configure/--no-configure",
-    envvar=ENV + "CONFIGURE",
-    help="Edit the engine's config. Off where the distribution renders it from a template "
-    "(k3s, RKE2): the agent then only checks that the live engine has the nvidia runtime.",
-)
-TEMPLATE = _opt(
-    None,
-    "--template",
-    "With --no-configure: the template the distribution renders its config from (k3s/RKE2 "
-    "config.toml.tmpl, on the host); the engine is restarted once when it is new or changed "
-    "and the live engine lacks the nvidia runtime.",
-)
-RUNTIME_PATH = _opt(
-    None,
-    "--runtime-path",
-    "The binary the engine's nvidia handler runs [default: nvidia-container-runtime where the "
-    "host has it; else, with --enable-cdi, plain runc].",
-)
-ENABLE_CDI = _opt(
-    False, "--enable-cdi", "Also enable CDI in the engine (containerd, CRI-O, Docker)."
-)
-HOST_EXEC = _opt(
-    None,
-    "--host-exec",
-    "Command line that runs a command in the host's root [default: chroot HOST_ROOT].",
-)
+HostRootOption = Annotated[
+    Path, _opt("--host-root", "Where the host's / is mounted (a pod: /host).")
+]
+RuntimeOption = Annotated[
+    RuntimeChoice, _opt("--runtime", "The engine to configure; auto: the one running on the host.")
+]
+OnceOption = Annotated[
+    bool, _opt("--once", "Run one pass and exit: 0 when the host's files are right, else 1.")
+]
+IntervalOption = Annotated[
+    float, _opt("--interval", "Seconds between passes (drift repair, spec refresh).")
+]
+UninstallOption = Annotated[bool, _opt("--uninstall", "Revert what the agent wrote, then exit.")]
+RestartOption = Annotated[
+    RestartMode,
+    _opt(
+        "--restart-mode",
+        "How a changed config takes effect: systemd (systemctl restart in the host's root), "
+        "signal (dockerd only), none (report it).",
+    ),
+]
+ReadyOption = Annotated[
+    Path | None,
+    _opt("--ready-file", "A file that exists only while the node can run GPU containers."),
+]
+PromOption = Annotated[
+    Path | None, _opt("--prometheus-textfile", "Directory for ctk.prom (node-exporter's textfile).")
+]
+NfdOption = Annotated[
+    Path | None, _opt("--nfd-features-dir", "node-feature-discovery's features.d directory.")
+]
+CdiDirOption = Annotated[str, _opt("--cdi-dir", "Where the CDI spec goes on the host.")]
+DriverRootOption = Annotated[
+    str, _opt("--driver-root", "The driver's root on the host (/run/nvidia/driver).")
+]
+ConfigOption = Annotated[
+    str | None,
+    _opt(
+        "--config",
+        "The engine's main config on the host [default: the engine's own, e.g. "
+        "/etc/containerd/config.toml].",
+    ),
+]
+SocketOption = Annotated[
+    str | None,
+    _opt(
+        "--socket",
+        "The engine's socket on the host [default: the engine's own, e.g. "
+        "/run/containerd/containerd.sock].",
+    ),
+]
+DropInOption = Annotated[
+    str | None,
+    _opt(
+        "--drop-in",
+        "ctk's drop-in on the host (containerd, CRI-O) [default: the engine's own, e.g. "
+        "/etc/containerd/conf.d/99-nvidia.toml].",
+    ),
+]
+RestartUnitOption = Annotated[
+    str | None,
+    _opt(
+        "--restart-unit",
+        "The systemd unit to restart; a comma-separated list picks the first the host has "
+        "(e.g. k3s,k3s-agent) [default: the engine's, e.g. containerd].",
+    ),
+]
+ConfigureOption = Annotated[
+    bool,
+    typer.Option(
+        "--configure/--no-configure",
+        envvar=ENV + "CONFIGURE",
+        help="Edit the engine's config. Off where the distribution renders it from a template "
+        "(k3s, RKE2): the agent then only checks that the live engine has the nvidia runtime.",
+    ),
+]
+TemplateOption = Annotated[
+    str | None,
+    _opt(
+        "--template",
+        "With --no-configure: the template the distribution renders its config from (k3s/RKE2 "
+        "config.toml.tmpl, on the host); the engine is restarted once when it is new or changed "
+        "and the live engine lacks the nvidia runtime.",
+    ),
+]
+RuntimePathOption = Annotated[
+    str | None,
+    _opt(
+        "--runtime-path",
+        "The binary the engine's nvidia handler runs [default: nvidia-container-runtime where the "
+        "host has it; else, with --enable-cdi, plain runc].",
+    ),
+]
+EnableCdiOption = Annotated[
+    bool, _opt("--enable-cdi", "Also enable CDI in the engine (containerd, CRI-O, Docker).")
+]
+HostExecOption = Annotated[
+    str | None,
+    _opt(
+        "--host-exec",
+        "Command line that runs a command in the host's root [default: chroot HOST_ROOT].",
+    ),
+]
 
 
 def _host_path(flag: str, value: str) -> PurePosixPath:
@@ -103,40 +137,38 @@ def _host_path(flag: str, value: str) -> PurePosixPath:
 
 def agent(
     *,
-    host_root: Path = HOST_ROOT,
-    runtime: RuntimeChoice = RUNTIME,
-    once: bool = ONCE,
-    interval: float = INTERVAL,
-    uninstall: bool = UNINSTALL,
-    restart_mode: RestartMode = RESTART,
-    ready_file: Path | None = READY,
-    prometheus_textfile: Path | None = PROM,
-    nfd_features_dir: Path | None = NFD,
-    cdi_dir: str = CDI_DIR,
-    driver_root: str = DRIVER_ROOT,
-    config: str | None = CONFIG,
-    socket: str | None = SOCKET,
-    drop_in: str | None = DROP_IN,
-    restart_unit: str | None = RESTART_UNIT,
-    configure: bool = CONFIGURE,
-    template: str | None = TEMPLATE,
-    enable_cdi: bool = ENABLE_CDI,
-    runtime_path: str | None = RUNTIME_PATH,
-    host_exec: str | None = HOST_EXEC,
+    host_root: HostRootOption = Path("/"),
+    runtime: RuntimeOption = RuntimeChoice.AUTO,
+    once: OnceOption = False,
+    interval: IntervalOption = 60.0,
+    uninstall: UninstallOption = False,
+    restart_mode: RestartOption = RestartMode.SYSTEMD,
+    ready_file: ReadyOption = None,
+    prometheus_textfile: PromOption = None,
+    nfd_features_dir: NfdOption = None,
+    cdi_dir: CdiDirOption = "/var/run/cdi",
+    driver_root: DriverRootOption = "/",
+    config: ConfigOption = None,
+    socket: SocketOption = None,
+    drop_in: DropInOption = None,
+    restart_unit: RestartUnitOption = None,
+    configure: ConfigureOption = True,
+    template: TemplateOption = None,
+    enable_cdi: EnableCdiOption = False,
+    runtime_path: RuntimePathOption = None,
+    host_exec: HostExecOption = None,
 ) -> None:
     """Keep this node's engine, CDI spec and readiness right (the DaemonSet's agent)."""
     from ctk.agent.model import SOCKETS, check_restart_mode, detect_runtime
     from ctk.cli.agent_pass import Agent, reconcile
     from ctk.cli.agent_pass import uninstall as revert
     from ctk.host import agent as host_agent
-    from ctk.host.root import HostRoot
+    from ctk.host.root import HostRoot, existing_root
     from ctk.runtime_config.engines import Runtime
 
     if interval <= 0:
         raise UsageError(f"--interval {interval:g}: must be more than 0 seconds")
-    if not host_root.is_dir():
-        raise UsageError(f"--host-root {host_root}: no such directory")
-    host = HostRoot(Path(os.path.realpath(host_root)))
+    host = HostRoot(Path(os.path.realpath(existing_root("--host-root", host_root).root)))
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
