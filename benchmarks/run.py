@@ -21,6 +21,7 @@ import importlib.util
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -49,6 +50,7 @@ class Case:
     target: float | None = None
     note: str = ""
     samples: list[float] = field(default_factory=list)
+    cpu_samples: list[float] = field(default_factory=list)  # user + system time of the process
     unavailable: str | None = None
     max_runs: int | None = None  # for commands that take seconds
     env: dict[str, str] | None = None
@@ -320,6 +322,13 @@ def before_cases(tmp: Path, tree: Path) -> list[Case]:
     return cases
 
 
+def beside_twins(cases: list[Case], before: list[Case]) -> list[Case]:
+    """``cases`` with each before-case right after its twin, so both run at the same moment of
+    every round (a case's place in the round shifts its time on a loaded machine)."""
+    twins = {case.name.removeprefix(BEFORE): case for case in before}
+    return [c for case in cases for c in (case, twins.get(case.name)) if c is not None]
+
+
 def checkout_name(tree: Path) -> str:
     """The commit ``tree`` has checked out (its path when it is no git checkout)."""
     done = subprocess.run(
@@ -334,23 +343,30 @@ def checkout_name(tree: Path) -> str:
 def before_after(cases: list[Case], baseline: float, tree: str) -> list[str]:
     """The section comparing the start-up of ``tree`` (the `before_cases`) with this checkout."""
     medians = {c.name: statistics.median(c.samples) for c in cases if c.samples}
+    cpu = {c.name: statistics.median(c.cpu_samples) for c in cases if c.cpu_samples}
+    cpu_base = cpu[cases[0].name]
     lines = [
         "",
         "## Start-up before and after",
         "",
-        f"The same start-up cases of commit {tree}, timed in the same rounds (ratios to the same "
-        "`python -c pass`).",
+        f"The same start-up cases of commit {tree}, each run right after its twin in every round; "
+        "ratios to the same `python -c pass`, of wall time and of CPU time (user + system, which "
+        "waiting for a CPU on a loaded machine does not inflate).",
         "",
-        "| command | before | after | target |",
-        "|---|---:|---:|---:|",
+        "| command | before (wall) | after (wall) | before (CPU) | after (CPU) | target |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for case in cases:
         if case.name.startswith(BEFORE) or BEFORE + case.name not in medians:
             continue
-        before, after = medians[BEFORE + case.name], medians.get(case.name)
-        shown = "—" if after is None else f"{after / baseline:.2f}x"
+        name = case.name
+        after = "—" if name not in medians else f"{medians[name] / baseline:.2f}x"
+        after_cpu = "—" if name not in cpu else f"{cpu[name] / cpu_base:.2f}x"
         target = "" if case.target is None else f"<= {case.target:g}x"
-        lines.append(f"| {case.name} | {before / baseline:.2f}x | {shown} | {target} |")
+        lines.append(
+            f"| {name} | {medians[BEFORE + name] / baseline:.2f}x | {after} "
+            f"| {cpu[BEFORE + name] / cpu_base:.2f}x | {after_cpu} | {target} |"
+        )
     return lines
 
 
@@ -411,6 +427,7 @@ def time_round_robin(cases: list[Case], runs: int) -> None:
             if not case.wanted(runs):
                 continue
             start = time.perf_counter()
+            used = resource.getrusage(resource.RUSAGE_CHILDREN)
             try:
                 result = subprocess.run(
                     case.argv,
@@ -424,11 +441,14 @@ def time_round_robin(cases: list[Case], runs: int) -> None:
                 case.unavailable = short(f"cannot run {case.argv[0]}: {exc.strerror}")
                 continue
             elapsed = time.perf_counter() - start
+            now = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = now.ru_utime - used.ru_utime + now.ru_stime - used.ru_stime
             if result.returncode not in (0, 1) or "not implemented" in result.stderr:
                 last = (result.stderr.strip().splitlines() or ["no output"])[-1]
                 case.unavailable = short(f"exit {result.returncode}: {last}")
             elif round_index > 0:
                 case.samples.append(elapsed)
+                case.cpu_samples.append(cpu)
 
 
 def bench_table(name: str) -> str:
@@ -486,24 +506,28 @@ def render(
         "commands timed round-robin. `ctk` is installed in a temporary venv "
         "(package copied and byte-compiled, console scripts written with pip's template); "
         "`ctk-hook` is the native program (native/, Go, static), copied out as `ctk install` "
-        "does; the baseline is that venv's `python -c pass`.",
+        "does; the baseline is that venv's `python -c pass`. `CPU x` is the same ratio of "
+        "CPU time (user + system of the process and its children): on a shared, loaded machine "
+        "it moves far less from run to run than wall time. Verdicts are on wall time.",
         "",
-        "| command | median | x `python -c pass` | target | verdict | note |",
-        "|---|---:|---:|---:|---|---|",
+        "| command | median | x `python -c pass` | CPU x | target | verdict | note |",
+        "|---|---:|---:|---:|---:|---|---|",
     ]
     medians = {c.name: statistics.median(c.samples) for c in cases if c.samples}
+    cpu_base = statistics.median(cases[0].cpu_samples)
     for case in cases:
         if case.name.startswith(BEFORE):
             continue
         if case.unavailable:
-            lines.append(f"| {case.name} | — | — | — | not available | {case.unavailable} |")
+            lines.append(f"| {case.name} | — | — | — | — | not available | {case.unavailable} |")
             continue
         median = statistics.median(case.samples)
         ratio = median / baseline
         target, verdict, note = _judge(case, median, ratio, medians) or ("", "", case.note)
+        cpu = statistics.median(case.cpu_samples) / cpu_base
         lines.append(
-            f"| {case.name} | {median * 1000:.1f} ms | {ratio:.2f} | {target} | {verdict} "
-            f"| {note} |"
+            f"| {case.name} | {median * 1000:.1f} ms | {ratio:.2f} | {cpu:.2f} | {target} "
+            f"| {verdict} | {note} |"
         )
     if before is not None:
         lines += before_after(cases, baseline, before)
@@ -554,6 +578,10 @@ def main() -> int:
         "change) in the same rounds, for a before/after table",
     )
     args = parser.parse_args()
+    # The measured programs import ctk from their venvs only (a PYTHONPATH=checkout would make
+    # every venv run that checkout); this process imports the fixture builders from REPO.
+    os.environ.pop("PYTHONPATH", None)
+    sys.path.insert(0, str(REPO))
     with tempfile.TemporaryDirectory(prefix="ctk-bench-") as name, contextlib.ExitStack() as stack:
         tmp = Path(name)
         bin_dir = install(tmp, args.tree)
@@ -573,8 +601,9 @@ def main() -> int:
             Case("ctk-hook --help", [str(hook), "--help"], note="native"),
             *validate_cases(tmp, bin_dir, python),
             doctor_case(bin_dir, tmp, stack),
-            *(before_cases(tmp, args.before) if args.before else []),
         ]  # fmt: skip
+        if args.before:
+            cases = beside_twins(cases, before_cases(tmp, args.before))
         time_round_robin(cases, args.runs)
         imports = {
             case.name: import_profile(python, case.argv, case.stdin)
