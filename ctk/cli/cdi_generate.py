@@ -6,7 +6,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -377,145 +377,201 @@ def _summary(spec: Spec) -> str:
     return f"cdiVersion {spec.cdi_version}, kind {spec.kind}, {count} device{'s' * (count != 1)}"
 
 
+# Options as Annotated aliases (ctk/cli/options.py). A repeatable option's default is `[]` in the
+# signature, as typer wants it (`# noqa: B006`: typer builds a new list; the command never mutates it).
 OUTPUT_ENV = "NVIDIA_CTK_CDI_OUTPUT_FILE_PATH"
-OUTPUT = typer.Option(
-    None,
-    "--output",
-    "-o",
-    envvar=OUTPUT_ENV,
-    help="Write here (.yaml or .json; '' is stdout) [default: stdout].",
-)
-REFRESH_OUTPUT = typer.Option(
-    None,
-    "--output",
-    "-o",
-    envvar=OUTPUT_ENV,
-    help=f"The spec to refresh [default: {DEFAULT_OUTPUT}].",
-)
+Output = Annotated[
+    str | None,
+    typer.Option(
+        "--output",
+        "-o",
+        envvar=OUTPUT_ENV,
+        help="Write here (.yaml or .json; '' is stdout) [default: stdout].",
+    ),
+]
+RefreshOutput = Annotated[
+    str | None,
+    typer.Option(
+        "--output",
+        "-o",
+        envvar=OUTPUT_ENV,
+        help=f"The spec to refresh [default: {DEFAULT_OUTPUT}].",
+    ),
+]
 
-REFRESH_JSON = typer.Option(
-    False, "--json", help="Print the outcome and the diff of the old and new spec as JSON."
-)
+RefreshJson = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        help="Print the outcome and the diff of the old and new spec as JSON.",
+    ),
+]
 
-DRIVER_ROOT = typer.Option(
-    None,
-    "--driver-root",
-    envvar="NVIDIA_CTK_DRIVER_ROOT",
-    help="Where the driver files are [default: nvidia-container-cli.root of --config, else /].",
-)
-DEV_ROOT = typer.Option(
-    None,
-    "--dev-root",
-    envvar="NVIDIA_CTK_DEV_ROOT",
-    help="Where /dev, /proc and /sys are [default: the driver root].",
-)
-FORMAT = typer.Option(
-    None,
-    "--format",
-    envvar="NVIDIA_CTK_CDI_GENERATE_OUTPUT_FORMAT",
-    case_sensitive=False,
-    help="yaml or json [default: from --output, else yaml].",
-)
-MODE = typer.Option(
-    DiscoveryMode.AUTO,
-    "--mode",
-    "--discovery-mode",
-    envvar="NVIDIA_CTK_CDI_GENERATE_MODE",
-    case_sensitive=False,
-    help="How devices are found: nvml, management (device nodes only), csv (Jetson), wsl, or "
-    "one device class: imex, gds, gdrcopy, mofed, nvswitch; auto: wsl on WSL2, csv on a "
-    "Jetson without NVML, else nvml.",
-)
-STRATEGY = typer.Option(
-    [], "--device-name-strategy", help="Device names (repeatable) [default: index and uuid]."
-)
-DEVICE_ID = typer.Option(
-    [],
-    "--device-id",
-    "--device-ids",
-    "--device",
-    "--devices",
-    help="Only these devices: index, i:j, UUID, all, none.",
-)
-NO_ALL = typer.Option(
-    False,
-    "--no-all-device",
-    envvar="NVIDIA_CTK_CDI_GENERATE_NO_ALL_DEVICE",
-    help="Leave out the `all` device.",
-)
-VENDOR = typer.Option(
-    None,
-    "--vendor",
-    "--cdi-vendor",
-    envvar="NVIDIA_CTK_CDI_GENERATE_VENDOR",
-    help="The CDI vendor [default: nvidia.com; in management mode: management.nvidia.com].",
-)
-CLASS = typer.Option(
-    None,
-    "--class",
-    "--cdi-class",
-    envvar="NVIDIA_CTK_CDI_GENERATE_CLASS",
-    help="The CDI class [default: gpu; imex-channel, gds, gdrcopy, mofed, nvswitch in the mode "
-    "of that name].",
-)
-CSV_FILE = typer.Option(
-    [],
-    "--csv.file",
-    help="csv mode: a CSV file of mount specifications (repeatable) [default: devices.csv, "
-    "drivers.csv, l4t.csv in /etc/nvidia-container-runtime/host-files-for-container.d under "
-    "the driver root].",
-)
-CSV_IGNORE = typer.Option(
-    [],
-    "--csv.ignore-pattern",
-    help="csv mode: leave out sym entries matching this glob (`**/name` matches the name).",
-)
-CSV_COMPAT = typer.Option(
-    None,
-    "--csv.compat-container-root",
-    help="csv mode: accepted for nvidia-ctk, with a warning: ctk adds no CUDA compat hook in "
-    "csv mode.",
-)
-HOOK_PATH = typer.Option(
-    None,
-    "--hook-path",
-    "--nvidia-cdi-hook-path",
-    "--nvidia-ctk-path",
-    envvar="NVIDIA_CTK_CDI_HOOK_PATH",
-    help="Hook program in the spec, a host path [default: nvidia-cdi-hook on PATH, else the "
-    "native ctk-hook that `ctk install` put in /usr/local/libexec/ctk].",
-)
-DISABLE_HOOK = typer.Option(
-    [], "--disable-hook", "--disable-hooks", help="Leave out a hook (repeatable, or all)."
-)
-ENABLE_HOOK = typer.Option(
-    [], "--enable-hook", "--enable-hooks", help="Add a hook that is off by default (chmod)."
-)
-LDCONFIG = typer.Option(
-    None,
-    "--ldconfig-path",
-    envvar="NVIDIA_CTK_CDI_GENERATE_LDCONFIG_PATH",
-    help="ldconfig for the update-ldcache hook.",
-)
-FEATURE_FLAG = typer.Option(
-    [],
-    "--feature-flag",
-    "--feature-flags",
-    help="nvidia-ctk feature flags (repeatable or comma-separated): "
-    "no-additional-gids-for-device-nodes, disable-ipc-discoverer, "
-    "enable-explicit-driver-libraries.",
-)
-CONFIG_SEARCH_PATH = typer.Option(
-    [],
-    "--config-search-path",
-    help="Directories in the driver root searched for graphics configs instead of /etc, "
-    "/usr/local/share and /usr/share (repeatable).",
-)
-LIBRARY_SEARCH_PATH = typer.Option(
-    [],
-    "--library-search-path",
-    help="Directories in the driver root searched first for driver libraries (repeatable).",
-)
+DriverRootOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--driver-root",
+        envvar="NVIDIA_CTK_DRIVER_ROOT",
+        help="Where the driver files are [default: nvidia-container-cli.root of --config, else /].",
+    ),
+]
+DevRootOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--dev-root",
+        envvar="NVIDIA_CTK_DEV_ROOT",
+        help="Where /dev, /proc and /sys are [default: the driver root].",
+    ),
+]
+FormatOption = Annotated[
+    SpecFormat | None,
+    typer.Option(
+        "--format",
+        envvar="NVIDIA_CTK_CDI_GENERATE_OUTPUT_FORMAT",
+        case_sensitive=False,
+        help="yaml or json [default: from --output, else yaml].",
+    ),
+]
+ModeOption = Annotated[
+    DiscoveryMode,
+    typer.Option(
+        "--mode",
+        "--discovery-mode",
+        envvar="NVIDIA_CTK_CDI_GENERATE_MODE",
+        case_sensitive=False,
+        help="How devices are found: nvml, management (device nodes only), csv (Jetson), wsl, or "
+        "one device class: imex, gds, gdrcopy, mofed, nvswitch; auto: wsl on WSL2, csv on a "
+        "Jetson without NVML, else nvml.",
+    ),
+]
+Strategies = Annotated[
+    list[NameStrategy],
+    typer.Option(
+        "--device-name-strategy",
+        help="Device names (repeatable) [default: index and uuid].",
+    ),
+]
+DeviceIds = Annotated[
+    list[str],
+    typer.Option(
+        "--device-id",
+        "--device-ids",
+        "--device",
+        "--devices",
+        help="Only these devices: index, i:j, UUID, all, none.",
+    ),
+]
+NoAllDevice = Annotated[
+    bool,
+    typer.Option(
+        "--no-all-device",
+        envvar="NVIDIA_CTK_CDI_GENERATE_NO_ALL_DEVICE",
+        help="Leave out the `all` device.",
+    ),
+]
+Vendor = Annotated[
+    str | None,
+    typer.Option(
+        "--vendor",
+        "--cdi-vendor",
+        envvar="NVIDIA_CTK_CDI_GENERATE_VENDOR",
+        help="The CDI vendor [default: nvidia.com; in management mode: management.nvidia.com].",
+    ),
+]
+ClassOption = Annotated[
+    str | None,
+    typer.Option(
+        "--class",
+        "--cdi-class",
+        envvar="NVIDIA_CTK_CDI_GENERATE_CLASS",
+        help="The CDI class [default: gpu; imex-channel, gds, gdrcopy, mofed, nvswitch in the mode "
+        "of that name].",
+    ),
+]
+CsvFiles = Annotated[
+    list[str],
+    typer.Option(
+        "--csv.file",
+        help="csv mode: a CSV file of mount specifications (repeatable) [default: devices.csv, "
+        "drivers.csv, l4t.csv in /etc/nvidia-container-runtime/host-files-for-container.d under "
+        "the driver root].",
+    ),
+]
+CsvIgnorePatterns = Annotated[
+    list[str],
+    typer.Option(
+        "--csv.ignore-pattern",
+        help="csv mode: leave out sym entries matching this glob (`**/name` matches the name).",
+    ),
+]
+CsvCompatRoot = Annotated[
+    str | None,
+    typer.Option(
+        "--csv.compat-container-root",
+        help="csv mode: accepted for nvidia-ctk, with a warning: ctk adds no CUDA compat hook in "
+        "csv mode.",
+    ),
+]
+HookPath = Annotated[
+    str | None,
+    typer.Option(
+        "--hook-path",
+        "--nvidia-cdi-hook-path",
+        "--nvidia-ctk-path",
+        envvar="NVIDIA_CTK_CDI_HOOK_PATH",
+        help="Hook program in the spec, a host path [default: nvidia-cdi-hook on PATH, else the "
+        "native ctk-hook that `ctk install` put in /usr/local/libexec/ctk].",
+    ),
+]
+DisableHooks = Annotated[
+    list[str],
+    typer.Option(
+        "--disable-hook",
+        "--disable-hooks",
+        help="Leave out a hook (repeatable, or all).",
+    ),
+]
+EnableHooks = Annotated[
+    list[str],
+    typer.Option(
+        "--enable-hook",
+        "--enable-hooks",
+        help="Add a hook that is off by default (chmod).",
+    ),
+]
+LdconfigPath = Annotated[
+    str | None,
+    typer.Option(
+        "--ldconfig-path",
+        envvar="NVIDIA_CTK_CDI_GENERATE_LDCONFIG_PATH",
+        help="ldconfig for the update-ldcache hook.",
+    ),
+]
+FeatureFlags = Annotated[
+    list[str],
+    typer.Option(
+        "--feature-flag",
+        "--feature-flags",
+        help="nvidia-ctk feature flags (repeatable or comma-separated): "
+        "no-additional-gids-for-device-nodes, disable-ipc-discoverer, "
+        "enable-explicit-driver-libraries.",
+    ),
+]
+ConfigSearchPaths = Annotated[
+    list[str],
+    typer.Option(
+        "--config-search-path",
+        help="Directories in the driver root searched for graphics configs instead of /etc, "
+        "/usr/local/share and /usr/share (repeatable).",
+    ),
+]
+LibrarySearchPaths = Annotated[
+    list[str],
+    typer.Option(
+        "--library-search-path",
+        help="Directories in the driver root searched first for driver libraries (repeatable).",
+    ),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -524,26 +580,26 @@ def register(app: typer.Typer) -> None:
     @app.command("generate")
     def generate(
         *,
-        output: str | None = OUTPUT,
-        spec_format: SpecFormat | None = FORMAT,
-        mode: DiscoveryMode = MODE,
-        driver_root: Path | None = DRIVER_ROOT,
-        dev_root: Path | None = DEV_ROOT,
-        strategies: list[NameStrategy] = STRATEGY,
-        device_ids: list[str] = DEVICE_ID,
-        no_all_device: bool = NO_ALL,
-        vendor: str | None = VENDOR,
-        class_: str | None = CLASS,
-        hook_path: str | None = HOOK_PATH,
-        disable_hook: list[str] = DISABLE_HOOK,
-        enable_hook: list[str] = ENABLE_HOOK,
-        ldconfig_path: str | None = LDCONFIG,
-        feature_flags: list[str] = FEATURE_FLAG,
-        library_search_paths: list[str] = LIBRARY_SEARCH_PATH,
-        config_search_paths: list[str] = CONFIG_SEARCH_PATH,
-        csv_files: list[str] = CSV_FILE,
-        csv_ignore_patterns: list[str] = CSV_IGNORE,
-        csv_compat_container_root: str | None = CSV_COMPAT,
+        output: Output = None,
+        spec_format: FormatOption = None,
+        mode: ModeOption = DiscoveryMode.AUTO,
+        driver_root: DriverRootOption = None,
+        dev_root: DevRootOption = None,
+        strategies: Strategies = [],  # noqa: B006
+        device_ids: DeviceIds = [],  # noqa: B006
+        no_all_device: NoAllDevice = False,
+        vendor: Vendor = None,
+        class_: ClassOption = None,
+        hook_path: HookPath = None,
+        disable_hook: DisableHooks = [],  # noqa: B006
+        enable_hook: EnableHooks = [],  # noqa: B006
+        ldconfig_path: LdconfigPath = None,
+        feature_flags: FeatureFlags = [],  # noqa: B006
+        library_search_paths: LibrarySearchPaths = [],  # noqa: B006
+        config_search_paths: ConfigSearchPaths = [],  # noqa: B006
+        csv_files: CsvFiles = [],  # noqa: B006
+        csv_ignore_patterns: CsvIgnorePatterns = [],  # noqa: B006
+        csv_compat_container_root: CsvCompatRoot = None,
     ) -> None:
         """Write a CDI spec for every GPU and MIG device of this node."""
         from ctk.host.modes import CsvOptions
@@ -590,24 +646,24 @@ def register(app: typer.Typer) -> None:
     @app.command("refresh")
     def refresh(
         *,
-        output: str | None = REFRESH_OUTPUT,
-        mode: DiscoveryMode = MODE,
-        driver_root: Path | None = DRIVER_ROOT,
-        dev_root: Path | None = DEV_ROOT,
-        strategies: list[NameStrategy] = STRATEGY,
-        vendor: str | None = VENDOR,
-        class_: str | None = CLASS,
-        hook_path: str | None = HOOK_PATH,
-        disable_hook: list[str] = DISABLE_HOOK,
-        enable_hook: list[str] = ENABLE_HOOK,
-        ldconfig_path: str | None = LDCONFIG,
-        feature_flags: list[str] = FEATURE_FLAG,
-        library_search_paths: list[str] = LIBRARY_SEARCH_PATH,
-        config_search_paths: list[str] = CONFIG_SEARCH_PATH,
-        csv_files: list[str] = CSV_FILE,
-        csv_ignore_patterns: list[str] = CSV_IGNORE,
-        csv_compat_container_root: str | None = CSV_COMPAT,
-        as_json: bool = REFRESH_JSON,
+        output: RefreshOutput = None,
+        mode: ModeOption = DiscoveryMode.AUTO,
+        driver_root: DriverRootOption = None,
+        dev_root: DevRootOption = None,
+        strategies: Strategies = [],  # noqa: B006
+        vendor: Vendor = None,
+        class_: ClassOption = None,
+        hook_path: HookPath = None,
+        disable_hook: DisableHooks = [],  # noqa: B006
+        enable_hook: EnableHooks = [],  # noqa: B006
+        ldconfig_path: LdconfigPath = None,
+        feature_flags: FeatureFlags = [],  # noqa: B006
+        library_search_paths: LibrarySearchPaths = [],  # noqa: B006
+        config_search_paths: ConfigSearchPaths = [],  # noqa: B006
+        csv_files: CsvFiles = [],  # noqa: B006
+        csv_ignore_patterns: CsvIgnorePatterns = [],  # noqa: B006
+        csv_compat_container_root: CsvCompatRoot = None,
+        as_json: RefreshJson = False,
     ) -> None:
         """Rewrite the spec only if it would change, and say what changed.
 

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ TEMPLATE = REPO / "deploy/helm/ctk/files/containerd-config.toml.tmpl"
 # systemctl on the fake node: logs what it was asked; a "restart" of k3s/RKE2 renders their
 # config from the template (the test renders it beforehand with Go, into RENDERED).
 SYSTEMCTL = """#!/bin/sh
-echo "systemctl $*" >> /var/log/systemctl.log
+echo "systemctl $*" >> /var/lib/ctk/systemctl.log
 if [ -f {template} ] && [ -f {rendered} ]; then cat {rendered} > {config}
 elif [ -f {base} ]; then cat {base} > {config}; fi
 """
@@ -374,13 +374,8 @@ def tools() -> None:
             pytest.skip(f"{tool} is not installed")
 
 
-def run_preset(name: str, node_dir: Path, library: Path) -> Ran:
-    preset = PRESETS[name]
-    try:
-        node: FakeNode = materialise("workstation", node_dir, library)
-    except SkipNode as exc:
-        pytest.skip(str(exc))
-    host = node.root
+def lay_out(host: Path, preset: Preset, tmp: Path) -> None:
+    """The fake node's distribution files, and what the agent's host commands need there."""
     # What the agent's host commands need in the host's root: a shell, env, containerd where the
     # distribution keeps it (and its libc), a logging systemctl.
     link(shutil.which("busybox") or "", host, "/bin/sh")
@@ -396,14 +391,13 @@ def run_preset(name: str, node_dir: Path, library: Path) -> Ran:
         config=preset.config,
     )
     write(host, "/usr/bin/systemctl", systemctl, 0o755)
-    (host / "var/log").mkdir(parents=True, exist_ok=True)
+    (host / "var/lib/ctk").mkdir(parents=True, exist_ok=True)  # read-write in the pod
+    if not (host / "var/run").exists():  # as on a real node
+        (host / "var/run").symlink_to("/run")
     for unit in preset.units:
         write(host, f"/etc/systemd/system/{unit}.service", "[Service]\n")
     if preset.toolkit:
         write(host, "/usr/bin/nvidia-container-runtime", NCR, 0o755)
-    env = chart_env(preset.values)
-    tmp = node_dir / "work"
-    tmp.mkdir()
     if preset.template is not None:
         (cm,) = kinds(render(preset.values), "ConfigMap")
         template = cm["data"]["config.toml.tmpl"]
@@ -421,6 +415,55 @@ def run_preset(name: str, node_dir: Path, library: Path) -> Ran:
                 write(host, RENDERED, rendered)
     else:
         write(host, preset.config, BASE.format(snapshotter=preset.snapshotter))
+
+
+def in_image(
+    image_dir: Path, preset: Preset, node: FakeNode, tmp: Path
+) -> tuple[Callable[..., subprocess.CompletedProcess[str]], Path]:
+    """`ctk agent ARGS` as the DaemonSet's container, under runc; and where its ready file is."""
+    from tests.deploy import pods
+
+    pods.need("runc", "umoci")
+    ds = one(render(preset.values), "DaemonSet", "ctk")
+    where = pods.Node(node.root, tmp / "ctl", tmp / "pod", tmp, node)
+    where.ctl.mkdir()
+    where.pod.mkdir()
+    base_bundle = tmp / "bundle"
+    base = pods.unpack(image_dir, base_bundle)
+    name = f"ctk-dist-{os.getpid()}"
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        spec = pods.container_spec(
+            base, pod_spec(ds), pods.containers(ds)["agent"], where, args=["ctk", "agent", *args]
+        )
+        bundle = pods.write_bundle(base_bundle, spec, "agent")
+        try:
+            return subprocess.run(
+                ["runc", "run", "--bundle", str(bundle), name],
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=300,
+            )
+        finally:
+            subprocess.run(["runc", "delete", "--force", name], capture_output=True, check=False)
+
+    return run, where.pod / "ready"
+
+
+def run_preset(name: str, node_dir: Path, library: Path, image_dir: Path | None = None) -> Ran:
+    """Lay out the node, run the agent twice and its uninstall once: as the container command
+    run here, or (``image_dir``) the image under runc as the DaemonSet runs it."""
+    preset = PRESETS[name]
+    try:
+        node: FakeNode = materialise("workstation", node_dir, library)
+    except SkipNode as exc:
+        pytest.skip(str(exc))
+    host = node.root
+    env = chart_env(preset.values)
+    tmp = node_dir / "work"
+    tmp.mkdir()
+    lay_out(host, preset, tmp)
     before = {
         str(p.relative_to(host)): p.read_text()
         for p in host.rglob("*")
@@ -438,7 +481,7 @@ def run_preset(name: str, node_dir: Path, library: Path) -> Ran:
         agent_env[key] = value.replace("chroot /host ", f"chroot {host} ")
     agent_env["CTK_AGENT_HOST_ROOT"] = str(host)
     agent_env["CTK_AGENT_READY_FILE"] = str(ready)
-    log = host / "var/log/systemctl.log"
+    log = host / "var/lib/ctk/systemctl.log"
 
     def agent(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -449,6 +492,9 @@ def run_preset(name: str, node_dir: Path, library: Path) -> Ran:
             timeout=300,
             check=False,
         )
+
+    if image_dir is not None:
+        agent, ready = in_image(image_dir, preset, node, tmp)
 
     try:
         done = agent("--once")
@@ -673,3 +719,22 @@ def test_uninstall_puts_the_engine_config_back_and_restarts_as_often_as_install_
     # k3s/RKE2: rendered again without the chart's template, when the agent had restarted for it
     assert ran.after == ran.before[ran.preset.config.lstrip("/")]
     assert ran.undo_restarts == ran.preset.restart
+
+
+@pytest.mark.parametrize("name", ["microk8s", "k3s-agent-fresh-install"])
+def test_the_image_under_runc_does_the_same(
+    name: str,
+    image_dir: Path,
+    tools: None,
+    fake_nvml_library: Path,  # noqa: F811
+) -> None:
+    """Two presets again, now the image run as the DaemonSet runs it (its mounts, env, command)."""
+    short = Path(tempfile.mkdtemp(prefix="ctk-dist-", dir="/tmp"))
+    try:
+        ran = run_preset(name, short / "n", fake_nvml_library, image_dir)
+        test_the_agent_passes_and_is_ready(ran)
+        test_the_agent_writes_the_right_files(ran)
+        test_real_containerd_reads_the_result(ran)
+        test_uninstall_puts_the_engine_config_back_and_restarts_as_often_as_install_did(ran)
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
