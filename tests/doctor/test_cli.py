@@ -3,30 +3,22 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from ctk.cli.app import main
-from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
-from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
-from tests.nodes import FakeNode, materialised
+from tests.fake_nvml.fixtures import fake_node, fake_nvml_library  # noqa: F401  (pytest fixtures)
+from tests.nodes import FakeNode
 
 
 @pytest.fixture
 def node(
     request: pytest.FixtureRequest,
-    fake_nvml_library: Path,  # noqa: F811
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[FakeNode]:
-    try:
-        with materialised(request.param, tmp_path, fake_nvml_library) as built:
-            monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
-            yield built
-    except SkipNode as exc:
-        pytest.skip(str(exc))
+    fake_node: Callable[[str], FakeNode],  # noqa: F811
+) -> FakeNode:
+    return fake_node(request.param)
 
 
 def doctor(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -13,16 +13,15 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from ctk.cli.app import main
 from ctk.host.image_env import read_image_env
-from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
-from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
-from tests.nodes import FakeNode, materialised
+from tests.fake_nvml.fixtures import fake_node, fake_nvml_library  # noqa: F401  (pytest fixtures)
+from tests.nodes import FakeNode
 
 pytestmark = pytest.mark.integration
 REQUIRE = "cuda>=12.8 brand=tesla,driver>=470,driver<471"
@@ -73,16 +72,9 @@ def podman_image(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 @pytest.fixture
 def node(
-    fake_nvml_library: Path,  # noqa: F811
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[FakeNode]:
-    try:
-        with materialised("healthy", tmp_path / "node", fake_nvml_library) as built:
-            monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
-            yield built
-    except SkipNode as exc:
-        pytest.skip(str(exc))
+    fake_node: Callable[[str], FakeNode],  # noqa: F811
+) -> FakeNode:
+    return fake_node("healthy")
 
 
 def test_podman_image_through_doctor(

@@ -7,7 +7,7 @@ import os
 import re
 import shutil
 import tarfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,9 +17,8 @@ from ctk.doctor import oci_image as oci
 from ctk.errors import CtkError, UsageError
 from ctk.host.image_env import read_image_env
 from tests.doctor.oci_builder import Layout, archive, tagged
-from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
-from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
-from tests.nodes import FakeNode, materialised
+from tests.fake_nvml.fixtures import fake_node, fake_nvml_library  # noqa: F401  (pytest fixtures)
+from tests.nodes import FakeNode
 
 AMD = ["PATH=/usr/bin", "NVIDIA_REQUIRE_CUDA=cuda>=12.8", "CUDA_VERSION=12.8.1"]
 ARM = ["NVIDIA_REQUIRE_CUDA=cuda>=12.4", "CUDA_VERSION=12.4.0"]
@@ -375,16 +374,9 @@ def test_containerd_without_a_socket_is_skipped(
 @pytest.fixture
 def node(
     request: pytest.FixtureRequest,
-    fake_nvml_library: Path,  # noqa: F811
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[FakeNode]:
-    try:
-        with materialised(request.param, tmp_path / "node", fake_nvml_library) as built:
-            monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
-            yield built
-    except SkipNode as exc:
-        pytest.skip(str(exc))
+    fake_node: Callable[[str], FakeNode],  # noqa: F811
+) -> FakeNode:
+    return fake_node(request.param)
 
 
 def cuda_finding(

@@ -13,7 +13,7 @@ import shutil
 import ssl
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -22,9 +22,8 @@ from typing import Any
 import pytest
 
 from ctk.cli.app import main
-from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
-from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
-from tests.nodes import FakeNode, materialised
+from tests.fake_nvml.fixtures import fake_node, fake_nvml_library  # noqa: F401  (pytest fixtures)
+from tests.nodes import FakeNode
 
 TOKEN = "recorded-token"
 NODE = "gpu-node-1"
@@ -129,16 +128,9 @@ def _doctor(root: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, tuple[s
 
 @pytest.fixture
 def mig_node(
-    fake_nvml_library: Path,  # noqa: F811
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[FakeNode]:
-    try:
-        with materialised("a100-mig-mixed", tmp_path, fake_nvml_library) as built:
-            monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
-            yield built
-    except SkipNode as exc:
-        pytest.skip(str(exc))
+    fake_node: Callable[[str], FakeNode],  # noqa: F811
+) -> FakeNode:
+    return fake_node("a100-mig-mixed")
 
 
 def test_host_checks_run_on_the_api_servers_view(
@@ -207,16 +199,9 @@ def test_an_unreachable_api_makes_its_checks_unknown(
 
 @pytest.fixture
 def pod(
-    fake_nvml_library: Path,  # noqa: F811
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[FakeNode]:
-    try:
-        with materialised("pod-unrequested", tmp_path, fake_nvml_library) as built:
-            monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
-            yield built
-    except SkipNode as exc:
-        pytest.skip(str(exc))
+    fake_node: Callable[[str], FakeNode],  # noqa: F811
+) -> FakeNode:
+    return fake_node("pod-unrequested")
 
 
 @pytest.mark.parametrize(

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,9 +12,8 @@ import pytest
 from ctk.cli.app import main
 from ctk.host.nvml import read_nvml, read_nvml_report
 from ctk.node import ComputeProcess, GpuHealth
-from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
-from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
-from tests.nodes import FakeNode, materialised
+from tests.fake_nvml.fixtures import fake_node, fake_nvml_library  # noqa: F401  (pytest fixtures)
+from tests.nodes import FakeNode
 
 H100_BYTES = 85520809984
 GIB = 1 << 30
@@ -24,16 +22,9 @@ GIB = 1 << 30
 @pytest.fixture
 def node(
     request: pytest.FixtureRequest,
-    fake_nvml_library: Path,  # noqa: F811
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[FakeNode]:
-    try:
-        with materialised(request.param, tmp_path, fake_nvml_library) as built:
-            monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
-            yield built
-    except SkipNode as exc:
-        pytest.skip(str(exc))
+    fake_node: Callable[[str], FakeNode],  # noqa: F811
+) -> FakeNode:
+    return fake_node(request.param)
 
 
 @pytest.mark.parametrize(

@@ -16,9 +16,8 @@ import yaml
 
 from ctk.cdi.generate import device_names
 from ctk.cli.app import main
-from tests.fake_nvml import TOPOLOGY_ENV, FakeNode, SkipNode
 from tests.fake_nvml.fixtures import fake_node, fake_nvml_library  # noqa: F401  (pytest fixtures)
-from tests.nodes import DOCTOR_NODES, load_spec, materialised, names
+from tests.nodes import DOCTOR_NODES, FakeNode, load_spec, names
 
 SPEC_DIRS = ("etc/cdi", "var/run/cdi")
 HOOKS = ("/usr/bin/nvidia-cdi-hook", "/usr/bin/ctk-hook")
@@ -78,24 +77,16 @@ def _doctor(root: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
 @pytest.mark.parametrize("node", _host_nodes())
 def test_generate_then_doctor_finds_the_spec_complete(
     node: str,
-    fake_nvml_library: Path,  # noqa: F811
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    fake_node: Callable[[str], FakeNode],  # noqa: F811
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    try:
-        with materialised(node, tmp_path, fake_nvml_library) as built:
-            monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
-            spec = _generate(built.root, capsys)
-            if spec is None:
-                assert node not in MUST_GENERATE
-                pytest.skip(
-                    "ctk cdi generate refuses this node (broken driver, or no hook program)"
-                )
-            document = _doctor(built.root, capsys)
-            names = {d["name"] for d in yaml.safe_load(spec.read_text())["devices"]}
-    except SkipNode as exc:
-        pytest.skip(str(exc))
+    built = fake_node(node)
+    spec = _generate(built.root, capsys)
+    if spec is None:
+        assert node not in MUST_GENERATE
+        pytest.skip("ctk cdi generate refuses this node (broken driver, or no hook program)")
+    document = _doctor(built.root, capsys)
+    names = {d["name"] for d in yaml.safe_load(spec.read_text())["devices"]}
     findings = {
         c["id"]: c["summary"]
         for c in document["checks"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -19,9 +20,8 @@ import pytest
 from ctk.cli.app import main
 from ctk.cli.commands import build_app
 from tests.doctor.test_checks import CASES, run
-from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
-from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
-from tests.nodes import DOCTOR_NODES, load_spec, materialised, names
+from tests.fake_nvml.fixtures import fake_node, fake_nvml_library  # noqa: F401  (pytest fixtures)
+from tests.nodes import DOCTOR_NODES, FakeNode, load_spec, names
 
 PROGRAMS = frozenset(
     {
@@ -123,18 +123,12 @@ def _host(name: str) -> bool:
 @pytest.mark.parametrize("node", [n for n in names(DOCTOR_NODES) if n != "base"])
 def test_every_remedy_command_runs_as_written(
     node: str,
-    fake_nvml_library: Path,  # noqa: F811
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    fake_node: Callable[[str], FakeNode],  # noqa: F811
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    try:
-        with materialised(node, tmp_path, fake_nvml_library) as built:
-            monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
-            main(["doctor", "--json", "--root", str(built.root)])
-            ctk_installed = (built.root / "usr/bin/ctk").exists()
-    except SkipNode as exc:
-        pytest.skip(str(exc))
+    built = fake_node(node)
+    main(["doctor", "--json", "--root", str(built.root)])
+    ctk_installed = (built.root / "usr/bin/ctk").exists()
     document = json.loads(capsys.readouterr().out)
     lines = [line for c in document["checks"] if c["remedy"] for line in c["remedy"]["commands"]]
     assert [p for line in lines for p in problems(line, ctk_installed=ctk_installed)] == []

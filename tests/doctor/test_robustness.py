@@ -7,7 +7,7 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,9 +22,8 @@ from ctk.doctor.model import REGISTRY, Status
 from ctk.doctor.run import diagnose
 from ctk.host.facts import gather
 from ctk.runtime_config.engines import Runtime
-from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
-from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
-from tests.nodes import FakeNode, materialised
+from tests.fake_nvml.fixtures import fake_node, fake_nvml_library  # noqa: F401  (pytest fixtures)
+from tests.nodes import FakeNode
 
 FILES = (
     "proc/driver/nvidia/version",
@@ -66,16 +65,9 @@ def test_any_file_contents_give_findings(contents: dict[str, bytes]) -> None:
 
 @pytest.fixture
 def healthy(
-    fake_nvml_library: Path,  # noqa: F811
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[FakeNode]:
-    try:
-        with materialised("healthy", tmp_path, fake_nvml_library) as built:
-            monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
-            yield built
-    except SkipNode as exc:
-        pytest.skip(str(exc))
+    fake_node: Callable[[str], FakeNode],  # noqa: F811
+) -> FakeNode:
+    return fake_node("healthy")
 
 
 def test_a_fifo_proc_file_is_refused_at_once(

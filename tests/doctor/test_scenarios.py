@@ -9,15 +9,15 @@ the node's library directory. A check that is removed or fires wrongly fails the
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ctk.cli.app import main
-from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
-from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
-from tests.nodes import DOCTOR_NODES, materialised, names
+from tests.fake_nvml.fixtures import fake_node, fake_nvml_library  # noqa: F401  (pytest fixtures)
+from tests.nodes import DOCTOR_NODES, FakeNode, names
 
 
 def _json_error(text: str) -> str:
@@ -809,21 +809,15 @@ def run_doctor(
 
 
 @pytest.mark.parametrize(("node", "problems", "unknowns"), SCENARIOS)
-def test_scenario(  # noqa: PLR0917  (pytest passes parameters and fixtures by position)
+def test_scenario(
     node: str,
     problems: dict[str, str],
     unknowns: set[str],
-    fake_nvml_library: Path,  # noqa: F811
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    fake_node: Callable[[str], FakeNode],  # noqa: F811
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    try:
-        with materialised(node, tmp_path, fake_nvml_library) as built:
-            monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
-            code, document = run_doctor(built.root, capsys)
-    except SkipNode as exc:
-        pytest.skip(str(exc))
+    built = fake_node(node)
+    code, document = run_doctor(built.root, capsys)
     found = {c["id"]: c["summary"] for c in document["checks"] if c["status"] in ("fail", "warn")}
     unknown = {c["id"] for c in document["checks"] if c["status"] == "unknown"}
     assert (found, unknown) == (problems, unknowns)
@@ -858,21 +852,15 @@ def test_scenario(  # noqa: PLR0917  (pytest passes parameters and fixtures by p
         ),
     ],
 )
-def test_a_clash_blocks_spec_incomplete(  # noqa: PLR0917
+def test_a_clash_blocks_spec_incomplete(
     node: str,
     summary: str,
-    fake_nvml_library: Path,  # noqa: F811
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    fake_node: Callable[[str], FakeNode],  # noqa: F811
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """What a same-directory clash drops is cdi.spec-conflict's finding, not a second one."""
-    try:
-        with materialised(node, tmp_path, fake_nvml_library) as built:
-            monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
-            _, document = run_doctor(built.root, capsys, "--check", "cdi.spec-incomplete")
-    except SkipNode as exc:
-        pytest.skip(str(exc))
+    built = fake_node(node)
+    _, document = run_doctor(built.root, capsys, "--check", "cdi.spec-incomplete")
     [finding] = document["checks"]
     assert (finding["status"], finding["summary"], finding["blocked_by"]) == (
         "skip",
