@@ -1,12 +1,18 @@
-"""The README stays true: its two first commands, and an example for every command."""
+"""The docs stay true: the README's two first commands and an example for every command; every
+`ctk ...` line of README.md, ARCHITECTURE.md and docs/*.md parses under ctk's own CLI; every
+repository path and `ctk.` module they name exists."""
 
 from __future__ import annotations
 
+import importlib
 import re
+import shlex
 from pathlib import Path
 
 import click
 
+from ctk.cli import compat
+from ctk.cli.app import _split_debug
 from ctk.cli.commands import build_app
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,3 +56,155 @@ def test_first_lines_are_install_and_test_commands() -> None:
 def test_linked_docs_exist() -> None:
     for link in re.findall(r"\]\(([^)#]+)\)", README):
         assert (REPO / link).exists(), link
+
+
+DOCS = [REPO / "README.md", REPO / "ARCHITECTURE.md", *sorted((REPO / "docs").glob("*.md"))]
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
+BUILT = {"ctk/_bin/ctk-hook"}
+"""Paths the build makes (ignored by git), not files of the repository."""
+
+
+def _code(text: str) -> list[tuple[str, str]]:
+    """(language, text) of every fenced block, and ("inline", span) of every code span."""
+    blocks = [(m.group(1), m.group(2)) for m in FENCE.finditer(text)]
+    prose = FENCE.sub("", text)
+    return blocks + [("inline", span) for span in re.findall(r"`([^`\n]+)`", prose)]
+
+
+def _command_lines(text: str) -> list[str]:
+    """The `ctk ...` command lines shown in ``text``: in fenced blocks (prompts, `sudo`, variable
+    assignments and comments dropped; `&&`, `;` and `|` split) and in code spans. A `text` block
+    is output or a synopsis, not a command line."""
+    lines = []
+    for language, code in _code(text):
+        if language == "text":
+            continue
+        for line in code.replace("\\\n", " ").splitlines():
+            for part in re.split(r"&&|\|\||;|\|", re.sub(r"^\s*[$#]\s+", "", line)):
+                words = part.split()
+                while words and (words[0] == "sudo" or re.match(r"[A-Z_][A-Z0-9_]*=", words[0])):
+                    words = words[1:]
+                if words and (words[0] == "ctk" or words[0].endswith("/bin/ctk")):
+                    lines.append(" ".join(words))
+    return lines
+
+
+def _parse_error(line: str) -> str | None:
+    """Why click would refuse ``line`` (no such command or option, a missing option value, an
+    extra argument, a value outside a choice), or None; nothing runs, no callback is called."""
+    root = build_app()
+    args = compat.normalize(root, _split_debug(_arguments(line))[1])
+    if {"--help", "-h", "--version", "-V", "-v"} & set(args):
+        return None
+    command, name, ctx = root, "ctk", None
+    try:
+        while True:
+            # resilient: no callbacks, no required-parameter errors; the parser then made strict
+            ctx = command.make_context(name, list(args), parent=ctx, resilient_parsing=True)
+            ctx.resilient_parsing = False
+            opts, rest, _ = command.make_parser(ctx).parse_args(list(args))
+            if not isinstance(command, click.Group):
+                break
+            if not rest:
+                return None
+            found, sub, args = command.resolve_command(ctx, rest)
+            if sub is None or found is None:
+                return f"no command {rest[0]}"
+            command, name = sub, found
+    except click.UsageError as exc:
+        return exc.format_message()
+    if rest and not ctx.allow_extra_args:  # what no argument took
+        return f"unexpected arguments {rest}"
+    return _choice_error(command, opts)
+
+
+def _arguments(line: str) -> list[str]:
+    """The arguments of command line ``line``, up to a redirection; a `<placeholder>` is `X`."""
+    args: list[str] = []
+    for word in shlex.split(line, comments=True)[1:]:
+        placeholder = re.fullmatch(r"<[^<>]+>", word)
+        if re.match(r"[0-9]*[<>]", word) and not placeholder:
+            break
+        args.append("X" if placeholder else word)
+    return args
+
+
+def _choice_error(command: click.Command, opts: dict[str, object]) -> str | None:
+    for param in command.params:
+        if isinstance(param.type, click.Choice) and opts.get(param.name or "") is not None:
+            given = opts[param.name or ""]
+            for value in given if isinstance(given, list) else [given]:
+                if value not in param.type.choices:
+                    return f"{param.opts[0]} {value}: not one of {', '.join(param.type.choices)}"
+    return None
+
+
+def test_the_parse_check_refuses_what_ctk_refuses() -> None:
+    assert _parse_error("ctk doctor --json") is None
+    assert _parse_error("ctk hook create-symlinks --link a::b") is None  # the native program's
+    assert _parse_error("ctk cdi generate --mode management -o x.yaml") is None
+    assert _parse_error("ctk install --root <host-root> > out.txt") is None
+    assert _parse_error("ctk doctor --bogus") is not None
+    assert _parse_error("ctk cdi nope") is not None
+    assert _parse_error("ctk cdi generate --mode nope") is not None
+    assert _parse_error("ctk config --in-place --set") is not None
+    assert _parse_error("ctk cdi diff a b c") is not None
+    assert _parse_error("ctk --bogus doctor") is not None
+
+
+def test_every_documented_command_line_parses() -> None:
+    checked = {}
+    for doc in DOCS:
+        for line in _command_lines(doc.read_text()):
+            checked[f"{doc.relative_to(REPO)}: {line}"] = _parse_error(line)
+    assert len(checked) >= 100
+    assert {where: error for where, error in checked.items() if error} == {}
+
+
+def _repository_paths(text: str) -> set[str]:
+    tops = "|".join(re.escape(p.name) for p in REPO.iterdir() if p.is_dir() and p.name != ".git")
+    found = set()
+    for _, code in _code(text):
+        found.update(re.findall(rf"(?<![\w/.$~-])((?:{tops})/[\w./<>*{{}},-]*)", code))
+    found.update(re.findall(r"\]\(([^)#:]+)[)#]", text))
+    return {path.rstrip(".,") for path in found}
+
+
+def test_every_documented_repository_path_exists() -> None:
+    missing = []
+    for doc in DOCS:
+        for path in sorted(_repository_paths(doc.read_text()) - BUILT):
+            pattern = re.sub(r"<[^<>]*>|\{[^{}]*\}", "*", path)
+            base = doc.parent if path.startswith(("./", "../")) else REPO
+            if not (list(base.glob(pattern)) if "*" in pattern else (base / path).exists()):
+                missing.append(f"{doc.relative_to(REPO)}: {path}")
+    assert missing == []
+
+
+def _resolves(name: str) -> bool:
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(found, attribute):
+                return False
+            found = getattr(found, attribute)
+        return True
+    return False
+
+
+def test_every_documented_module_exists() -> None:
+    """`ctk.a.b` in a doc names a module of ctk (or a name in one) where `ctk/a` exists: so a
+    renamed module (ctk/host/engines.py is ctk/host/engine_files.py) shows; `ctk.prom` and
+    `ctk.nvidia.com/...` are no modules."""
+    missing = []
+    for doc in DOCS:
+        for _, code in _code(doc.read_text()):
+            for name in re.findall(r"(?<![\w/.-])ctk(?:\.\w+)+(?![\w/-])", code):
+                first = REPO / "ctk" / name.split(".")[1]
+                if (first.is_dir() or first.with_suffix(".py").is_file()) and not _resolves(name):
+                    missing.append(f"{doc.relative_to(REPO)}: {name}")
+    assert missing == []
