@@ -161,7 +161,8 @@ def inject(
         raise CtkError(f"{source}: not a JSON OCI runtime spec: {exc}") from exc
     if not isinstance(oci, dict):
         raise CtkError(f"{source}: an OCI runtime spec is a JSON object")
-    registry = load_spec_dirs(spec_dirs or list(DEFAULT_SPEC_DIRS))
+    # a relative --spec-dir is the working directory's, as for `cdi list` (never under /)
+    registry = load_spec_dirs([d.absolute() for d in spec_dirs or []] or list(DEFAULT_SPEC_DIRS))
     unresolved = [d for d in devices if registry.device(d) is None]
     if unresolved:
         raise CtkError(

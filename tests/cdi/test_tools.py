@@ -395,6 +395,22 @@ def test_inject_cli(
     )
 
 
+def test_inject_reads_a_relative_spec_dir_from_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--spec-dir specs` is ./specs, as for `ctk cdi list` (it was looked up under / and the
+    device was then "unresolvable")."""
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "spec.yaml").write_text(
+        "cdiVersion: 0.5.0\nkind: example.com/gpu\n"
+        "devices:\n- name: gpu0\n  containerEdits:\n    env: [GPU=0]\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b'{"process": {"env": []}}')))
+    assert main(["cdi", "inject", "--spec-dir", "specs", "--device", "example.com/gpu=gpu0"]) == 0
+    assert json.loads(capsys.readouterr().out)["process"]["env"] == ["GPU=0"]
+
+
 def test_refresh_names_the_driver_change() -> None:
     from ctk.cdi.diff import diff_specs
     from ctk.cdi.refresh import change_phrases
