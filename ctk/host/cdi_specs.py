@@ -21,10 +21,10 @@ from ctk.cdi.problems import Problem, ProblemSeverity
 from ctk.cdi.validate import SpecReport, validate_bytes
 from ctk.errors import CtkError
 from ctk.host import files
-from ctk.host.root import HostRoot
 
-if TYPE_CHECKING:  # the registry is built only for directories: `cdi validate FILE` skips it
+if TYPE_CHECKING:  # both serve directories only: `cdi validate FILE` imports neither
     from ctk.cdi.registry import Registry, SpecSource
+    from ctk.host.root import HostRoot
 
 DEFAULT_SPEC_DIRS: Final = (PurePosixPath("/etc/cdi"), PurePosixPath("/var/run/cdi"))
 """Where CDI runtimes (containerd, CRI-O, Docker, Podman) look, lowest priority first."""
@@ -135,6 +135,7 @@ def read_spec_dirs(
     A directory that is missing or cannot be listed is noted in ``dirs`` and the others are read.
     """
     from ctk.cdi.registry import build_registry
+    from ctk.host.root import HostRoot
 
     host = HostRoot(root or Path("/"))
     sources: list[SpecSource] = []
