@@ -286,11 +286,14 @@ def _spec(agent: Agent, state: State) -> tuple[State, bool, str | None]:
         os.chmod(files.write_target(target), 0o644)
         why = "; ".join(plan.changes)
         agent.say(f"cdi: {plan.outcome} {_spec_path(agent)}" + (f" ({why})" if why else ""))
+    # Kept: the file holds the same spec in its own layout, so its bytes are what to recognise
+    # next time (else every later pass would rebuild the spec to keep it again).
+    kept = plan.outcome is Refresh.KEEP
     fresh = replace(
         state,
         spec=str(_spec_path(agent)),
         spec_inputs=inputs,
-        spec_digest=digest(text),
+        spec_digest=host_agent.file_digest(target) if kept else digest(text),
         driver=version,
     )
     return fresh, True, version

@@ -454,8 +454,15 @@ def configure(
     if _compat(config_source, config_mode):
         _oci_hook(oci_hook_path, runtime_hook_path or DEFAULT_HOOK_PATH, dry_run=dry_run or diff)
         return
+    from_command = config_source is not None and "command" in config_source
     for flag, value, use in (
-        ("--executable-path", executable_path, "with --config-source=command"),
+        (
+            "--executable-path",
+            executable_path,
+            "with --config-source=command, which ctk reads as file"
+            if from_command
+            else "with --config-source=command",
+        ),
         ("--oci-hook-path", oci_hook_path, "in the oci-hook config mode"),
         ("--nvidia-runtime-hook-path", runtime_hook_path, "in the oci-hook config mode"),
     ):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -12,7 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 
+from ctk.host import agent as host_agent
+from ctk.host.root import HostRoot
 from ctk.toml_compat import loads as toml_loads
 from tests.agent import supervisor
 from tests.agent.conftest import Host, packaged, wait_socket
@@ -386,3 +390,18 @@ def test_config_and_socket_can_be_named(containerd_host: Host) -> None:
         2,
         "error: --socket 'relative.sock': must be an absolute path on the host\n",
     )
+
+
+def test_a_spec_kept_in_its_own_layout_is_recognised_next_pass(containerd_host: Host) -> None:
+    """Same spec, other bytes (JSON in the .yaml file): kept, not rewritten, and remembered by
+    its own bytes, so the next pass finds it fresh instead of rebuilding it to keep it again."""
+    host = containerd_host
+    assert host.agent("--once").returncode == 0
+    spec = host.path("/var/run/cdi/nvidia.yaml")
+    as_json = json.dumps(yaml.safe_load(spec.read_text()), indent=4) + "\n"
+    spec.write_text(as_json)
+    done = host.agent("--once")
+    assert done.returncode == 0, done.stderr
+    assert spec.read_text() == as_json
+    state = host_agent.read_state(HostRoot(host.root))
+    assert state.spec_digest == hashlib.sha256(as_json.encode()).hexdigest()

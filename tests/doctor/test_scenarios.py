@@ -213,6 +213,20 @@ SCENARIOS = [
         id="docker-cdi-only-no-runtime-healthy",
     ),
     pytest.param(
+        "ctk-cdi-only",
+        {},
+        set(),
+        id="ctk-cdi-only-no-toolkit-healthy",
+    ),
+    pytest.param(
+        "ctk-cdi-engine-off",
+        {
+            "toolkit.not-installed": "the NVIDIA Container Toolkit is not installed: no engine can inject GPUs",
+        },
+        set(),
+        id="ctk-cdi-engine-off",
+    ),
+    pytest.param(
         "docker-host",
         {},
         set(),

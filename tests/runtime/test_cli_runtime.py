@@ -966,7 +966,7 @@ def test_type_errors_come_with_a_hint(
             "warning: --config-source=command is read as file: ctk reads the config files and "
             "everything they import itself, as containerd and CRI-O merge them\n"
             "warning: --executable-path is ignored: nvidia-ctk uses it only with "
-            "--config-source=command\n",
+            "--config-source=command, which ctk reads as file\n",
             id="command",
         ),
         pytest.param(

@@ -90,6 +90,7 @@ def test_bare_runtime_path_is_resolved_as_nvidia_ctk_does(
 IGNORED_EXECUTABLE = (
     "warning: --executable-path is ignored: nvidia-ctk uses it only with --config-source=command"
 )
+IGNORED_EXECUTABLE_COMMAND = IGNORED_EXECUTABLE + ", which ctk reads as file"
 READ_AS_FILE = (
     "warning: --config-source=command is read as file: ctk reads the config files and everything "
     "they import itself, as containerd and CRI-O merge them"
@@ -125,7 +126,7 @@ RUNTIME_LINES = [  # (argv after `runtime configure`, the warnings it gives)
     (
         "--runtime containerd --config {tmp}/config.toml --drop-in-config {drop_in} "
         "--config-source command --executable-path /usr/bin/containerd --dry-run",
-        [READ_AS_FILE, IGNORED_EXECUTABLE],
+        [READ_AS_FILE, IGNORED_EXECUTABLE_COMMAND],
     ),
     (
         "--runtime containerd --config {tmp}/config.toml --drop-in-config {drop_in} "

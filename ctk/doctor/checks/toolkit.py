@@ -99,6 +99,27 @@ def installed(facts: NodeFacts) -> bool:
     return binaries or packages
 
 
+def cdi_route(facts: NodeFacts) -> str | None:
+    """How GPUs reach containers without the toolkit (a node ctk set up): a valid spec of kind
+    nvidia.com/gpu whose hook programs exist, read by an engine with CDI on; None without one."""
+    specs = [
+        spec
+        for spec in facts.cdi.specs
+        if spec.kind == "nvidia.com/gpu" and not spec.problems and not spec.missing_hook_paths
+    ]
+    readers = [
+        f"{runtime.value} has CDI on"
+        for runtime, engine in facts.engines.items()
+        if engine.installed and engine.cdi_enabled
+    ]
+    if "podman" in facts.toolkit.binaries:
+        readers.append("podman reads CDI specs")
+    if not specs or not readers:
+        return None
+    hooks = sorted({hook for spec in specs for hook in spec.hook_paths})
+    return f"{specs[0].path} (hooks: {', '.join(hooks) or 'none'}; {', '.join(readers)})"
+
+
 def dotted(version: tuple[int, ...]) -> str:
     return ".".join(map(str, version))
 
@@ -121,6 +142,9 @@ def not_installed(facts: NodeFacts) -> Result:
             or "packages only"
         )
         return ok(f"toolkit installed ({shown}): {found}")
+    route = cdi_route(facts)
+    if route is not None:
+        return ok(f"no NVIDIA Container Toolkit; GPUs reach containers through CDI: {route}")
     return fail(
         "the NVIDIA Container Toolkit is not installed: no engine can inject GPUs",
         Evidence("/usr/bin", "no nvidia-container-runtime, nvidia-ctk or nvidia-container-cli"),
