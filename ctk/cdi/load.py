@@ -16,7 +16,6 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from decimal import Decimal
 
 import yaml
 from yaml.constructor import SafeConstructor
@@ -151,6 +150,8 @@ def _go_json_integer(number: float) -> int | None:
     """
     if not math.isfinite(number) or not number.is_integer() or abs(number) >= 1e21:
         return None
+    from decimal import Decimal  # rare (a float where an integer goes): not at start-up
+
     return int(Decimal(repr(number)))
 
 

@@ -104,9 +104,9 @@ TemplateOption = Annotated[
     str | None,
     _opt(
         "--template",
-        "With --no-configure: the template the distribution renders its config from (k3s/RKE2 "
-        "config.toml.tmpl, on the host); the engine is restarted once when it is new or changed "
-        "and the live engine lacks the nvidia runtime.",
+        "With --no-configure: the templates the distribution renders its config from, a comma "
+        "list (k3s/RKE2 config-v3.toml.tmpl,config.toml.tmpl, on the host); the engine is "
+        "restarted once when they are new or changed and the live engine lacks the nvidia runtime.",
     ),
 ]
 RuntimePathOption = Annotated[
@@ -195,7 +195,11 @@ def agent(
             drop_in=str(_host_path("--drop-in", drop_in)) if drop_in else None,
             unit=host_agent.pick_unit(host, restart_unit, chosen),
             configure=configure,
-            template=_host_path("--template", template) if template else None,
+            template=tuple(
+                _host_path("--template", t.strip())
+                for t in (template or "").split(",")
+                if t.strip()
+            ),
             runtime_path=runtime_path,
             driver_root=_host_path("--driver-root", driver_root),
             run=host_agent.host_runner(host.root, host_exec),

@@ -51,7 +51,7 @@ class Agent:
     drop_in: str | None = None  # ctk's drop-in on the host (None: the engine's own)
     unit: str  # the systemd unit that runs the engine
     configure: bool = True  # False: the distribution owns the config (k3s/RKE2 templates)
-    template: PurePosixPath | None = None  # the template it renders the config from (host)
+    template: tuple[PurePosixPath, ...] = ()  # the templates it renders the config from (host)
     driver_root: PurePosixPath  # on the host
     run: host_agent.Runner
     ready_file: Path | None = None  # in the agent's own file system (a pod's mount)
@@ -203,8 +203,7 @@ def _from_template(agent: Agent, state: State) -> tuple[State, bool, int | None]
     from ``--template`` at start: with --restart-mode systemd, restart it once for each new
     version of the template (never again for the same one, so a template that does not help
     cannot cause a restart loop); otherwise say which restart it needs."""
-    target = agent.host.path(str(agent.template)) if agent.template else None
-    current = host_agent.file_digest(target) if target is not None else None
+    current = host_agent.files_digest([agent.host.path(str(t)) for t in agent.template])
     if (
         current is not None
         and current != state.template
@@ -386,10 +385,10 @@ def uninstall(agent: Agent, state: State) -> State:
     the engine's config (restarted if that changed it), then the CDI spec, then the hook the
     spec names, then the agent's own files."""
     changed = _revert_configs(agent, state)
-    if state.template is not None and agent.template is not None:
+    if state.template is not None and agent.template:
         # k3s/RKE2: the engine was restarted for a template that is gone or changed since (the
         # chart's uninstall removes its own): restart once more so the engine drops it.
-        current = host_agent.file_digest(agent.host.path(str(agent.template)))
+        current = host_agent.files_digest([agent.host.path(str(t)) for t in agent.template])
         changed = changed or current != state.template
     state = replace(
         state, configs={}, record=None, ready_pid=None, runtime_path=None, template=None

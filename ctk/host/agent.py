@@ -429,6 +429,17 @@ def file_digest(path: Path) -> str | None:
     return None if data is None else hashlib.sha256(data).hexdigest()
 
 
+def files_digest(paths: Sequence[Path]) -> str | None:
+    """One digest for the files of ``paths`` that exist (None: none does); a single one's is its
+    own `file_digest`, so state kept for one template stays valid when more are watched."""
+    import hashlib
+
+    found = [(path, digest) for path in paths if (digest := file_digest(path)) is not None]
+    if len(found) <= 1:
+        return found[0][1] if found else None
+    return hashlib.sha256("".join(f"{p.name}={d}\n" for p, d in found).encode()).hexdigest()
+
+
 def generate_spec(host: HostRoot, driver_root: PurePosixPath) -> tuple[dict[str, object], str, str]:
     """The node's CDI spec with host paths: its data, its checked text, the driver version."""
     from ctk.agent.spec import host_paths

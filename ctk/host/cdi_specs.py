@@ -15,14 +15,16 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ctk.cdi.problems import Problem, ProblemSeverity
-from ctk.cdi.registry import Registry, SpecSource, build_registry
 from ctk.cdi.validate import SpecReport, validate_bytes
 from ctk.errors import CtkError
 from ctk.host import files
-from ctk.host.root import HostRoot
+
+if TYPE_CHECKING:  # both serve directories only: `cdi validate FILE` imports neither
+    from ctk.cdi.registry import Registry, SpecSource
+    from ctk.host.root import HostRoot
 
 DEFAULT_SPEC_DIRS: Final = (PurePosixPath("/etc/cdi"), PurePosixPath("/var/run/cdi"))
 """Where CDI runtimes (containerd, CRI-O, Docker, Podman) look, lowest priority first."""
@@ -86,6 +88,8 @@ def scan_spec_dir(
     directory: PurePosixPath, priority: int, *, root: HostRoot
 ) -> tuple[list[SpecSource], SpecDir]:
     """The spec files directly in ``directory`` (as seen inside ``root``), in name order."""
+    from ctk.cdi.registry import SpecSource
+
     shown_dir = str(directory)
     try:
         entries = sorted(os.scandir(root.path(directory)), key=lambda e: e.name)
@@ -130,6 +134,9 @@ def read_spec_dirs(
 
     A directory that is missing or cannot be listed is noted in ``dirs`` and the others are read.
     """
+    from ctk.cdi.registry import build_registry
+    from ctk.host.root import HostRoot
+
     host = HostRoot(root or Path("/"))
     sources: list[SpecSource] = []
     found: list[SpecDir] = []

@@ -53,7 +53,8 @@ DISTRIBUTION_ENV: dict[str, dict[str, str]] = {
         "CTK_AGENT_HOST_EXEC": "chroot /host /usr/bin/env "
         "PATH=/var/lib/rancher/k3s/data/current/bin" + PATH_TAIL,
         "CTK_AGENT_CONFIGURE": "false",
-        "CTK_AGENT_TEMPLATE": "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl",
+        "CTK_AGENT_TEMPLATE": "/var/lib/rancher/k3s/agent/etc/containerd/config-v3.toml.tmpl,"
+        "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl",
     },
     "rke2": {
         "CTK_AGENT_CONFIG": "/var/lib/rancher/rke2/agent/etc/containerd/config.toml",
@@ -62,7 +63,8 @@ DISTRIBUTION_ENV: dict[str, dict[str, str]] = {
         "CTK_AGENT_HOST_EXEC": "chroot /host /usr/bin/env PATH=/var/lib/rancher/rke2/bin"
         + PATH_TAIL,
         "CTK_AGENT_CONFIGURE": "false",
-        "CTK_AGENT_TEMPLATE": "/var/lib/rancher/rke2/agent/etc/containerd/config.toml.tmpl",
+        "CTK_AGENT_TEMPLATE": "/var/lib/rancher/rke2/agent/etc/containerd/config-v3.toml.tmpl,"
+        "/var/lib/rancher/rke2/agent/etc/containerd/config.toml.tmpl",
     },
     "microk8s": {
         "CTK_AGENT_CONFIG": "/var/snap/microk8s/current/args/containerd-template.toml",
@@ -418,16 +420,19 @@ def test_k3s_and_rke2_get_a_containerd_template() -> None:
         docs = render({"distribution": distribution})
         (cm,) = kinds(docs, "ConfigMap")
         # test_distributions.py renders it with Go's text/template and reads it with containerd.
-        text = cm["data"]["config.toml.tmpl"]
-        assert text == (CHART / "files/containerd-config.toml.tmpl").read_text()
+        assert cm["data"] == {
+            "config.toml.tmpl": (CHART / "files/containerd-config.toml.tmpl").read_text(),
+            "config-v3.toml.tmpl": (CHART / "files/containerd-config-v3.toml.tmpl").read_text(),
+        }
         # Without CDI the nvidia handler is k3s/RKE2's own (they add it when they find
         # nvidia-container-runtime): no template, no init container.
         off = render({"distribution": distribution, "cdi.enabled": "false"})
         assert kinds(off, "ConfigMap") == []
         assert "initContainers" not in pod_spec(one(off, "DaemonSet", "ctk"))
         (init,) = pod_spec(one(docs, "DaemonSet", "ctk"))["initContainers"]
-        target = f"/host/var/lib/rancher/{distribution}/agent/etc/containerd/config.toml.tmpl"
-        assert init["command"] == ["cp", "-n", "/etc/ctk/config.toml.tmpl", target]
+        # Which template it places: test_distributions.py runs its script.
+        assert init["command"][:2] == ["/bin/sh", "-c"]
+        assert f"d=/host/var/lib/rancher/{distribution}/agent/etc/containerd;" in init["command"][2]
     assert "initContainers" not in pod_spec(one(render(), "DaemonSet", "ctk"))
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ctk.cdi.model import ContainerEdits, Device, DeviceNode, Hook, Mount, Spec
 from ctk.cdi.options import SpecFormat
-from ctk.cdi.serialize import render, spec_data
+from ctk.cdi.serialize import _PLAIN, _special, render, spec_data
 
 TEXT = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=20)
 
@@ -116,3 +116,27 @@ def test_layout() -> None:
         "            - ro\n"
         "            - nosuid\n"
     )
+
+
+TRICKY = (
+    *("true", "no", "Off", "y", "~", "null", "0x1f", "0o17", "017", "1_000", "+1", ".5", "1e3"),
+    *(".inf", "-.nan", "2001-12-14", "1:30", "190:20:30.5", "=", "<<", "-", "---", "..."),
+    *("%x", "@x", ",x", "a,b", "a:b", "a  b", "-1-", "x\n", "nvidia.com/gpu", "all"),
+)
+
+
+def _pure_python_special(text: str) -> bool:
+    if text.endswith((" ", ":")) or ": " in text or " #" in text or text.startswith(("- ", ":")):
+        return True  # what `_special` decides before asking a YAML reader
+    try:
+        return bool(yaml.load(text, Loader=yaml.SafeLoader) != text)
+    except yaml.YAMLError:
+        return True
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.sampled_from(TRICKY), st.from_regex(_PLAIN, fullmatch=True)))
+def test_plain_scalar_check_reads_as_pyyaml_does(text: str) -> None:
+    """`_special` asks libyaml whether a plain scalar reads back as itself: the same answer as
+    PyYAML's own (pure Python) reader, which `safe_load` and the round trips above use."""
+    assert _special(text) == _pure_python_special(text)

@@ -175,9 +175,10 @@ CDI dir and driver root are host paths, resolved by the agent under its host roo
 - name: CTK_AGENT_CONFIGURE
   value: "false"
 {{- if .Values.cdi.enabled }}
-# The chart's template (an init container puts it there): restart k3s/RKE2 once to render it.
+# The chart's template (an init container puts the one of the node's containerd generation
+# there): restart k3s/RKE2 once to render it.
 - name: CTK_AGENT_TEMPLATE
-  value: {{ $dist.template | quote }}
+  value: {{ printf "%s/config-v3.toml.tmpl,%s" (dir $dist.template) $dist.template | quote }}
 {{- end }}
 {{- else }}
 - name: CTK_AGENT_DROP_IN
