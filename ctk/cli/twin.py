@@ -21,7 +21,6 @@ from typer.core import TyperCommand
 
 from ctk.cli.declare import Argument, Commands, Declared, Marker, parameters
 
-_BUILT: dict[Commands, click.Command] = {}
 _CLASSES: dict[type[click.Command], type[TyperCommand]] = {}
 
 
@@ -38,10 +37,12 @@ def to_typer(commands: Commands) -> click.Command:
 
 
 def twin(commands: Commands, path: tuple[str, ...]) -> click.Command:
-    """typer's command at ``path`` (names of sub-commands) of ``commands``, built once."""
-    if commands not in _BUILT:
-        _BUILT[commands] = to_typer(commands)
-    command = _BUILT[commands]
+    """typer's command at ``path`` (names of sub-commands) of ``commands``.
+
+    Built afresh for each rendering: click keeps a command's help option once made, from the
+    context it was first shown in, and the twin must show the option of the context at hand.
+    """
+    command = to_typer(commands)
     for name in path:
         assert isinstance(command, click.Group)
         command = command.commands[name]
