@@ -11,7 +11,7 @@ import typer
 from ctk.errors import CtkError
 
 if TYPE_CHECKING:
-    from ctk.node import DevNode
+    from ctk.node.dev import DevNode
 
 app = typer.Typer(no_args_is_help=True, help="Prepare the node: device nodes and /dev/char links.")
 
@@ -73,7 +73,7 @@ def _create_nodes(
     """Create the missing nodes; return every wanted node (host path) there is or would be."""
     from ctk.host.devnodes import make_node, node_state, read_driver_numbers
     from ctk.host.root import HostRoot, existing_root
-    from ctk.node import DevNode, Major, expected_nodes
+    from ctk.node.dev import DevNode, Major, expected_nodes
 
     facts = read_driver_numbers(existing_root("--driver-root", driver_root))
     if Major.FRONTEND not in facts.majors and Major.NVIDIA not in facts.majors:
@@ -148,7 +148,7 @@ def _all_possible(driver_root: Path) -> list[DevNode]:
     """Every node the loaded driver implies (host paths), existing or not (--create-all)."""
     from ctk.host.devnodes import read_driver_numbers
     from ctk.host.root import existing_root
-    from ctk.node import DevNode, expected_nodes
+    from ctk.node.dev import DevNode, expected_nodes
 
     root = existing_root("--driver-root", driver_root)
     facts = read_driver_numbers(root)

@@ -15,11 +15,12 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from ctk.errors import CtkError
 from ctk.host import files
 from ctk.host.root import HostRoot, PathEscapeError
-from ctk.node import CharDevice, DevNode, nvidia_majors
+from ctk.node import CharDevice
 from ctk.nvproc import (
     GpuInformation,
     MigMinors,
@@ -27,6 +28,9 @@ from ctk.nvproc import (
     parse_mig_minors,
     parse_proc_devices,
 )
+
+if TYPE_CHECKING:  # `system` and the doctor's; generate only scans /dev
+    from ctk.node.dev import DevNode
 
 CONTROL_NODES = (
     "/dev/nvidia-modeset",
@@ -233,11 +237,15 @@ def read_driver_numbers(root: HostRoot) -> DriverNumbers:
         assert gpu.information is not None  # read without an error
         if gpu.information.device_minor is not None:
             minors.append(gpu.information.device_minor)
+    from ctk.node.dev import nvidia_majors
+
     return DriverNumbers(nvidia_majors(parse_proc_devices(text)), minors, devices)
 
 
 def dev_nodes(dev: HostRoot, majors: dict[str, int]) -> list[DevNode]:
     """NVIDIA's existing nodes under the root whose major is one of ``majors``, at host paths."""
+    from ctk.node.dev import DevNode
+
     wanted = set(majors.values())
     return [
         DevNode(PurePosixPath(n.host_path), n.major, n.minor)

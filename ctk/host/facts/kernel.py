@@ -37,7 +37,7 @@ from ctk.host.facts.gatherer import (
     posix_join,
 )
 from ctk.host.root import PathEscapeError
-from ctk.node import NvmlReturn
+from ctk.node.nvml import NvmlReturn
 from ctk.nvproc import (
     parse_key_values,
     parse_proc_devices,
