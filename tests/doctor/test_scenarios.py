@@ -219,6 +219,12 @@ SCENARIOS = [
         id="ctk-cdi-only-no-toolkit-healthy",
     ),
     pytest.param(
+        "crio-cdi-only",
+        {},
+        set(),
+        id="crio-cdi-only-no-toolkit-healthy",
+    ),
+    pytest.param(
         "ctk-cdi-engine-off",
         {
             "toolkit.not-installed": "the NVIDIA Container Toolkit is not installed: no engine can inject GPUs",

@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ctk.doctor.checks.cdi_readers import cdi_readers, gpu_specs
 from ctk.doctor.facts import LDCONFIG_CANDIDATES, NodeFacts
 from ctk.doctor.fixes import (
     ConfigureRuntime,
@@ -102,18 +103,8 @@ def installed(facts: NodeFacts) -> bool:
 def cdi_route(facts: NodeFacts) -> str | None:
     """How GPUs reach containers without the toolkit (a node ctk set up): a valid spec of kind
     nvidia.com/gpu whose hook programs exist, read by an engine with CDI on; None without one."""
-    specs = [
-        spec
-        for spec in facts.cdi.specs
-        if spec.kind == "nvidia.com/gpu" and not spec.problems and not spec.missing_hook_paths
-    ]
-    readers = [
-        f"{runtime.value} has CDI on"
-        for runtime, engine in facts.engines.items()
-        if engine.installed and engine.cdi_enabled
-    ]
-    if "podman" in facts.toolkit.binaries:
-        readers.append("podman reads CDI specs")
+    specs = [spec for spec in gpu_specs(facts) if not spec.problems and not spec.missing_hook_paths]
+    readers = [f"{reader.name}: {reader.evidence.value}" for reader in cdi_readers(facts)]
     if not specs or not readers:
         return None
     hooks = sorted({hook for spec in specs for hook in spec.hook_paths})
@@ -310,7 +301,7 @@ def mode_mismatch(facts: NodeFacts) -> Result:
     mode = runtime_mode(facts)
     if mode is None:
         return skip("the toolkit is not installed")
-    has_spec = any(spec.kind == "nvidia.com/gpu" for spec in facts.cdi.specs)
+    has_spec = bool(gpu_specs(facts))
     if mode == "cdi" and not has_spec:
         return warn(
             "the toolkit is in mode cdi but no nvidia.com/gpu CDI spec exists: every GPU "
@@ -368,7 +359,7 @@ def rootless_no_cgroups(facts: NodeFacts) -> Result:
 )
 def conflicting_oci_hook(facts: NodeFacts) -> Result:
     """The old hook plus CDI injects the devices twice."""
-    has_spec = any(spec.kind == "nvidia.com/gpu" for spec in facts.cdi.specs)
+    has_spec = bool(gpu_specs(facts))
     if not facts.toolkit.oci_hooks or not has_spec:
         return ok("no OCI hook competing with CDI")
     return warn(
