@@ -178,6 +178,13 @@ SPEC = SpecFileFacts(
             id="docker-and-podman",
         ),
         pytest.param(node(replace(DOCKER, cdi_enabled=False)), None, id="no-reader"),
+        pytest.param(node(CONTAINERD), None, id="spec-outside-the-readers-dirs"),
+        pytest.param(
+            node(CONTAINERD, CRIO),
+            "/var/run/cdi/nvidia.yaml (hooks: /usr/local/libexec/ctk/ctk-hook; "
+            "crio: crio always reads CDI specs)",
+            id="only-the-readers-of-the-spec",
+        ),
     ],
 )
 def test_cdi_route(facts: NodeFacts, expected: str | None) -> None:

@@ -225,6 +225,14 @@ SCENARIOS = [
         id="crio-cdi-only-no-toolkit-healthy",
     ),
     pytest.param(
+        "ctk-cdi-dir-unread",
+        {
+            "toolkit.not-installed": "the NVIDIA Container Toolkit is not installed: no engine can inject GPUs",
+        },
+        set(),
+        id="ctk-cdi-spec-in-a-dir-no-engine-reads",
+    ),
+    pytest.param(
         "ctk-cdi-engine-off",
         {
             "toolkit.not-installed": "the NVIDIA Container Toolkit is not installed: no engine can inject GPUs",

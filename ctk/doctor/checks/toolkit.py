@@ -102,10 +102,13 @@ def installed(facts: NodeFacts) -> bool:
 
 def cdi_route(facts: NodeFacts) -> str | None:
     """How GPUs reach containers without the toolkit (a node ctk set up): a valid spec of kind
-    nvidia.com/gpu whose hook programs exist, read by an engine with CDI on; None without one."""
-    specs = [spec for spec in gpu_specs(facts) if not spec.problems and not spec.missing_hook_paths]
-    readers = [f"{reader.name}: {reader.evidence.value}" for reader in cdi_readers(facts)]
-    if not specs or not readers:
+    nvidia.com/gpu whose hook programs exist, in a directory that a program reading CDI specs
+    reads (an engine with CDI on, CRI-O, podman); None without one."""
+    usable = [s for s in gpu_specs(facts) if not s.problems and not s.missing_hook_paths]
+    found = [(r, [s for s in usable if r.reads(s)]) for r in cdi_readers(facts)]
+    readers = [f"{reader.name}: {reader.evidence.value}" for reader, specs in found if specs]
+    specs = [s for s in usable if any(s in read for _, read in found)]
+    if not readers:
         return None
     hooks = sorted({hook for spec in specs for hook in spec.hook_paths})
     return f"{specs[0].path} (hooks: {', '.join(hooks) or 'none'}; {', '.join(readers)})"
