@@ -313,6 +313,14 @@ SCENARIOS = [
         id="ldconfig-real-on-rhel",
     ),
     pytest.param(
+        "toolkit-config-env",
+        {
+            "toolkit.ldconfig-path": "the toolkit runs ldconfig from /sbin/ldconfig.real, which does not exist: containers fail with 'ldcache error: open failed: /sbin/ldconfig.real: no such file or directory'",
+        },
+        set(),
+        id="toolkit-config-from-env",
+    ),
+    pytest.param(
         "ldconfig-usr-sbin",
         {
             "toolkit.ldconfig-path": "the toolkit runs ldconfig from /sbin/ldconfig, which does not exist: containers fail with 'ldcache error: open failed: /sbin/ldconfig: no such file or directory'",
