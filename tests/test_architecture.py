@@ -120,7 +120,8 @@ def test_every_engine_is_one_entry_per_table() -> None:
 def test_one_doctor_check_module_per_group() -> None:
     """The checks of group G are the module ctk/doctor/checks/G.py, and only its checks."""
     import ctk.doctor.checks  # noqa: F401  (importing it fills the registry)
-    from ctk.doctor.model import REGISTRY, Group
+    from ctk.doctor.groups import Group
+    from ctk.doctor.model import REGISTRY
 
     misplaced = sorted(
         f"{check.id} in {check.run.__module__}"

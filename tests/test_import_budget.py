@@ -46,7 +46,10 @@ BUDGET = [
     ),
     pytest.param(
         ["doctor", "--help"],
-        ("rich", "pynvml", "yaml", "ctk.doctor.facts", "ctk.host", *NOT_CDI, *NOT_RUNTIME),
+        (
+            *("rich", "pynvml", "yaml", "ctk.doctor.facts", "ctk.host", *NOT_CDI, *NOT_RUNTIME),
+            *("ctk.doctor.model", "dataclasses", "json"),  # --group's choices: ctk.doctor.groups
+        ),
         id="doctor-help",
     ),
     pytest.param(

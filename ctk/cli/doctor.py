@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,11 +11,12 @@ import typer
 
 from ctk import __version__
 from ctk.cli import render
-from ctk.doctor.model import Finding, Group
+from ctk.doctor.groups import Group
 from ctk.errors import CtkError, UsageError
 
 if TYPE_CHECKING:  # the facts' 50 classes load when the doctor runs, not for --help
     from ctk.doctor.facts import CudaNeed, NodeFacts
+    from ctk.doctor.model import Finding
 
 SCHEMA_ID = "ctk.doctor/v1"
 
@@ -196,6 +196,8 @@ def _cuda_need(cuda_version: str | None, image_env: Path | None) -> CudaNeed | N
 def _json_env(text: str) -> list[str]:
     """The KEY=VALUE strings of `docker inspect IMAGE` (a list of objects with Config.Env), one
     such object, or the bare `.Config.Env` list."""
+    import json
+
     try:
         data = json.loads(text)
     except ValueError as exc:

@@ -8,7 +8,6 @@ made, so JSON output never loads it, and `Printer` writes plain lines without it
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO, TypeAlias
@@ -44,6 +43,8 @@ def console(stream: TextIO) -> Console:
 
 def dump_json(value: object, stream: TextIO) -> None:
     """Write ``value`` as one indented JSON document and a newline (non-ASCII kept as is)."""
+    import json
+
     json.dump(value, stream, indent=2, ensure_ascii=False)
     stream.write("\n")
 

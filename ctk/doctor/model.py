@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
+from ctk.doctor.groups import Group
 from ctk.enums import StrEnum
 
 if TYPE_CHECKING:
@@ -34,26 +35,6 @@ class Severity(StrEnum):
     ERROR = "error"
     WARNING = "warning"
     INFO = "info"
-
-
-class Group(StrEnum):
-    """Layers of the stack, bottom up; the order is the order of the report."""
-
-    DRIVER = "driver"
-    GPU = "gpu"
-    DEV = "dev"
-    LIB = "lib"
-    CUDA = "cuda"
-    MIG = "mig"
-    TOOLKIT = "toolkit"
-    HOST = "host"
-    DOCKER = "docker"
-    CONTAINERD = "containerd"
-    CRIO = "crio"
-    CDI = "cdi"
-    K8S = "k8s"
-    HAMI = "hami"
-    CONTAINER = "container"
 
 
 class Where(StrEnum):

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 import ctk.doctor.checks  # noqa: F401  (fills the registry)
 from ctk.doctor.facts import FactTimedOut, NodeFacts
 from ctk.doctor.fixes import Tool, command_line, tool_of
+from ctk.doctor.groups import Group
 from ctk.doctor.model import (
     REGISTRY,
     Check,
     Finding,
-    Group,
     Result,
     Severity,
     Status,

@@ -15,7 +15,8 @@ from ctk.agent.outlets import (
     npd_report,
     prometheus_text,
 )
-from ctk.doctor.model import Finding, Group, Severity, Status
+from ctk.doctor.groups import Group
+from ctk.doctor.model import Finding, Severity, Status
 
 
 def finding(check: str, status: Status, severity: Severity = Severity.ERROR) -> Finding:
