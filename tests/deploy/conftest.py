@@ -14,6 +14,19 @@ from tests.deploy.chart import BUILD_SH
 
 TOOLS = ("mmdebstrap", "umoci", "skopeo")
 BUILD_TIMEOUT = 900  # seconds: a cold base root is most of it
+HERE = Path(__file__).resolve().parent
+HELM_ONLY = ("test_chart.py", "test_manifests.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark what runs no code on the suite's own Python: the image (its own Debian python3, run
+    under runc) and the chart (helm, kubernetes-validate). `.ci/run` runs these once, on the main
+    Python, and leaves them out of the runs on the oldest and newest Python."""
+    for item in items:
+        if HERE not in item.path.parents:
+            continue
+        if "image_dir" in getattr(item, "fixturenames", ()) or item.path.name in HELM_ONLY:
+            item.add_marker(pytest.mark.same_on_every_python)
 
 
 @pytest.fixture(scope="session")
