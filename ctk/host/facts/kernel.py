@@ -20,12 +20,8 @@ from ctk.doctor.facts import (
 )
 from ctk.errors import CtkError
 from ctk.host import files
-from ctk.host.devnodes import (
-    nvidia_nodes,
-    read_char_links,
-    read_gpu_information,
-    read_mig_minors,
-)
+from ctk.host.devnodes import nvidia_nodes, read_char_links, read_mig_minors
+from ctk.host.driver_numbers import read_gpu_information
 from ctk.host.facts.gatherer import (
     DRIVER_VERSION,
     LIBRARY_DIRS,
