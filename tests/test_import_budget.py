@@ -124,6 +124,10 @@ BUDGET = [
         (
             *("typer", "rich", "tomlkit", "pynvml", "jsonschema", *NOT_DOCTOR, *NOT_RUNTIME),
             *("ctk.cli.cdi_check", "ctk.cdi.registry", "decimal"),
+            # parts of the node model management mode never makes: NVML's GPUs, MIG devices and
+            # health, the /dev nodes a driver implies, the other discovery modes' facts
+            *("ctk.node.nvml", "ctk.node.dev", "ctk.node.classes"),
+            "ctk.host.driver_numbers",  # /proc/devices, GPU information files: system, doctor
         ),
         id="cdi-generate-management",
     ),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -241,6 +240,8 @@ def _options(
 
     hooks = _enabled_hooks(disable_hook, enable_hook)
     if hook_path is not None and "/" not in hook_path:  # a program name: nvidia-ctk finds it
+        import shutil
+
         found = shutil.which(hook_path)
         if found is None:  # as nvidia-ctk: the usual place, said in a warning
             found = f"/usr/bin/{hook_path}"

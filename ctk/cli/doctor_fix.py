@@ -80,7 +80,8 @@ def shown(fix: Fix, root: Path) -> str | None:
         case SetToolkitConfig():
             from ctk.toolkit_config import DEFAULT_PATH
 
-            extra = [f"--config={host.path(DEFAULT_PATH)}"]
+            extra = [f"--config={host.path(fix.config or DEFAULT_PATH)}"]
+            args = tuple(a for a in args if not a.startswith("--config="))
         case _:
             extra = [f"--root={root}"]
     return shlex.join(["ctk", *args, *extra])
@@ -130,7 +131,8 @@ def apply(fix: Fix, root: Path) -> None:
         case SetToolkitConfig():
             from ctk.toolkit_config import DEFAULT_PATH
 
-            _set_toolkit_config(host.path(DEFAULT_PATH) if under else Path(DEFAULT_PATH), fix)
+            read = fix.config or DEFAULT_PATH  # the file the doctor read, as seen on the node
+            _set_toolkit_config(host.path(read) if under else Path(read), fix)
         case _:  # not appliable: planned() never hands these over
             raise AssertionError(fix)
 

@@ -12,7 +12,7 @@ from ctk.cli.declare import Commands, Option
 from ctk.errors import CtkError
 
 if TYPE_CHECKING:
-    from ctk.node import DevNode
+    from ctk.node.dev import DevNode
 
 app = Commands(no_args_is_help=True, help="Prepare the node: device nodes and /dev/char links.")
 
@@ -72,9 +72,10 @@ def _create_nodes(
     driver_root: Path, dev_root: Path, *, control_devices: bool, dry_run: bool
 ) -> list[DevNode]:
     """Create the missing nodes; return every wanted node (host path) there is or would be."""
-    from ctk.host.devnodes import make_node, node_state, read_driver_numbers
+    from ctk.host.devnodes import make_node, node_state
+    from ctk.host.driver_numbers import read_driver_numbers
     from ctk.host.root import HostRoot, existing_root
-    from ctk.node import DevNode, Major, expected_nodes
+    from ctk.node.dev import DevNode, Major, expected_nodes
 
     facts = read_driver_numbers(existing_root("--driver-root", driver_root))
     if Major.FRONTEND not in facts.majors and Major.NVIDIA not in facts.majors:
@@ -147,9 +148,9 @@ def create_device_nodes(
 
 def _all_possible(driver_root: Path) -> list[DevNode]:
     """Every node the loaded driver implies (host paths), existing or not (--create-all)."""
-    from ctk.host.devnodes import read_driver_numbers
+    from ctk.host.driver_numbers import read_driver_numbers
     from ctk.host.root import existing_root
-    from ctk.node import DevNode, expected_nodes
+    from ctk.node.dev import DevNode, expected_nodes
 
     root = existing_root("--driver-root", driver_root)
     facts = read_driver_numbers(root)
@@ -211,7 +212,8 @@ def create_dev_char_symlinks(
     dry_run: DryRun = False,
 ) -> None:
     """Create /dev/char links for the NVIDIA device nodes (prevents NVML "Unknown Error")."""
-    from ctk.host.devnodes import dev_nodes, link_state, make_link, read_driver_numbers
+    from ctk.host.devnodes import dev_nodes, link_state, make_link
+    from ctk.host.driver_numbers import read_driver_numbers
     from ctk.host.root import existing_root
     from ctk.system.devices import CharLink, char_links
 

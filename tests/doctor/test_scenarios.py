@@ -219,6 +219,20 @@ SCENARIOS = [
         id="ctk-cdi-only-no-toolkit-healthy",
     ),
     pytest.param(
+        "crio-cdi-only",
+        {},
+        set(),
+        id="crio-cdi-only-no-toolkit-healthy",
+    ),
+    pytest.param(
+        "ctk-cdi-dir-unread",
+        {
+            "toolkit.not-installed": "the NVIDIA Container Toolkit is not installed: no engine can inject GPUs",
+        },
+        set(),
+        id="ctk-cdi-spec-in-a-dir-no-engine-reads",
+    ),
+    pytest.param(
         "ctk-cdi-engine-off",
         {
             "toolkit.not-installed": "the NVIDIA Container Toolkit is not installed: no engine can inject GPUs",
@@ -297,6 +311,14 @@ SCENARIOS = [
         },
         set(),
         id="ldconfig-real-on-rhel",
+    ),
+    pytest.param(
+        "toolkit-config-env",
+        {
+            "toolkit.ldconfig-path": "the toolkit runs ldconfig from /sbin/ldconfig.real, which does not exist: containers fail with 'ldcache error: open failed: /sbin/ldconfig.real: no such file or directory'",
+        },
+        set(),
+        id="toolkit-config-from-env",
     ),
     pytest.param(
         "ldconfig-usr-sbin",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import shlex
 
-from ctk.doctor.checks.mig import GPU_KIND, kube, regenerate
+from ctk.doctor.checks.cdi_readers import cdi_readers, gpu_specs
+from ctk.doctor.checks.mig import kube, regenerate
 from ctk.doctor.checks.toolkit import runtime_mode, toolkit_version
 from ctk.doctor.expected import expected_devices, missing_from, unknown_uuids
 from ctk.doctor.facts import NodeFacts, NvmlAnswer, SpecFileFacts
@@ -21,7 +22,6 @@ from ctk.doctor.model import (
     unknown,
     warn,
 )
-from ctk.runtime_config.engines import Runtime
 
 CDI_SUPPORT = (
     "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/cdi-support.html"
@@ -42,23 +42,13 @@ def unreadable(facts: NodeFacts) -> Result | None:
     )
 
 
-def gpu_specs(facts: NodeFacts) -> tuple[SpecFileFacts, ...]:
-    """The spec files of kind nvidia.com/gpu."""
-    return tuple(spec for spec in facts.cdi.specs if spec.kind == GPU_KIND)
-
-
 def cdi_consumers(facts: NodeFacts) -> list[Evidence]:
-    """What on this node relies on CDI specs."""
+    """What on this node relies on CDI specs: the toolkit in mode cdi, and the programs that read
+    specs because someone switched CDI on (not CRI-O, which reads them whatever its config says)."""
     users = []
     if runtime_mode(facts) == "cdi":
         users.append(Evidence(facts.toolkit.config.path, 'nvidia-container-runtime.mode = "cdi"'))
-    docker, containerd = facts.engine(Runtime.DOCKER), facts.engine(Runtime.CONTAINERD)
-    if docker.installed and docker.cdi_enabled:
-        users.append(Evidence(docker.config_path, "features.cdi = true"))
-    if containerd.installed and containerd.cdi_enabled:
-        users.append(Evidence(containerd.config_path, "enable_cdi = true"))
-    if "podman" in facts.toolkit.binaries:
-        users.append(Evidence(facts.toolkit.binaries["podman"], "podman uses CDI natively"))
+    users += [reader.evidence for reader in cdi_readers(facts) if reader.switched_on]
     return users
 
 
