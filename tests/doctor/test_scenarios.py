@@ -264,6 +264,12 @@ SCENARIOS = [
         id="dev-char-links",
     ),
     pytest.param(
+        "docker-cgroupfs-containerd-cri",
+        {},
+        set(),
+        id="dev-char-links-not-needed-docker-cgroupfs-containerd-serves-docker",
+    ),
+    pytest.param(
         "legacy-nvidia-docker2",
         {
             "toolkit.legacy-nvidia-docker2": "the deprecated nvidia-docker2 stack is still installed (archived project; upgrades from it often lose the nvidia runtime in daemon.json)",
