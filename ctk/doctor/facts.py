@@ -13,7 +13,8 @@ from typing import Any
 
 from ctk.doctor.advisories import Advisory
 from ctk.doctor.model import Where
-from ctk.node import CharDevice, Gpu, GpuHealth, NvmlFacts
+from ctk.node import CharDevice
+from ctk.node.nvml import Gpu, GpuHealth, NvmlFacts
 from ctk.runtime_config.engines import Runtime
 
 

@@ -33,7 +33,8 @@ from ctk.doctor.model import REGISTRY, Evidence, Result, Severity, Status, Where
 from ctk.doctor.run import diagnose, summarize
 from ctk.host.facts.gatherer import Gatherer
 from ctk.host.root import HostRoot
-from ctk.node import CharDevice, ComputeProcess, Gpu, GpuHealth, MigDevice, MigMode, NvmlFacts
+from ctk.node import CharDevice
+from ctk.node.nvml import ComputeProcess, Gpu, GpuHealth, MigDevice, MigMode, NvmlFacts
 from ctk.runtime_config.engines import Runtime
 
 GIB = 1 << 30

@@ -18,8 +18,8 @@ from ctk.doctor.model import (
     unknown,
     warn,
 )
-from ctk.node import MigMode, NvmlReturn
-from ctk.node import expected_nodes as node_rule
+from ctk.node.dev import expected_nodes as node_rule
+from ctk.node.nvml import MigMode, NvmlReturn
 from ctk.runtime_config.engines import Runtime
 
 NVIDIA_MAJOR = 195

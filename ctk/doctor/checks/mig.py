@@ -22,7 +22,7 @@ from ctk.doctor.model import (
     unknown,
     warn,
 )
-from ctk.node import Gpu, MigMode
+from ctk.node.nvml import Gpu, MigMode
 
 MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/"
 
