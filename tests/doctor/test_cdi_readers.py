@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from ctk.doctor.checks.cdi import cdi_consumers
-from ctk.doctor.checks.cdi_readers import CDI_SETTINGS, CdiReader, cdi_readers
+from ctk.doctor.checks.cdi_readers import CDI_SETTINGS, CdiReader, cdi_readers, spec_to_keep
 from ctk.doctor.checks.toolkit import cdi_route
 from ctk.doctor.facts import (
     CdiFacts,
@@ -203,3 +203,38 @@ def test_cdi_route(facts: NodeFacts, expected: str | None) -> None:
 def test_cdi_route_needs_a_usable_gpu_spec(spec: SpecFileFacts) -> None:
     facts = replace(node(DOCKER), cdi=CdiFacts(dirs=DEFAULT_DIRS, specs=(spec,)))
     assert cdi_route(facts) is None
+
+
+@pytest.mark.parametrize(
+    ("paths", "expected"),
+    [
+        pytest.param(
+            ["/var/run/cdi/a-copy.yaml", "/var/run/cdi/nvidia.json"],
+            "/var/run/cdi/nvidia.json",
+            id="generated-json-over-a-copy",
+        ),
+        pytest.param(
+            ["/var/run/cdi/nvidia.json", "/var/run/cdi/nvidia.yaml"],
+            "/var/run/cdi/nvidia.yaml",
+            id="yaml-over-json",
+        ),
+        pytest.param(
+            ["/etc/cdi/a.yaml", "/var/run/cdi/nvidia.yaml"],
+            "/var/run/cdi/nvidia.yaml",
+            id="generated-in-a-later-directory",
+        ),
+        pytest.param(
+            ["/var/run/cdi/nvidia.yaml", "/etc/cdi/nvidia.json"],
+            "/etc/cdi/nvidia.json",
+            id="first-directory-with-a-generated-one",
+        ),
+        pytest.param(
+            ["/etc/cdi/b.yaml", "/etc/cdi/a.yaml"],
+            "/etc/cdi/a.yaml",
+            id="none-generated-first-by-path",
+        ),
+    ],
+)
+def test_spec_to_keep(paths: list[str], expected: str) -> None:
+    """What a clash keeps is what regenerating rewrites (cdi.spec-conflict, mig.spec_output)."""
+    assert spec_to_keep(paths) == expected

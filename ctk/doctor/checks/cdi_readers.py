@@ -4,7 +4,7 @@ that read spec files (registers no check)."""
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -37,6 +37,24 @@ class CdiReader:
     def reads(self, spec: SpecFileFacts) -> bool:
         """Whether ``spec`` lies in one of the directories this program reads."""
         return posixpath.dirname(spec.path) in {posixpath.normpath(d) for d in self.dirs}
+
+
+GENERATED_NAMES: Final = ("nvidia.yaml", "nvidia.json")
+"""The names `ctk cdi generate/refresh` and nvidia-cdi-refresh give a spec file, preferred first."""
+
+
+def spec_to_keep(paths: Iterable[str]) -> str:
+    """Of spec files that clash or stand for one another, the one the node keeps: a generated
+    one (the first directory that has one, `nvidia.yaml` before `nvidia.json`), else the first by
+    path. Regenerating rewrites the same file, so what the doctor keeps is what it regenerates."""
+
+    def rank(path: str) -> tuple[bool, str, int, str]:
+        directory, _, name = path.rpartition("/")
+        generated = name in GENERATED_NAMES
+        order = GENERATED_NAMES.index(name) if generated else len(GENERATED_NAMES)
+        return (not generated, directory, order, name)
+
+    return min(paths, key=rank)
 
 
 def gpu_specs(facts: NodeFacts) -> tuple[SpecFileFacts, ...]:
