@@ -686,6 +686,12 @@ SCENARIOS = [
         id="cuda-visible-devices-out-of-range",
     ),
     pytest.param(
+        "containerd-default-config",
+        {},
+        set(),
+        id="containerd-1.7-default-config-healthy",
+    ),
+    pytest.param(
         "containerd-cdi-off",
         {
             "containerd.cdi-disabled": "containerd is set up for CDI (cdi_spec_dirs) but enable_cdi is not true",
