@@ -9,7 +9,6 @@ a later `ctk runtime unconfigure` on the node finds them.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import os
 import shlex
 from collections.abc import Callable, Iterator, Sequence
@@ -17,9 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Final
 
-import typer
-from typer.models import ParameterInfo
-
+from ctk.cli.declare import REQUIRED, Commands, parameters
 from ctk.doctor.fixes import (
     APPLIABLE,
     REFUSED,
@@ -149,7 +146,7 @@ def _set_toolkit_config(path: Path, fix: SetToolkitConfig) -> None:
 
 
 NO_SUBCOMMAND: Final = SimpleNamespace(invoked_subcommand=None)
-"""The `typer.Context` `ctk config` is called with when run without a sub-command."""
+"""The `click.Context` `ctk config` is called with when run without a sub-command."""
 
 
 def _generate(output: Path) -> None:
@@ -158,24 +155,24 @@ def _generate(output: Path) -> None:
     call(command_function(cdi.app, "generate"), output=output)
 
 
-def command_function(app: typer.Typer, name: str) -> Callable[..., Any]:
+def command_function(app: Commands, name: str) -> Callable[..., Any]:
     """The function behind the sub-command ``name`` of ``app``."""
-    for info in app.registered_commands:
-        if info.name == name and info.callback is not None:
-            return info.callback
+    for declared in app.commands:
+        if declared.name == name:
+            return declared.function
     raise AssertionError(f"no command {name}")  # a renamed command: the tests say so
 
 
 def call(command: Callable[..., Any], **given: Any) -> Any:
-    """Call a typer command function with ``given`` and every other option at its default."""
+    """Call a command function with ``given`` and every other option at its declared default."""
     kwargs = {}
-    for name, parameter in inspect.signature(command).parameters.items():
-        if name in given:
-            kwargs[name] = given[name]
-        elif isinstance(parameter.default, ParameterInfo):
-            kwargs[name] = parameter.default.default
+    for parameter in parameters(command):
+        if parameter.name in given:
+            kwargs[parameter.name] = given[parameter.name]
+        elif parameter.default is REQUIRED:
+            raise AssertionError(f"{parameter.name} has no default: give it")
         else:
-            kwargs[name] = parameter.default
+            kwargs[parameter.name] = parameter.default
     return command(**kwargs)
 
 

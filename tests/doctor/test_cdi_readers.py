@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from ctk.doctor.checks.cdi import cdi_consumers
-from ctk.doctor.checks.cdi_readers import CDI_SETTINGS, CdiReader, cdi_readers
+from ctk.doctor.checks.cdi_readers import CDI_SETTINGS, CdiReader, cdi_readers, spec_to_keep
 from ctk.doctor.checks.toolkit import cdi_route
 from ctk.doctor.facts import (
     CdiFacts,
@@ -60,7 +60,9 @@ PODMAN_READER = CdiReader(
 )
 
 
-def node(*engines: EngineFacts, podman: bool = False, mode: str | None = None) -> NodeFacts:
+def node(
+    *engines: EngineFacts, podman: bool = False, mode: str | None = None, kubelet: bool = True
+) -> NodeFacts:
     binaries = {"podman": "/usr/bin/podman"} if podman else {}
     config = ConfigFile(path="/etc/nvidia-container-runtime/config.toml")
     if mode is not None:
@@ -71,6 +73,7 @@ def node(*engines: EngineFacts, podman: bool = False, mode: str | None = None) -
     return NodeFacts(
         engines={Runtime(engine.engine): engine for engine in engines},
         toolkit=ToolkitFacts(binaries=binaries, config=config),
+        kubelet=kubelet,
     )
 
 
@@ -87,6 +90,14 @@ def node(*engines: EngineFacts, podman: bool = False, mode: str | None = None) -
             node(replace(CONTAINERD, cdi_spec_dirs=())),
             (replace(CONTAINERD_READER, dirs=DEFAULT_DIRS),),
             id="containerd-default-dirs",
+        ),
+        pytest.param(
+            node(DOCKER, CONTAINERD, kubelet=False),
+            (DOCKER_READER,),
+            id="containerd-under-docker-alone",
+        ),
+        pytest.param(
+            node(CONTAINERD, kubelet=False), (CONTAINERD_READER,), id="containerd-without-docker"
         ),
         pytest.param(node(CRIO), (CRIO_READER,), id="crio-always-reads"),
         pytest.param(
@@ -203,3 +214,38 @@ def test_cdi_route(facts: NodeFacts, expected: str | None) -> None:
 def test_cdi_route_needs_a_usable_gpu_spec(spec: SpecFileFacts) -> None:
     facts = replace(node(DOCKER), cdi=CdiFacts(dirs=DEFAULT_DIRS, specs=(spec,)))
     assert cdi_route(facts) is None
+
+
+@pytest.mark.parametrize(
+    ("paths", "expected"),
+    [
+        pytest.param(
+            ["/var/run/cdi/a-copy.yaml", "/var/run/cdi/nvidia.json"],
+            "/var/run/cdi/nvidia.json",
+            id="generated-json-over-a-copy",
+        ),
+        pytest.param(
+            ["/var/run/cdi/nvidia.json", "/var/run/cdi/nvidia.yaml"],
+            "/var/run/cdi/nvidia.yaml",
+            id="yaml-over-json",
+        ),
+        pytest.param(
+            ["/etc/cdi/a.yaml", "/var/run/cdi/nvidia.yaml"],
+            "/var/run/cdi/nvidia.yaml",
+            id="generated-in-a-later-directory",
+        ),
+        pytest.param(
+            ["/var/run/cdi/nvidia.yaml", "/etc/cdi/nvidia.json"],
+            "/etc/cdi/nvidia.json",
+            id="first-directory-with-a-generated-one",
+        ),
+        pytest.param(
+            ["/etc/cdi/b.yaml", "/etc/cdi/a.yaml"],
+            "/etc/cdi/a.yaml",
+            id="none-generated-first-by-path",
+        ),
+    ],
+)
+def test_spec_to_keep(paths: list[str], expected: str) -> None:
+    """What a clash keeps is what regenerating rewrites (cdi.spec-conflict, mig.spec_output)."""
+    assert spec_to_keep(paths) == expected

@@ -103,6 +103,14 @@ SCENARIOS = [
         id="cdi-conflict-with-a-stale-copy",
     ),
     pytest.param(
+        "cdi-conflict-json",
+        {
+            "cdi.spec-conflict": "6 CDI device definition(s) clash within one spec directory; runtimes drop those devices (unresolvable CDI devices)",
+        },
+        set(),
+        id="cdi-conflict-keeps-the-generated-json",
+    ),
+    pytest.param(
         "cdi-conflict-incomplete",
         {
             "cdi.spec-incomplete": "the CDI spec does not match the node's GPUs: GPU 1 (GPU-9221d5d1-b60b-a624-bf14-0a1819cfda31) has no CDI device; no device named all",
@@ -247,6 +255,12 @@ SCENARIOS = [
         id="docker-host-containerd-cri-off-healthy",
     ),
     pytest.param(
+        "docker-host-cri-leftover",
+        {},
+        set(),
+        id="docker-host-containerd-cri-config-unused-healthy",
+    ),
+    pytest.param(
         "rootless-docker",
         {
             "toolkit.rootless-no-cgroups": "a rootless Docker daemon is configured but the toolkit still programs device cgroups: containers fail with 'bpf_prog_query(BPF_CGROUP_DEVICE) failed'",
@@ -262,6 +276,12 @@ SCENARIOS = [
         },
         set(),
         id="dev-char-links",
+    ),
+    pytest.param(
+        "docker-cgroupfs-containerd-cri",
+        {},
+        set(),
+        id="dev-char-links-not-needed-docker-cgroupfs-containerd-serves-docker",
     ),
     pytest.param(
         "legacy-nvidia-docker2",
@@ -672,6 +692,12 @@ SCENARIOS = [
         id="cuda-visible-devices-out-of-range",
     ),
     pytest.param(
+        "containerd-default-config",
+        {},
+        set(),
+        id="containerd-1.7-default-config-healthy",
+    ),
+    pytest.param(
         "containerd-cdi-off",
         {
             "containerd.cdi-disabled": "containerd is set up for CDI (cdi_spec_dirs) but enable_cdi is not true",
@@ -886,6 +912,11 @@ def test_scenario(
             "skipped: the spec is complete once cdi.spec-conflict is fixed",
             id="stale-copy",
         ),
+        pytest.param(
+            "cdi-conflict-json",
+            "skipped: the spec is complete once cdi.spec-conflict is fixed",
+            id="stale-copy-of-a-json-spec",
+        ),
     ],
 )
 def test_a_clash_blocks_spec_incomplete(
@@ -902,6 +933,20 @@ def test_a_clash_blocks_spec_incomplete(
         "skip",
         summary,
         ["cdi.spec-conflict"],
+    )
+
+
+def test_a_clash_keeps_the_generated_spec_which_regenerating_rewrites(
+    fake_node: Callable[[str], FakeNode],  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The copy goes, the generated nvidia.json stays: the file `cdi generate` would rewrite."""
+    built = fake_node("cdi-conflict-json")
+    _, document = run_doctor(built.root, capsys, "--check", "cdi.spec-conflict")
+    [finding] = document["checks"]
+    assert (finding["remedy"]["commands"], finding["remedy"]["notes"]) == (
+        ["sudo rm /var/run/cdi/a-copy.yaml"],
+        ["/var/run/cdi/a-copy.yaml duplicates /var/run/cdi/nvidia.json"],
     )
 
 

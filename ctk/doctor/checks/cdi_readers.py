@@ -4,10 +4,11 @@ that read spec files (registers no check)."""
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from ctk.doctor.checks.engine_config import engines_in_use
 from ctk.doctor.facts import CDI_SPEC_DIRS, NodeFacts, SpecFileFacts
 from ctk.doctor.model import Evidence
 from ctk.runtime_config.engines import Runtime
@@ -39,17 +40,36 @@ class CdiReader:
         return posixpath.dirname(spec.path) in {posixpath.normpath(d) for d in self.dirs}
 
 
+GENERATED_NAMES: Final = ("nvidia.yaml", "nvidia.json")
+"""The names `ctk cdi generate/refresh` and nvidia-cdi-refresh give a spec file, preferred first."""
+
+
+def spec_to_keep(paths: Iterable[str]) -> str:
+    """Of spec files that clash or stand for one another, the one the node keeps: a generated
+    one (the first directory that has one, `nvidia.yaml` before `nvidia.json`), else the first by
+    path. Regenerating rewrites the same file, so what the doctor keeps is what it regenerates."""
+
+    def rank(path: str) -> tuple[bool, str, int, str]:
+        directory, _, name = path.rpartition("/")
+        generated = name in GENERATED_NAMES
+        order = GENERATED_NAMES.index(name) if generated else len(GENERATED_NAMES)
+        return (not generated, directory, order, name)
+
+    return min(paths, key=rank)
+
+
 def gpu_specs(facts: NodeFacts) -> tuple[SpecFileFacts, ...]:
     """The spec files of kind nvidia.com/gpu."""
     return tuple(spec for spec in facts.cdi.specs if spec.kind == GPU_KIND)
 
 
 def cdi_readers(facts: NodeFacts) -> tuple[CdiReader, ...]:
-    """The engines (and podman) that read CDI specs on this node, each with its directories."""
+    """The engines (and podman) that read CDI specs on this node, each with its directories
+    (containerd only where its CRI plugin serves: under Docker alone nothing asks it for CDI)."""
     readers = []
-    for runtime, engine in facts.engines.items():
+    for runtime, engine in engines_in_use(facts).items():
         setting = CDI_SETTINGS[runtime]
-        if not engine.installed or (setting is not None and not engine.cdi_enabled):
+        if setting is not None and not engine.cdi_enabled:
             continue
         if setting is None and (engine.error is not None or engine.needs_root):
             continue  # a broken config stops the engine; an unreadable one names no directories

@@ -7,12 +7,13 @@ from collections.abc import Mapping
 
 from ctk.doctor.checks.engine_config import (
     configure_fix,
+    containerd_unused,
     engine_not_installed,
     nvidia_runtime_entry,
     runtime_binary_missing,
 )
 from ctk.doctor.checks.mig import kube
-from ctk.doctor.facts import NodeFacts, Unavailable
+from ctk.doctor.facts import CDI_SPEC_DIRS, NodeFacts, Unavailable
 from ctk.doctor.model import (
     HOST_ONLY,
     Evidence,
@@ -34,22 +35,6 @@ KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
 
 def _toml_bool(value: bool | None) -> str:
     return "true" if value else "false"
-
-
-def containerd_unused(facts: NodeFacts) -> Result | None:
-    """Skip containerd's GPU checks where it only serves Docker (CRI off, or no Kubernetes)."""
-    containerd = facts.engine(Runtime.CONTAINERD)
-    if not containerd.installed:
-        return skip("containerd is not installed")
-    if containerd.cri_disabled:
-        return skip("containerd's CRI plugin is disabled: it only serves Docker")
-    if (
-        facts.engine(Runtime.DOCKER).installed
-        and not facts.kubelet
-        and containerd.managed_by is None
-    ):
-        return skip("containerd serves Docker here (no kubelet): see the docker checks")
-    return None
 
 
 def _imported(config: str, entries: tuple[str, ...], path: str) -> bool:
@@ -259,12 +244,16 @@ def not_default_no_runtimeclass(facts: NodeFacts) -> Result:
     where=HOST_ONLY,
 )
 def containerd_cdi(facts: NodeFacts) -> Result:
-    """`cdi_spec_dirs` configured (or cdi-cri requested) but `enable_cdi` off."""
+    """`cdi_spec_dirs` changed from the default (or cdi-cri requested) but `enable_cdi` off.
+
+    `containerd config default` (1.7) writes the default directories with `enable_cdi = false`:
+    those say nothing about CDI being wanted."""
     containerd = facts.engine(Runtime.CONTAINERD)
     unused = containerd_unused(facts)
     if unused is not None:
         return unused
-    wanted = bool(containerd.cdi_spec_dirs) or bool(
+    dirs = {posixpath.normpath(d) for d in containerd.cdi_spec_dirs}
+    wanted = bool(dirs and dirs != set(CDI_SPEC_DIRS)) or bool(
         isinstance(facts.kubernetes, Mapping)
         and facts.kubernetes.get("device_list_strategy") == "cdi-cri"
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ctk.doctor.checks.mig import regenerate
-from ctk.doctor.facts import DevFacts, NodeFacts, NvmlAnswer
+from ctk.doctor.facts import DevFacts, EngineFacts, NodeFacts, NvmlAnswer
 from ctk.doctor.fixes import CreateCharLinks, CreateDeviceNodes
 from ctk.doctor.model import (
     HOST_ONLY,
@@ -108,14 +108,26 @@ def permission_denied(facts: NodeFacts) -> Result:
     )
 
 
+def _cgroup_engines(facts: NodeFacts) -> list[EngineFacts]:
+    """Docker, and containerd where its CRI config applies (`engines_in_use`, as containerd's
+    checks see it: under Docker alone, Docker's runtime options apply, not containerd's)."""
+    from ctk.doctor.checks.engine_config import engines_in_use
+
+    used = engines_in_use(facts)
+    return [used[r] for r in (Runtime.DOCKER, Runtime.CONTAINERD) if r in used]
+
+
 def _systemd_cgroups(facts: NodeFacts) -> list[Evidence]:
-    from ctk.doctor.checks.engine_config import docker_cgroup_driver
+    from ctk.doctor.checks.engine_config import docker_cgroup_driver, engines_in_use
 
     found = []
-    docker = facts.engine(Runtime.DOCKER)
-    if docker.installed and not docker.needs_root and docker_cgroup_driver(facts) == "systemd":
+    used = engines_in_use(facts)
+    docker = used.get(Runtime.DOCKER)
+    if docker is not None and not docker.needs_root and docker_cgroup_driver(facts) == "systemd":
         found.append(Evidence(docker.config_path or "docker", "cgroup driver systemd"))
-    containerd = facts.engine(Runtime.CONTAINERD)
+    containerd = used.get(Runtime.CONTAINERD)
+    if containerd is None:
+        return found
     for name, runtime in sorted(containerd.runtimes.items()):
         if runtime.systemd_cgroup:
             found.append(Evidence(containerd.config_path, f"{name}: SystemdCgroup = true"))
@@ -158,7 +170,7 @@ def char_symlinks_missing(facts: NodeFacts) -> Result:
     """systemd cgroups + legacy injection + no `/dev/char` links = NVML Unknown Error later."""
     systemd = _systemd_cgroups(facts)
     # an engine config only root can read may ask for the systemd driver: look on, unsure
-    engines = (facts.engine(Runtime.DOCKER), facts.engine(Runtime.CONTAINERD))
+    engines = _cgroup_engines(facts)
     unread = [e.root_only or e.config_path for e in engines if e.installed and e.needs_root]
     if not systemd and not unread:
         return ok("no engine uses the systemd cgroup driver")

@@ -66,3 +66,30 @@ def docker_cgroup_driver(facts: NodeFacts) -> str:
     if facts.kernel.cgroup_version == 2 and facts.kernel.systemd_init:
         return "systemd"
     return "cgroupfs"
+
+
+def containerd_unused(facts: NodeFacts) -> Result | None:
+    """Skip containerd's GPU checks where it only serves Docker (CRI off, or no Kubernetes)."""
+    containerd = facts.engine(Runtime.CONTAINERD)
+    if not containerd.installed:
+        return skip("containerd is not installed")
+    if containerd.cri_disabled:
+        return skip("containerd's CRI plugin is disabled: it only serves Docker")
+    if (
+        facts.engine(Runtime.DOCKER).installed
+        and not facts.kubelet
+        and containerd.managed_by is None
+    ):
+        return skip("containerd serves Docker here (no kubelet): see the docker checks")
+    return None
+
+
+def engines_in_use(facts: NodeFacts) -> dict[Runtime, EngineFacts]:
+    """The installed engines whose own config decides how their containers run: containerd only
+    where its CRI plugin serves (`containerd_unused`), not where it runs Docker's containers."""
+    return {
+        runtime: engine
+        for runtime, engine in facts.engines.items()
+        if engine.installed
+        and not (runtime is Runtime.CONTAINERD and containerd_unused(facts) is not None)
+    }

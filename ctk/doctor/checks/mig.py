@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ctk.doctor.checks.cdi_readers import GPU_KIND, gpu_specs
+from ctk.doctor.checks.cdi_readers import GPU_KIND, gpu_specs, spec_to_keep
 from ctk.doctor.expected import expected_devices
 from ctk.doctor.facts import NodeFacts, NvmlAnswer, Unavailable
 from ctk.doctor.fixes import DEFAULT_SPEC, GenerateSpec
@@ -30,9 +30,8 @@ MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/"
 def spec_output(facts: NodeFacts) -> str:
     """Where regenerating writes: the node's generated nvidia.com/gpu spec, the same path (a
     second spec elsewhere would shadow or clash with it); the default where there is none."""
-    paths = sorted(spec.path for spec in gpu_specs(facts))
-    generated = [p for p in paths if p.rsplit("/", 1)[-1] in ("nvidia.yaml", "nvidia.json")]
-    return (generated or paths or [DEFAULT_SPEC])[0]
+    paths = [spec.path for spec in gpu_specs(facts)]
+    return spec_to_keep(paths) if paths else DEFAULT_SPEC
 
 
 def regenerate(facts: NodeFacts) -> GenerateSpec:
