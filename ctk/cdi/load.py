@@ -689,7 +689,8 @@ def load_text(text: str, *, strict_json: bool = False) -> Loaded:
         root, problems = None, [Problem("parse.empty", "the file holds no spec (empty document)")]
     if root is None:
         return Loaded(None, None, tuple(problems))
-    aliasing = _aliasing_problem(root)
+    # an alias is written `*name`: text without a `*` has none, and nothing to expand
+    aliasing = _aliasing_problem(root) if "*" in text else None
     if aliasing is not None:
         return Loaded(root, None, (*problems, aliasing))
     if strict_json:
