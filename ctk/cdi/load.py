@@ -685,7 +685,9 @@ def load_text(text: str, *, strict_json: bool = False) -> Loaded:
         root, problems = None, [Problem("parse.empty", "the file holds no spec (empty document)")]
     if root is None:
         return Loaded(None, None, tuple(problems))
-    aliasing = _aliasing_problem(root)
+    # A node reached twice needs an anchor (&) and an alias (*): without both characters in the
+    # text there is nothing to expand, and the walk over every node is skipped (most specs).
+    aliasing = _aliasing_problem(root) if "&" in text and "*" in text else None
     if aliasing is not None:
         return Loaded(root, None, (*problems, aliasing))
     if strict_json:
