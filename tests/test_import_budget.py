@@ -67,12 +67,12 @@ BUDGET = [
             "{tmp}/c.toml",
             "--dry-run",
         ],
-        ("rich", "yaml", "pynvml", "jsonschema", *NOT_DOCTOR, *NOT_CDI),
+        ("typer", "rich", "yaml", "pynvml", "jsonschema", *NOT_DOCTOR, *NOT_CDI),
         id="runtime-configure-containerd",
     ),
     pytest.param(
         ["runtime", "configure", "--runtime", "docker", "--config", "{tmp}/d.json", "--dry-run"],
-        ("rich", "yaml", "pynvml", "jsonschema", *NOT_DOCTOR, *NOT_CDI),
+        ("typer", "rich", "yaml", "pynvml", "jsonschema", *NOT_DOCTOR, *NOT_CDI),
         id="runtime-configure-docker",
     ),
     pytest.param(
@@ -89,12 +89,13 @@ BUDGET = [
     ),
     pytest.param(
         ["cdi", "validate", "--json", str(SPEC)],
-        ("rich", "tomlkit", "pynvml", *NOT_DOCTOR, *NOT_RUNTIME),
+        ("typer", "rich", "tomlkit", "pynvml", *NOT_DOCTOR, *NOT_RUNTIME),
         id="cdi-validate-json",
     ),
     pytest.param(
         ["cdi", "validate", str(SPEC)],  # plain text (not a terminal): no rich
         (
+            "typer",
             "rich",
             "tomlkit",
             "pynvml",
@@ -121,14 +122,18 @@ BUDGET = [
             "/usr/bin/nvidia-cdi-hook",
         ],
         (
-            *("rich", "tomlkit", "pynvml", "jsonschema", *NOT_DOCTOR, *NOT_RUNTIME),
+            *("typer", "rich", "tomlkit", "pynvml", "jsonschema", *NOT_DOCTOR, *NOT_RUNTIME),
             *("ctk.cli.cdi_check", "ctk.cdi.registry", "decimal"),
+            # parts of the node model management mode never makes: NVML's GPUs, MIG devices and
+            # health, the /dev nodes a driver implies, the other discovery modes' facts
+            *("ctk.node.nvml", "ctk.node.dev", "ctk.node.classes"),
+            "ctk.host.driver_numbers",  # /proc/devices, GPU information files: system, doctor
         ),
         id="cdi-generate-management",
     ),
     pytest.param(
         ["system", "create-dev-char-symlinks", "--driver-root", "{tmp}", "--dry-run"],
-        ("rich", "tomlkit", "yaml", "pynvml", *NOT_DOCTOR, *NOT_CDI, *NOT_RUNTIME),
+        ("typer", "rich", "tomlkit", "yaml", "pynvml", *NOT_DOCTOR, *NOT_CDI, *NOT_RUNTIME),
         id="system-dev-char",
     ),
 ]

@@ -6,7 +6,8 @@ from pathlib import PurePosixPath
 
 import pytest
 
-from ctk.node import DevNode, NvmlReturn, expected_nodes, nvidia_majors
+from ctk.node.dev import DevNode, expected_nodes, nvidia_majors
+from ctk.node.nvml import NvmlReturn
 
 
 def nodes(*entries: tuple[str, int, int]) -> tuple[DevNode, ...]:

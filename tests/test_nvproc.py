@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctk.errors import CtkError
-from ctk.host.devnodes import read_driver_numbers, read_gpu_information
 from ctk.host.driver import read_driver
+from ctk.host.driver_numbers import read_driver_numbers, read_gpu_information
 from ctk.host.facts.gatherer import Gatherer
 from ctk.host.facts.kernel import gather_dev, gather_kernel
 from ctk.host.root import HostRoot

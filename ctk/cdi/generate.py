@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, NamedTuple
 
 from ctk.cdi import discover
 from ctk.cdi.discover import HookProgram
@@ -12,7 +13,10 @@ from ctk.cdi.model import ContainerEdits, Device, Spec, merge
 from ctk.cdi.options import DEFAULT_KINDS, FeatureFlag, Mode, NameStrategy
 from ctk.cdi.serialize import cdi_version
 from ctk.errors import CtkError, UsageError
-from ctk.node import CharDevice, DriverFacts, Gpu, MigDevice, MigMode, NvmlFacts
+from ctk.node import CharDevice, DriverFacts
+
+if TYPE_CHECKING:  # management mode asks NVML nothing: ctk.node.nvml is nvml mode's
+    from ctk.node.nvml import Gpu, MigDevice, NvmlFacts
 
 EMPTY_DEVICE_ENV = "NVCT_EMPTY_DEVICE="
 # Each spec mounts these as <name>.<driver version>: CUDA's driver library, then NVML's
@@ -40,9 +44,9 @@ class GenerateOptions:
         return FeatureFlag.NO_ADDITIONAL_GIDS not in self.features
 
 
-@dataclass(frozen=True, slots=True)
-class _Unit:
-    """One device of the node before naming: a full GPU or a MIG device."""
+class _Unit(NamedTuple):
+    """One device of the node before naming: a full GPU or a MIG device. A NamedTuple: nvml
+    mode's, so management mode only defines it (a dataclass costs ten times as much)."""
 
     gpu: Gpu
     mig: MigDevice | None
@@ -167,6 +171,8 @@ def device_names(nvml: NvmlFacts) -> tuple[tuple[str, ...], ...]:
 
 def _units(nvml: NvmlFacts) -> list[_Unit]:
     """Full GPUs, and the MIG devices of GPUs in MIG mode (such a GPU is no device itself)."""
+    from ctk.node.nvml import MigMode
+
     units = []
     for gpu in nvml.gpus:
         if gpu.mig_mode is MigMode.ENABLED:

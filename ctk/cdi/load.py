@@ -16,6 +16,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import yaml
 from yaml.constructor import SafeConstructor
@@ -200,8 +201,11 @@ def describe(node: Node) -> str:
     return f"a value tagged {tag.replace(_TAG, '!!')} ({shown})"
 
 
-@dataclass(slots=True)
-class _Found:
+class _Found(NamedTuple):
+    """A problem the decoder met, before its path and position are looked up. A NamedTuple:
+    defined on every run, made only for a broken spec (a dataclass costs ten times as much to
+    define)."""
+
     node: Node
     rule: str
     message: str

@@ -19,7 +19,8 @@ from ctk.cdi.model import ContainerEdits, Device, DeviceNode, Spec, merge
 from ctk.cdi.options import IMEX_CHANNELS, NODE_CLASSES, HookName, Mode, NameStrategy
 from ctk.cdi.serialize import cdi_version
 from ctk.errors import CtkError, UsageError
-from ctk.node import ClassFacts, HostFile
+from ctk.node import HostFile
+from ctk.node.classes import ClassFacts
 
 VOID = ContainerEdits(env=("NVIDIA_VISIBLE_DEVICES=void",))
 MAX_IMEX_CHANNEL = (1 << 20) - 1  # a channel number is a device minor: 20 bits

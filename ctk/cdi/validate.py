@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import Final, NamedTuple
 
 from ctk.cdi import names, version
 from ctk.cdi.load import load_text, locate
@@ -104,8 +104,10 @@ class SpecReport:
         return tuple(p for p in self.problems if not p.is_error)
 
 
-@dataclass(frozen=True, slots=True)
-class _Issue:
+class _Issue(NamedTuple):
+    """A rule a decoded spec breaks, before its position is looked up. A NamedTuple: defined on
+    every run, made only for a broken spec (a dataclass costs ten times as much to define)."""
+
     rule: str
     message: str
     path: Path

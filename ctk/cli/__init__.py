@@ -1,1 +1,1 @@
-"""The typer layer: parse flags, call the core, render. Kept light to import."""
+"""The command line: parse flags, call the core, render. Kept light to import."""

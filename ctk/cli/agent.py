@@ -10,9 +10,10 @@ from pathlib import Path, PurePosixPath
 from types import FrameType
 from typing import Annotated, Any
 
-import typer
+import click
 
 from ctk.agent.model import RestartMode, RuntimeChoice
+from ctk.cli.declare import Commands, Option
 from ctk.errors import UsageError
 
 ENV = "CTK_AGENT_"
@@ -21,7 +22,7 @@ ENV = "CTK_AGENT_"
 def _opt(flag: str, help_text: str) -> Any:
     """An option that also reads CTK_AGENT_<NAME> (DaemonSets pass settings as environment)."""
     env = ENV + flag.lstrip("-").replace("-", "_").upper()
-    return typer.Option(flag, envvar=env, help=help_text)
+    return Option(flag, envvar=env, help=help_text)
 
 
 HostRootOption = Annotated[
@@ -93,7 +94,7 @@ RestartUnitOption = Annotated[
 ]
 ConfigureOption = Annotated[
     bool,
-    typer.Option(
+    Option(
         "--configure/--no-configure",
         envvar=ENV + "CONFIGURE",
         help="Edit the engine's config. Off where the distribution renders it from a template "
@@ -214,17 +215,17 @@ def agent(
                 host_agent.write_state(host, left)
             else:
                 host_agent.forget_state(host)
-            raise typer.Exit(0)
+            raise click.exceptions.Exit(0)
         while True:
             outcome = reconcile(settings, state)
             if host_agent.read_state(host) != outcome.state:
                 host_agent.write_state(host, outcome.state)
             state = outcome.state
             if once:
-                raise typer.Exit(0 if outcome.ok else 1)
+                raise click.exceptions.Exit(0 if outcome.ok else 1)
             if stop.wait(interval):
-                raise typer.Exit(0)
+                raise click.exceptions.Exit(0)
 
 
-app = typer.Typer()
+app = Commands()
 app.command("agent")(agent)

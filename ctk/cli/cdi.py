@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import typer
-
 from ctk.cli import cdi_check, cdi_generate, cdi_tools
+from ctk.cli.declare import Commands
 
-app = typer.Typer(no_args_is_help=True, help="Generate, validate and list CDI specs.")
+app = Commands(no_args_is_help=True, help="Generate, validate and list CDI specs.")
 cdi_check.register(app)
 cdi_generate.register(app)
 cdi_tools.register(app)

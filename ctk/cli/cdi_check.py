@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Annotated, TextIO
 
-import typer
+import click
 
 from ctk.cli import render
+from ctk.cli.declare import Argument, Commands, Option
 from ctk.cli.options import Json, SpecDirOption
 from ctk.errors import UsageError
 
@@ -28,7 +29,7 @@ ROOT_HELP = (
 
 Root = Annotated[
     Path | None,
-    typer.Option("--root", metavar="DIR", help=ROOT_HELP, show_default=False, readable=False),
+    Option("--root", metavar="DIR", help=ROOT_HELP, show_default=False, readable=False),
 ]
 
 
@@ -77,7 +78,7 @@ def _dir_problems(dirs: Sequence[SpecDir], *, given: bool) -> list[tuple[str, Pr
 
 def validate(
     files: Annotated[
-        list[Path] | None, typer.Argument(help=FILES_HELP, show_default=False, readable=False)
+        list[Path] | None, Argument(help=FILES_HELP, show_default=False, readable=False)
     ] = None,
     spec_dir: SpecDirOption = None,
     root: Root = None,
@@ -109,7 +110,7 @@ def validate(
     else:
         _validate_text(entries, dirs, dir_problems, sys.stdout)
     if not valid:
-        raise typer.Exit(1)
+        raise click.exceptions.Exit(1)
 
 
 def _validate_one(path: Path) -> SpecReport:
@@ -140,7 +141,7 @@ def list_devices(spec_dir: SpecDirOption = None, root: Root = None, as_json: Jso
     else:
         _list_text(found.registry, dir_problems, sys.stdout, sys.stderr)
     if not valid:
-        raise typer.Exit(1)
+        raise click.exceptions.Exit(1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,11 +332,11 @@ def _list_json(
     }
 
 
-def register(app: typer.Typer) -> None:
+def register(app: Commands) -> None:
     """Add validate and list to the cdi group."""
     app.command("validate")(validate)
     app.command("list")(list_devices)
 
 
-app = typer.Typer()
+app = Commands()
 register(app)

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
-
-import typer
 
 from ctk.cdi.options import (
     DEFAULT_HOOKS,
@@ -20,6 +17,7 @@ from ctk.cdi.options import (
     SpecFormat,
 )
 from ctk.cli import compat
+from ctk.cli.declare import Commands, Option
 from ctk.enums import StrEnum
 from ctk.errors import CtkError, UsageError
 from ctk.host.hook_program import default_hook_path, hook_path_warning
@@ -242,6 +240,8 @@ def _options(
 
     hooks = _enabled_hooks(disable_hook, enable_hook)
     if hook_path is not None and "/" not in hook_path:  # a program name: nvidia-ctk finds it
+        import shutil
+
         found = shutil.which(hook_path)
         if found is None:  # as nvidia-ctk: the usual place, said in a warning
             found = f"/usr/bin/{hook_path}"
@@ -382,7 +382,7 @@ def _summary(spec: Spec) -> str:
 OUTPUT_ENV = "NVIDIA_CTK_CDI_OUTPUT_FILE_PATH"
 Output = Annotated[
     str | None,
-    typer.Option(
+    Option(
         "--output",
         "-o",
         envvar=OUTPUT_ENV,
@@ -391,7 +391,7 @@ Output = Annotated[
 ]
 RefreshOutput = Annotated[
     str | None,
-    typer.Option(
+    Option(
         "--output",
         "-o",
         envvar=OUTPUT_ENV,
@@ -401,7 +401,7 @@ RefreshOutput = Annotated[
 
 RefreshJson = Annotated[
     bool,
-    typer.Option(
+    Option(
         "--json",
         help="Print the outcome and the diff of the old and new spec as JSON.",
     ),
@@ -409,7 +409,7 @@ RefreshJson = Annotated[
 
 DriverRootOption = Annotated[
     Path | None,
-    typer.Option(
+    Option(
         "--driver-root",
         envvar="NVIDIA_CTK_DRIVER_ROOT",
         help="Where the driver files are [default: nvidia-container-cli.root of --config, else /].",
@@ -417,7 +417,7 @@ DriverRootOption = Annotated[
 ]
 DevRootOption = Annotated[
     Path | None,
-    typer.Option(
+    Option(
         "--dev-root",
         envvar="NVIDIA_CTK_DEV_ROOT",
         help="Where /dev, /proc and /sys are [default: the driver root].",
@@ -425,7 +425,7 @@ DevRootOption = Annotated[
 ]
 FormatOption = Annotated[
     SpecFormat | None,
-    typer.Option(
+    Option(
         "--format",
         envvar="NVIDIA_CTK_CDI_GENERATE_OUTPUT_FORMAT",
         case_sensitive=False,
@@ -434,7 +434,7 @@ FormatOption = Annotated[
 ]
 ModeOption = Annotated[
     DiscoveryMode,
-    typer.Option(
+    Option(
         "--mode",
         "--discovery-mode",
         envvar="NVIDIA_CTK_CDI_GENERATE_MODE",
@@ -446,14 +446,14 @@ ModeOption = Annotated[
 ]
 Strategies = Annotated[
     list[NameStrategy],
-    typer.Option(
+    Option(
         "--device-name-strategy",
         help="Device names (repeatable) [default: index and uuid].",
     ),
 ]
 DeviceIds = Annotated[
     list[str],
-    typer.Option(
+    Option(
         "--device-id",
         "--device-ids",
         "--device",
@@ -463,7 +463,7 @@ DeviceIds = Annotated[
 ]
 NoAllDevice = Annotated[
     bool,
-    typer.Option(
+    Option(
         "--no-all-device",
         envvar="NVIDIA_CTK_CDI_GENERATE_NO_ALL_DEVICE",
         help="Leave out the `all` device.",
@@ -471,7 +471,7 @@ NoAllDevice = Annotated[
 ]
 Vendor = Annotated[
     str | None,
-    typer.Option(
+    Option(
         "--vendor",
         "--cdi-vendor",
         envvar="NVIDIA_CTK_CDI_GENERATE_VENDOR",
@@ -480,7 +480,7 @@ Vendor = Annotated[
 ]
 ClassOption = Annotated[
     str | None,
-    typer.Option(
+    Option(
         "--class",
         "--cdi-class",
         envvar="NVIDIA_CTK_CDI_GENERATE_CLASS",
@@ -490,7 +490,7 @@ ClassOption = Annotated[
 ]
 CsvFiles = Annotated[
     list[str],
-    typer.Option(
+    Option(
         "--csv.file",
         help="csv mode: a CSV file of mount specifications (repeatable) [default: devices.csv, "
         "drivers.csv, l4t.csv in /etc/nvidia-container-runtime/host-files-for-container.d under "
@@ -499,14 +499,14 @@ CsvFiles = Annotated[
 ]
 CsvIgnorePatterns = Annotated[
     list[str],
-    typer.Option(
+    Option(
         "--csv.ignore-pattern",
         help="csv mode: leave out sym entries matching this glob (`**/name` matches the name).",
     ),
 ]
 CsvCompatRoot = Annotated[
     str | None,
-    typer.Option(
+    Option(
         "--csv.compat-container-root",
         help="csv mode: accepted for nvidia-ctk, with a warning: ctk adds no CUDA compat hook in "
         "csv mode.",
@@ -514,7 +514,7 @@ CsvCompatRoot = Annotated[
 ]
 HookPath = Annotated[
     str | None,
-    typer.Option(
+    Option(
         "--hook-path",
         "--nvidia-cdi-hook-path",
         "--nvidia-ctk-path",
@@ -525,7 +525,7 @@ HookPath = Annotated[
 ]
 DisableHooks = Annotated[
     list[str],
-    typer.Option(
+    Option(
         "--disable-hook",
         "--disable-hooks",
         help="Leave out a hook (repeatable, or all).",
@@ -533,7 +533,7 @@ DisableHooks = Annotated[
 ]
 EnableHooks = Annotated[
     list[str],
-    typer.Option(
+    Option(
         "--enable-hook",
         "--enable-hooks",
         help="Add a hook that is off by default (chmod).",
@@ -541,7 +541,7 @@ EnableHooks = Annotated[
 ]
 LdconfigPath = Annotated[
     str | None,
-    typer.Option(
+    Option(
         "--ldconfig-path",
         envvar="NVIDIA_CTK_CDI_GENERATE_LDCONFIG_PATH",
         help="ldconfig for the update-ldcache hook.",
@@ -549,7 +549,7 @@ LdconfigPath = Annotated[
 ]
 FeatureFlags = Annotated[
     list[str],
-    typer.Option(
+    Option(
         "--feature-flag",
         "--feature-flags",
         help="nvidia-ctk feature flags (repeatable or comma-separated): "
@@ -559,7 +559,7 @@ FeatureFlags = Annotated[
 ]
 ConfigSearchPaths = Annotated[
     list[str],
-    typer.Option(
+    Option(
         "--config-search-path",
         help="Directories in the driver root searched for graphics configs instead of /etc, "
         "/usr/local/share and /usr/share (repeatable).",
@@ -567,14 +567,14 @@ ConfigSearchPaths = Annotated[
 ]
 LibrarySearchPaths = Annotated[
     list[str],
-    typer.Option(
+    Option(
         "--library-search-path",
         help="Directories in the driver root searched first for driver libraries (repeatable).",
     ),
 ]
 
 
-def register(app: typer.Typer) -> None:
+def register(app: Commands) -> None:
     """Add generate and refresh to the cdi group."""
 
     @app.command("generate")
@@ -723,5 +723,5 @@ def register(app: typer.Typer) -> None:
             compat.info(refresh_message(plan, str(output_path), _summary(spec)))
 
 
-app = typer.Typer()
+app = Commands()
 register(app)

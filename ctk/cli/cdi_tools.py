@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-import typer
+import click
 
 from ctk.cdi.transform import RelativeTo
+from ctk.cli.declare import Argument, Commands, Option
 from ctk.errors import CtkError
 
 if TYPE_CHECKING:
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from ctk.cdi.inject import HostDevice
     from ctk.cdi.options import SpecFormat
 
-transform_app = typer.Typer(no_args_is_help=True, help="Transform a CDI spec (nvidia-ctk's).")
+transform_app = Commands(no_args_is_help=True, help="Transform a CDI spec (nvidia-ctk's).")
 
 
 def _read_input(path: str, what: str) -> tuple[bytes, str]:
@@ -58,23 +59,23 @@ def _format_of(path: str | None, given: str | None) -> SpecFormat:
 @transform_app.command("root")
 def transform_root(
     *,
-    from_root: Annotated[str, typer.Option("--from", help="The root to move paths from.")] = "/",
-    to_root: Annotated[str, typer.Option("--to", help="The root to move paths to.")] = "/",
+    from_root: Annotated[str, Option("--from", help="The root to move paths from.")] = "/",
+    to_root: Annotated[str, Option("--to", help="The root to move paths to.")] = "/",
     relative_to: Annotated[
         RelativeTo,
-        typer.Option(
+        Option(
             "--relative-to",
             help="Move host paths (hostPath, hook programs) or container paths.",
         ),
     ] = RelativeTo.HOST,
     input_path: Annotated[
-        str, typer.Option("--input", help="The spec to read ('-': standard input).")
+        str, Option("--input", help="The spec to read ('-': standard input).")
     ] = "-",
     output: Annotated[
-        str | None, typer.Option("--output", help="Write here [default: standard output].")
+        str | None, Option("--output", help="Write here [default: standard output].")
     ] = None,
     spec_format: Annotated[
-        str | None, typer.Option("--format", help="yaml or json [default: from the file name].")
+        str | None, Option("--format", help="yaml or json [default: from the file name].")
     ] = None,
 ) -> None:
     """Move a spec's host or container paths from one root to another (a driver container)."""
@@ -118,7 +119,7 @@ def inject(
     *,
     devices: Annotated[
         list[str],
-        typer.Option(
+        Option(
             "--device",
             "-d",
             help="A CDI device, vendor/class=name (repeatable).",
@@ -127,7 +128,7 @@ def inject(
     ],
     spec_dirs: Annotated[
         list[Path] | None,
-        typer.Option(
+        Option(
             "--spec-dir",
             help="A CDI spec directory, lowest priority first [default: /etc/cdi, /var/run/cdi].",
             show_default=False,
@@ -135,11 +136,11 @@ def inject(
         ),
     ] = None,
     input_path: Annotated[
-        str, typer.Option("--input", help="The OCI runtime spec ('-': standard input).")
+        str, Option("--input", help="The OCI runtime spec ('-': standard input).")
     ] = "-",
     replace_existing_env: Annotated[
         bool,
-        typer.Option(
+        Option(
             "--replace-existing-env",
             help="A variable the spec sets replaces the config's own entry (Podman 4.3 keeps "
             "both; other runtimes replace it).",
@@ -198,10 +199,10 @@ def _edits(holder: Mapping[str, object]) -> Mapping[str, object]:
 
 
 def diff(
-    old: Annotated[str, typer.Argument(help="The old spec file ('-': standard input).")],
-    new: Annotated[str, typer.Argument(help="The new spec file.")],
+    old: Annotated[str, Argument(help="The old spec file ('-': standard input).")],
+    new: Annotated[str, Argument(help="The new spec file.")],
     *,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the differences as JSON.")] = False,
+    as_json: Annotated[bool, Option("--json", help="Print the differences as JSON.")] = False,
 ) -> None:
     """Show what differs between two CDI specs; exit 0 when they are the same, 1 when not.
 
@@ -218,15 +219,15 @@ def diff(
         for line in diff_lines(found) or ["same"]:
             sys.stdout.write(line + "\n")
     if not found.same:
-        raise typer.Exit(1)
+        raise click.exceptions.Exit(1)
 
 
-def register(app: typer.Typer) -> None:
+def register(app: Commands) -> None:
     """Add transform, inject and diff to the cdi group."""
-    app.add_typer(transform_app, name="transform")
+    app.add_group(transform_app, name="transform")
     app.command("inject")(inject)
     app.command("diff")(diff)
 
 
-app = typer.Typer()
+app = Commands()
 register(app)

@@ -1,8 +1,9 @@
 """The `ctk` command tree: one table of command groups, each imported only when it runs.
 
-Every group is a module of `ctk.cli` that defines ``app``, a `typer.Typer` (a group of commands,
-or a single command such as `doctor`). The root is a plain click group that knows the groups by
-name and one-line help from `GROUPS` alone, so `ctk --help` imports no group. A group whose
+Every group is a module of `ctk.cli` that defines ``app``, a `ctk.cli.declare.Commands` (a group
+of commands, or a single command such as `doctor`), which builds its click command without
+typer. The root is a plain click group that knows the groups by name and one-line help from
+`GROUPS` alone, so `ctk --help` imports no group. A group whose
 commands are listed in its `CommandGroup.commands` is a plain click group too: its `--help`
 imports neither typer nor a command module, and `ctk cdi validate` imports the module of
 `validate` only (no generate code, no doctor code, no runtime code).
@@ -20,7 +21,7 @@ from ctk import __version__
 
 
 class Subcommand(NamedTuple):  # not a frozen dataclass: this is on every command's start-up
-    """A command of a group: its name, the module whose typer ``app`` holds it, its help's first
+    """A command of a group: its name, the module whose ``app`` holds it, its help's first
     sentence (what the group's `--help` shows, so that listing it imports nothing)."""
 
     name: str
@@ -144,22 +145,14 @@ GROUPS: Final = (
         "info", "ctk.cli.info", "Show ctk's version and the files and programs it would use here."
     ),
 )
-"""Add a command group here (and nowhere else): a module of ctk.cli with a typer ``app``."""
+"""Add a command group here (and nowhere else): a module of ctk.cli with a `Commands` ``app``."""
 
 
-def _typer_command(module: str) -> click.Command:
-    """Import ``module`` and return the click command of its typer ``app`` (typer loads here)."""
-    import typer.core
-    import typer.main
+def _module_command(module: str) -> click.Command:
+    """Import ``module`` and return the click command of its ``app`` (no typer: declare.py)."""
+    from ctk.cli.declare import to_click
 
-    # Plain click help: typer's rich help imports rich's renderer (about 80 ms of `--help`), and
-    # its plain mode still escapes "[default: ...]" for rich, leaving a stray backslash.
-    typer.core.HAS_RICH = False
-    app = importlib.import_module(module).app
-    app._add_completion = False  # as before, when the groups hung off one root app
-    app.pretty_exceptions_enable = False
-    app.rich_markup_mode = None
-    return typer.main.get_command(app)
+    return to_click(importlib.import_module(module).app)
 
 
 def load_group(group: CommandGroup, *, lazy: bool = True) -> click.Command:
@@ -173,7 +166,7 @@ def load_group(group: CommandGroup, *, lazy: bool = True) -> click.Command:
             help=group.summary,
             no_args_is_help=True,
         )
-    command = _typer_command(group.module)
+    command = _module_command(group.module)
     if group.command is not None:
         assert isinstance(command, click.Group)
         command = command.commands[group.command]
@@ -182,7 +175,7 @@ def load_group(group: CommandGroup, *, lazy: bool = True) -> click.Command:
 
 
 class _CommandLoader:
-    """Loads a group's commands a module at a time (typer builds every command of a module)."""
+    """Loads a group's commands a module at a time (a module's commands are built together)."""
 
     def __init__(self, commands: Sequence[Subcommand]) -> None:
         self._modules = {c.name: c.module for c in commands}
@@ -191,7 +184,7 @@ class _CommandLoader:
     def __call__(self, name: str) -> click.Command:
         module = self._modules[name]  # KeyError: no such command
         if module not in self._loaded:
-            command = _typer_command(module)
+            command = _module_command(module)
             self._loaded[module] = (
                 dict(command.commands)
                 if isinstance(command, click.Group)

@@ -6,16 +6,15 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import typer
+import click
 
 from ctk.cli import compat
+from ctk.cli.declare import Commands, Option
 
-app = typer.Typer(
-    help="Show or edit the NVIDIA Container Toolkit's config.toml (nvidia-ctk config)."
-)
+app = Commands(help="Show or edit the NVIDIA Container Toolkit's config.toml (nvidia-ctk config).")
 
 Output = Annotated[
-    Path | None, typer.Option("--output", "-o", help="Write here instead of standard output.")
+    Path | None, Option("--output", "-o", help="Write here instead of standard output.")
 ]
 
 
@@ -31,14 +30,14 @@ def _emit(text: str, output: Path | None) -> None:
 
 @app.callback(invoke_without_command=True)
 def config(
-    ctx: typer.Context,
+    ctx: click.Context,
     config_file: Annotated[
         Path,
-        typer.Option("--config-file", "--config", "-c", help="The toolkit's config file to read."),
+        Option("--config-file", "--config", "-c", help="The toolkit's config file to read."),
     ] = Path("/etc/nvidia-container-runtime/config.toml"),
     sets: Annotated[
         list[str],
-        typer.Option(
+        Option(
             "--set",
             metavar="KEY[=VALUE]",
             help="Set a key (repeatable), e.g. nvidia-container-runtime.mode=cdi; a boolean "
@@ -46,7 +45,7 @@ def config(
         ),
     ] = [],  # noqa: B006  (typer reads the default; it is never mutated)
     in_place: Annotated[
-        bool, typer.Option("--in-place", "-i", help="Write the result back to the config file.")
+        bool, Option("--in-place", "-i", help="Write the result back to the config file.")
     ] = False,
     output: Output = None,
 ) -> None:

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-import typer
+import click
 
 from ctk import __version__
 from ctk.cli import render
+from ctk.cli.declare import Commands, Option
 from ctk.doctor.groups import Group
 from ctk.errors import CtkError, UsageError
 
@@ -21,35 +22,31 @@ if TYPE_CHECKING:  # the facts' 50 classes load when the doctor runs, not for --
 SCHEMA_ID = "ctk.doctor/v1"
 
 Root = Annotated[
-    str, typer.Option("--root", help="Diagnose the host filesystem mounted here (e.g. /host).")
+    str, Option("--root", help="Diagnose the host filesystem mounted here (e.g. /host).")
 ]
 ENV_HINT = "KEY=VALUE lines, or `docker inspect IMAGE` output"
 Json = Annotated[
-    bool, typer.Option("--json", help="Print one versioned JSON document (see docs/doctor.md).")
+    bool, Option("--json", help="Print one versioned JSON document (see docs/doctor.md).")
 ]
-ListChecks = Annotated[
-    bool, typer.Option("--list", help="List every check with a one-line description.")
-]
-Checks = Annotated[list[str], typer.Option("--check", help="Show only this check (repeatable).")]
-Groups = Annotated[list[Group], typer.Option("--group", help="Show only this layer (repeatable).")]
+ListChecks = Annotated[bool, Option("--list", help="List every check with a one-line description.")]
+Checks = Annotated[list[str], Option("--check", help="Show only this check (repeatable).")]
+Groups = Annotated[list[Group], Option("--group", help="Show only this layer (repeatable).")]
 Verbose = Annotated[
     bool,
-    typer.Option("--verbose", "-v", help="Details for every check, not only problems."),
+    Option("--verbose", "-v", help="Details for every check, not only problems."),
 ]
-Strict = Annotated[
-    bool, typer.Option("--strict", help="Also fail (exit 1) on warnings and unknowns.")
-]
+Strict = Annotated[bool, Option("--strict", help="Also fail (exit 1) on warnings and unknowns.")]
 ApplyFixes = Annotated[
-    bool, typer.Option("--fix", help="Apply the fixes ctk implements, after confirmation.")
+    bool, Option("--fix", help="Apply the fixes ctk implements, after confirmation.")
 ]
-Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before applying --fix.")]
+Yes = Annotated[bool, Option("--yes", "-y", help="Do not ask before applying --fix.")]
 CudaVersion = Annotated[
     str | None,
-    typer.Option("--cuda-version", help="Check the driver against this CUDA version."),
+    Option("--cuda-version", help="Check the driver against this CUDA version."),
 ]
 ImageEnv = Annotated[
     Path | None,
-    typer.Option(
+    Option(
         "--image-env",
         help="An image's environment to check CUDA against: KEY=VALUE lines or docker "
         "inspect's JSON list of Config.Env.",
@@ -57,18 +54,16 @@ ImageEnv = Annotated[
 ]
 Image = Annotated[
     str | None,
-    typer.Option(
+    Option(
         "--image",
         help="Check CUDA against this image's environment: oci:DIR[:TAG], "
         "oci-archive:FILE[:TAG], or an image docker, podman or containerd (k8s.io) has locally.",
     ),
 ]
-NvmlTimeout = Annotated[
-    float, typer.Option("--nvml-timeout", help="Seconds to wait for NVML.", min=0.1)
-]
+NvmlTimeout = Annotated[float, Option("--nvml-timeout", help="Seconds to wait for NVML.", min=0.1)]
 Npd = Annotated[
     bool,
-    typer.Option(
+    Option(
         "--npd",
         help="node-problem-detector custom plugin: exit 0 ok, 1 problem, 2 unknown; one line of "
         "at most 80 characters naming the root cause.",
@@ -99,7 +94,7 @@ def doctor(
 
     if list_checks:
         _print_list(as_json=as_json)
-        raise typer.Exit(0)
+        raise click.exceptions.Exit(0)
     unknown_ids = [c for c in check if c not in REGISTRY]
     if unknown_ids:
         raise UsageError(
@@ -122,20 +117,20 @@ def doctor(
 
         code, line = npd_report(findings)
         sys.stdout.write(line + "\n")
-        raise typer.Exit(code)
+        raise click.exceptions.Exit(code)
     from ctk.doctor.run import summarize
 
     summary = summarize(findings, strict=strict)
     if as_json:
         render.dump_json(to_json(facts, findings, timings, strict=strict), sys.stdout)
-        raise typer.Exit(summary.exit_code)
+        raise click.exceptions.Exit(summary.exit_code)
     from ctk.cli import doctor_render
 
     doctor_render.report(facts, findings, verbose=verbose, strict=strict)
     if fix:
         code = _fix(root, need, shown, findings, yes=yes, nvml_timeout=nvml_timeout)
-        raise typer.Exit(code)
-    raise typer.Exit(summary.exit_code)
+        raise click.exceptions.Exit(code)
+    raise click.exceptions.Exit(summary.exit_code)
 
 
 def _diagnose(
@@ -348,7 +343,7 @@ def _fix(
             todo.append((fix, line))
     if not todo:
         return summarize(findings).exit_code
-    if not yes and not typer.confirm("Apply these fixes?", default=False):
+    if not yes and not click.confirm("Apply these fixes?", default=False):
         out.write("Nothing changed.\n")
         return summarize(findings).exit_code
     for fix, line in todo:
@@ -375,5 +370,5 @@ def _fix(
     return summarize(after).exit_code
 
 
-app = typer.Typer()
+app = Commands()
 app.command("doctor")(doctor)

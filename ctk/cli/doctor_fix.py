@@ -9,7 +9,6 @@ a later `ctk runtime unconfigure` on the node finds them.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import os
 import shlex
 from collections.abc import Callable, Iterator, Sequence
@@ -17,9 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Final
 
-import typer
-from typer.models import ParameterInfo
-
+from ctk.cli.declare import REQUIRED, Commands, parameters
 from ctk.doctor.fixes import (
     APPLIABLE,
     REFUSED,
@@ -83,7 +80,8 @@ def shown(fix: Fix, root: Path) -> str | None:
         case SetToolkitConfig():
             from ctk.toolkit_config import DEFAULT_PATH
 
-            extra = [f"--config={host.path(DEFAULT_PATH)}"]
+            extra = [f"--config={host.path(fix.config or DEFAULT_PATH)}"]
+            args = tuple(a for a in args if not a.startswith("--config="))
         case _:
             extra = [f"--root={root}"]
     return shlex.join(["ctk", *args, *extra])
@@ -133,7 +131,8 @@ def apply(fix: Fix, root: Path) -> None:
         case SetToolkitConfig():
             from ctk.toolkit_config import DEFAULT_PATH
 
-            _set_toolkit_config(host.path(DEFAULT_PATH) if under else Path(DEFAULT_PATH), fix)
+            read = fix.config or DEFAULT_PATH  # the file the doctor read, as seen on the node
+            _set_toolkit_config(host.path(read) if under else Path(read), fix)
         case _:  # not appliable: planned() never hands these over
             raise AssertionError(fix)
 
@@ -147,7 +146,7 @@ def _set_toolkit_config(path: Path, fix: SetToolkitConfig) -> None:
 
 
 NO_SUBCOMMAND: Final = SimpleNamespace(invoked_subcommand=None)
-"""The `typer.Context` `ctk config` is called with when run without a sub-command."""
+"""The `click.Context` `ctk config` is called with when run without a sub-command."""
 
 
 def _generate(output: Path) -> None:
@@ -156,24 +155,24 @@ def _generate(output: Path) -> None:
     call(command_function(cdi.app, "generate"), output=output)
 
 
-def command_function(app: typer.Typer, name: str) -> Callable[..., Any]:
+def command_function(app: Commands, name: str) -> Callable[..., Any]:
     """The function behind the sub-command ``name`` of ``app``."""
-    for info in app.registered_commands:
-        if info.name == name and info.callback is not None:
-            return info.callback
+    for declared in app.commands:
+        if declared.name == name:
+            return declared.function
     raise AssertionError(f"no command {name}")  # a renamed command: the tests say so
 
 
 def call(command: Callable[..., Any], **given: Any) -> Any:
-    """Call a typer command function with ``given`` and every other option at its default."""
+    """Call a command function with ``given`` and every other option at its declared default."""
     kwargs = {}
-    for name, parameter in inspect.signature(command).parameters.items():
-        if name in given:
-            kwargs[name] = given[name]
-        elif isinstance(parameter.default, ParameterInfo):
-            kwargs[name] = parameter.default.default
+    for parameter in parameters(command):
+        if parameter.name in given:
+            kwargs[parameter.name] = given[parameter.name]
+        elif parameter.default is REQUIRED:
+            raise AssertionError(f"{parameter.name} has no default: give it")
         else:
-            kwargs[name] = parameter.default
+            kwargs[parameter.name] = parameter.default
     return command(**kwargs)
 
 

@@ -3,9 +3,11 @@ arguments."""
 
 from __future__ import annotations
 
-import typer
+import click
 
-app = typer.Typer()
+from ctk.cli.declare import Commands
+
+app = Commands()
 
 
 @app.command(
@@ -13,7 +15,7 @@ app = typer.Typer()
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
     add_help_option=False,
 )
-def hook(ctx: typer.Context) -> None:
+def hook(ctx: click.Context) -> None:
     """Run an OCI hook (the native `ctk-hook` program)."""
     from ctk.host import hook_program
 

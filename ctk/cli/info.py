@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import sys
 
-import typer
+import click
+
+from ctk.cli.declare import Commands
 
 
 def info() -> None:
@@ -26,7 +28,7 @@ def info() -> None:
     ]
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
-        typer.echo(f"{name + ':':<{width + 1}} {value}")
+        click.echo(f"{name + ':':<{width + 1}} {value}")
 
 
 def _hook() -> str:
@@ -43,5 +45,5 @@ def _state(path: str) -> str:
     return "present" if os.path.isfile(path) else "absent: the toolkit's defaults apply"
 
 
-app = typer.Typer()
+app = Commands()
 app.command("info")(info)

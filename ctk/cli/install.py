@@ -10,20 +10,19 @@ import sys
 from pathlib import Path, PurePosixPath
 from typing import Annotated
 
-import typer
+import click
 
+from ctk.cli.declare import Commands, Option
 from ctk.cli.options import Json
 from ctk.errors import CtkError
 
 Root = Annotated[
-    Path, typer.Option("--root", help="Write into this node tree instead of / (images, tests).")
+    Path, Option("--root", help="Write into this node tree instead of / (images, tests).")
 ]
-Prefix = Annotated[
-    str, typer.Option("--prefix", help="The hook goes to PREFIX/libexec/ctk/ctk-hook.")
-]
+Prefix = Annotated[str, Option("--prefix", help="The hook goes to PREFIX/libexec/ctk/ctk-hook.")]
 CtkProgram = Annotated[
     str | None,
-    typer.Option(
+    Option(
         "--ctk",
         help="The ctk program the units and the rule run [default: the ctk running now, its real "
         "path].",
@@ -53,7 +52,7 @@ def _prefix(text: str) -> PurePosixPath:
     return prefix
 
 
-app = typer.Typer()
+app = Commands()
 
 
 @app.command("install")
@@ -77,7 +76,7 @@ def install(
     )
     outcome = installation.install(root, where, plan)  # write
     if as_json:
-        typer.echo(
+        click.echo(
             json.dumps(
                 {
                     "written": [{"path": str(f.path), "sha256": f.sha256} for f in outcome.written],
@@ -91,11 +90,11 @@ def install(
         )
         return
     for item in outcome.written:
-        typer.echo(f"wrote {item.path}")
+        click.echo(f"wrote {item.path}")
     if not outcome.written:
-        typer.echo("already installed; nothing written")
+        click.echo("already installed; nothing written")
     elif str(root) == "/":
-        typer.echo(
+        click.echo(
             "next: systemctl daemon-reload && systemctl enable --now ctk-cdi-refresh.path "
             "ctk-cdi-refresh.service ctk-dev-char-symlinks.service && udevadm control --reload"
         )
@@ -113,7 +112,7 @@ def uninstall(root: Root = Path("/"), prefix: Prefix = "/usr/local", as_json: Js
             hint="pass the --prefix (and --root) that ctk install was given",
         )
     if as_json:
-        typer.echo(
+        click.echo(
             json.dumps(
                 {
                     "removed": [str(p) for p in outcome.removed],
@@ -124,6 +123,6 @@ def uninstall(root: Root = Path("/"), prefix: Prefix = "/usr/local", as_json: Js
         )
         return
     for path in outcome.removed:
-        typer.echo(f"removed {path}")
+        click.echo(f"removed {path}")
     for path in outcome.kept:
-        typer.echo(f"kept {path}: changed since ctk install wrote it")
+        click.echo(f"kept {path}: changed since ctk install wrote it")

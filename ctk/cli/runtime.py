@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import click
-import typer
-from typer.core import TyperCommand
 
+from ctk.cli.declare import Commands, Option
 from ctk.errors import UsageError
 from ctk.runtime_config.engines import (
     DEFAULT_RUNTIME_NAME,
@@ -31,8 +30,11 @@ GO_TRUE = frozenset({"1", "t", "T", "true", "TRUE", "True"})
 GO_FALSE = frozenset({"0", "f", "F", "false", "FALSE", "False"})
 
 
-class _GoBoolFlags(TyperCommand):
-    """A command that also takes `--flag=true|false` for its boolean flags, as nvidia-ctk does."""
+class _GoBoolFlags(click.Command):
+    """A command that also takes `--flag=true|false` for its boolean flags, as nvidia-ctk does.
+
+    A mixin: the command class of the declaration (`ctk.cli.declare`) and typer's go under it.
+    """
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         options = [p for p in self.params if isinstance(p, click.Option)]
@@ -58,11 +60,11 @@ class _GoBoolFlags(TyperCommand):
         return super().parse_args(ctx, out)
 
 
-app = typer.Typer(no_args_is_help=True, help="Configure container engines for the nvidia runtime.")
+app = Commands(no_args_is_help=True, help="Configure container engines for the nvidia runtime.")
 
 RuntimeOption = Annotated[
     Runtime,
-    typer.Option(
+    Option(
         "--runtime",
         show_default=False,
         help="The container engine to configure (default: docker).",
@@ -70,7 +72,7 @@ RuntimeOption = Annotated[
 ]
 Config = Annotated[
     str | None,
-    typer.Option(
+    Option(
         "--config",
         help="The engine's config file (default: /etc/containerd/config.toml, "
         "/etc/docker/daemon.json, /etc/crio/crio.conf).",
@@ -78,7 +80,7 @@ Config = Annotated[
 ]
 DropIn = Annotated[
     str | None,
-    typer.Option(
+    Option(
         "--drop-in-config",
         help="The drop-in file to write (default: /etc/containerd/conf.d/99-nvidia.toml, "
         '/etc/crio/crio.conf.d/99-nvidia.toml); "" edits the config in place.',
@@ -86,7 +88,7 @@ DropIn = Annotated[
 ]
 Name = Annotated[
     str,
-    typer.Option(
+    Option(
         "--nvidia-runtime-name",
         show_default=False,
         help=f"Name of the runtime (default: {DEFAULT_RUNTIME_NAME}).",
@@ -94,7 +96,7 @@ Name = Annotated[
 ]
 Root = Annotated[
     str,
-    typer.Option(
+    Option(
         "--root",
         show_default=False,
         help="Configure the engine of the node mounted here: every path (config, drop-in, "
@@ -104,7 +106,7 @@ Root = Annotated[
 ]
 Force = Annotated[
     bool,
-    typer.Option(
+    Option(
         "--force",
         help="Replace or remove an existing drop-in that ctk did not write (refused without "
         "it); the file is kept under /var/lib/ctk/runtime/, and unconfigure puts a replaced one "
@@ -113,7 +115,7 @@ Force = Annotated[
 ]
 Backup = Annotated[
     bool,
-    typer.Option(
+    Option(
         "--backup",
         help="Keep the old file as <file>.bak (in /var/lib/ctk/runtime/backup/ for a file in a "
         "*.d drop-in directory, which the engine would read; ctk's own drop-in is not backed "
@@ -122,18 +124,18 @@ Backup = Annotated[
 ]
 DryRun = Annotated[
     bool,
-    typer.Option(
+    Option(
         "--dry-run",
         help="Print the resulting file(s) to stdout, as nvidia-ctk does (ctk's drop-in first); "
         "write nothing.",
     ),
 ]
 Diff = Annotated[
-    bool, typer.Option("--diff", help="Print a unified diff of what would change; write nothing.")
+    bool, Option("--diff", help="Print a unified diff of what would change; write nothing.")
 ]
 RuntimePath = Annotated[
     str,
-    typer.Option(
+    Option(
         "--nvidia-runtime-path",
         "--runtime-path",
         show_default=False,
@@ -142,7 +144,7 @@ RuntimePath = Annotated[
 ]
 SetAsDefault = Annotated[
     bool,
-    typer.Option(
+    Option(
         "--set-as-default",
         "--nvidia-set-as-default",
         help="Make it the engine's default runtime.",
@@ -150,14 +152,14 @@ SetAsDefault = Annotated[
 ]
 EnableCdi = Annotated[
     bool,
-    typer.Option("--cdi.enabled", "--enable-cdi", "--cdi.enable", help="Enable CDI in the engine."),
+    Option("--cdi.enabled", "--enable-cdi", "--cdi.enable", help="Enable CDI in the engine."),
 ]
 
 COMPAT = "nvidia-ctk compatibility"
 IGNORED_HELP = "Accepted for nvidia-ctk scripts and ignored, with a warning."
 ConfigSource = Annotated[
     str | None,
-    typer.Option(
+    Option(
         "--config-source",
         help="nvidia-ctk compatibility: file (what ctk does: it reads the files and their "
         "imports itself); command is read as file, with a warning.",
@@ -166,7 +168,7 @@ ConfigSource = Annotated[
 ]
 ConfigMode = Annotated[
     str | None,
-    typer.Option(
+    Option(
         "--config-mode",
         help="nvidia-ctk compatibility: config-file (the default), or the deprecated oci-hook: "
         "an OCI hook JSON for Podman/CRI-O, printed or written to --oci-hook-path.",
@@ -174,11 +176,11 @@ ConfigMode = Annotated[
     ),
 ]
 ExecutablePath = Annotated[
-    str | None, typer.Option("--executable-path", help=IGNORED_HELP, rich_help_panel=COMPAT)
+    str | None, Option("--executable-path", help=IGNORED_HELP, rich_help_panel=COMPAT)
 ]
 OciHookPath = Annotated[
     str | None,
-    typer.Option(
+    Option(
         "--oci-hook-path",
         help="oci-hook mode: where to write the hook JSON (default: print it).",
         rich_help_panel=COMPAT,
@@ -218,7 +220,7 @@ def _compat(config_source: str | None, config_mode: str | None) -> bool:
 DEFAULT_HOOK_PATH = "/usr/bin/nvidia-container-runtime-hook"
 RuntimeHookPath = Annotated[
     str | None,
-    typer.Option(
+    Option(
         "--nvidia-runtime-hook-path",
         help=f"oci-hook mode: the hook binary (default: {DEFAULT_HOOK_PATH}).",
         rich_help_panel=COMPAT,

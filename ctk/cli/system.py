@@ -6,19 +6,20 @@ import os
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Annotated
 
-import typer
+import click
 
+from ctk.cli.declare import Commands, Option
 from ctk.errors import CtkError
 
 if TYPE_CHECKING:
-    from ctk.node import DevNode
+    from ctk.node.dev import DevNode
 
-app = typer.Typer(no_args_is_help=True, help="Prepare the node: device nodes and /dev/char links.")
+app = Commands(no_args_is_help=True, help="Prepare the node: device nodes and /dev/char links.")
 
 DRIVER_ROOT_ENV = ["NVIDIA_DRIVER_ROOT", "DRIVER_ROOT"]
 DriverRoot = Annotated[
     Path,
-    typer.Option(
+    Option(
         "--driver-root",
         "--root",
         envvar=DRIVER_ROOT_ENV,
@@ -27,11 +28,11 @@ DriverRoot = Annotated[
 ]
 DryRun = Annotated[
     bool,
-    typer.Option("--dry-run", envvar="DRY_RUN", help="Show what would change; change nothing."),
+    Option("--dry-run", envvar="DRY_RUN", help="Show what would change; change nothing."),
 ]
 LoadKernelModules = Annotated[
     bool,
-    typer.Option(
+    Option(
         "--load-kernel-modules",
         envvar="LOAD_KERNEL_MODULES",
         help="First load the NVIDIA kernel modules (modprobe nvidia, nvidia-uvm, nvidia-modeset).",
@@ -48,7 +49,7 @@ def _load_kernel_modules(*, dry_run: bool) -> None:
     modprobe = shutil.which("modprobe") or "/sbin/modprobe"
     for module in KERNEL_MODULES:
         if dry_run:
-            typer.echo(f"{'would load':<13} {module}")
+            click.echo(f"{'would load':<13} {module}")
             continue
         try:
             done = subprocess.run(
@@ -64,16 +65,17 @@ def _load_kernel_modules(*, dry_run: bool) -> None:
                 f"cannot load kernel module {module}: {why[-1] if why else done.returncode}",
                 hint="is the NVIDIA driver installed for this kernel?",
             )
-        typer.echo(f"{'loaded':<13} {module}")
+        click.echo(f"{'loaded':<13} {module}")
 
 
 def _create_nodes(
     driver_root: Path, dev_root: Path, *, control_devices: bool, dry_run: bool
 ) -> list[DevNode]:
     """Create the missing nodes; return every wanted node (host path) there is or would be."""
-    from ctk.host.devnodes import make_node, node_state, read_driver_numbers
+    from ctk.host.devnodes import make_node, node_state
+    from ctk.host.driver_numbers import read_driver_numbers
     from ctk.host.root import HostRoot, existing_root
-    from ctk.node import DevNode, Major, expected_nodes
+    from ctk.node.dev import DevNode, Major, expected_nodes
 
     facts = read_driver_numbers(existing_root("--driver-root", driver_root))
     if Major.FRONTEND not in facts.majors and Major.NVIDIA not in facts.majors:
@@ -98,12 +100,12 @@ def _create_nodes(
     for node, host_path in plan:
         numbers = f"c {node.major}:{node.minor}"
         if node_state(host_path, node) == "ok":
-            typer.echo(f"{'exists':<13} {host_path} ({numbers})")
+            click.echo(f"{'exists':<13} {host_path} ({numbers})")
         elif dry_run:
-            typer.echo(f"{'would create':<13} {host_path} ({numbers})")
+            click.echo(f"{'would create':<13} {host_path} ({numbers})")
         else:
             make_node(host_path, node)
-            typer.echo(f"{'created':<13} {host_path} ({numbers})")
+            click.echo(f"{'created':<13} {host_path} ({numbers})")
     return [DevNode(PurePosixPath(host_path), node.major, node.minor) for node, host_path in plan]
 
 
@@ -112,7 +114,7 @@ def create_device_nodes(
     *,
     driver_root: Annotated[
         Path,
-        typer.Option(
+        Option(
             "--driver-root",
             "--root",
             envvar=[*DRIVER_ROOT_ENV, "ROOT"],
@@ -121,7 +123,7 @@ def create_device_nodes(
     ] = Path("/"),
     dev_root: Annotated[
         Path | None,
-        typer.Option(
+        Option(
             "--dev-root",
             envvar=["NVIDIA_DEV_ROOT", "DEV_ROOT"],
             help="Root under which /dev is populated (default: the driver root).",
@@ -129,7 +131,7 @@ def create_device_nodes(
     ] = None,
     control_devices: Annotated[
         bool,
-        typer.Option(
+        Option(
             "--control-devices", help="Also create nvidiactl, nvidia-modeset, nvidia-uvm(-tools)."
         ),
     ] = False,
@@ -146,9 +148,9 @@ def create_device_nodes(
 
 def _all_possible(driver_root: Path) -> list[DevNode]:
     """Every node the loaded driver implies (host paths), existing or not (--create-all)."""
-    from ctk.host.devnodes import read_driver_numbers
+    from ctk.host.driver_numbers import read_driver_numbers
     from ctk.host.root import existing_root
-    from ctk.node import DevNode, expected_nodes
+    from ctk.node.dev import DevNode, expected_nodes
 
     root = existing_root("--driver-root", driver_root)
     facts = read_driver_numbers(root)
@@ -184,14 +186,14 @@ def create_dev_char_symlinks(
     *,
     dev_char_path: Annotated[
         Path,
-        typer.Option(
+        Option(
             "--dev-char-path", envvar="DEV_CHAR_PATH", help="Where the <major>:<minor> links go."
         ),
     ] = Path("/dev/char"),
     driver_root: DriverRoot = Path("/"),
     create_all: Annotated[
         bool,
-        typer.Option(
+        Option(
             "--create-all",
             envvar="CREATE_ALL",
             help="Link every node the loaded driver implies (its GPUs and control devices), "
@@ -200,7 +202,7 @@ def create_dev_char_symlinks(
     ] = False,
     create_device_nodes: Annotated[
         bool,
-        typer.Option(
+        Option(
             "--create-device-nodes",
             envvar="CREATE_DEVICE_NODES",
             help="First create missing GPU and control device nodes.",
@@ -210,7 +212,8 @@ def create_dev_char_symlinks(
     dry_run: DryRun = False,
 ) -> None:
     """Create /dev/char links for the NVIDIA device nodes (prevents NVML "Unknown Error")."""
-    from ctk.host.devnodes import dev_nodes, link_state, make_link, read_driver_numbers
+    from ctk.host.devnodes import dev_nodes, link_state, make_link
+    from ctk.host.driver_numbers import read_driver_numbers
     from ctk.host.root import existing_root
     from ctk.system.devices import CharLink, char_links
 
@@ -226,7 +229,7 @@ def create_dev_char_symlinks(
     # A dry run links the nodes it would have created, as the real run links those it created.
     nodes = sorted(set(dev_nodes(root, read_driver_numbers(root).majors)) | set(planned))
     if not nodes:
-        typer.echo(f"No NVIDIA device nodes found in {driver_root}")
+        click.echo(f"No NVIDIA device nodes found in {driver_root}")
         return
     links = char_links(nodes, PurePosixPath(dev_char_path))
     if _inside(dev_char_path, driver_root):
@@ -253,4 +256,4 @@ def create_dev_char_symlinks(
                 verb = "would create " if state == "missing" else "would replace"
             else:
                 make_link(Path(link.link), link.target)
-        typer.echo(f"{verb:<13} {link.link} -> {link.target}")
+        click.echo(f"{verb:<13} {link.link} -> {link.target}")

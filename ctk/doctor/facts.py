@@ -13,7 +13,8 @@ from typing import Any
 
 from ctk.doctor.advisories import Advisory
 from ctk.doctor.model import Where
-from ctk.node import CharDevice, Gpu, GpuHealth, NvmlFacts
+from ctk.node import CharDevice
+from ctk.node.nvml import Gpu, GpuHealth, NvmlFacts
 from ctk.runtime_config.engines import Runtime
 
 
@@ -257,13 +258,19 @@ LDCONFIG_CANDIDATES = ("/sbin/ldconfig.real", "/sbin/ldconfig", "/usr/sbin/ldcon
 """Where distributions put ldconfig, preferred first (Ubuntu's /sbin/ldconfig is a wrapper)."""
 
 
+TOOLKIT_CONFIG = "/etc/nvidia-container-runtime/config.toml"
+"""The toolkit's config.toml where NVIDIA_CTK_CONFIG_FILE_PATH names no other file."""
+TOOLKIT_CONFIG_ENV = "NVIDIA_CTK_CONFIG_FILE_PATH"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolkitFacts:
     """NVIDIA Container Toolkit: binaries, packages, `config.toml`."""
 
     binaries: Mapping[str, str] = field(default_factory=dict)
     packages: Mapping[str, str] = field(default_factory=dict)
-    config: ConfigFile = field(default_factory=lambda: ConfigFile(path=""))
+    config: ConfigFile = field(default_factory=lambda: ConfigFile(path=TOOLKIT_CONFIG))
+    """The config the toolkit reads: `NVIDIA_CTK_CONFIG_FILE_PATH`, else `TOOLKIT_CONFIG`."""
     oci_hooks: tuple[str, ...] = ()
     existing_paths: frozenset[str] = frozenset()
     """Which of `LDCONFIG_CANDIDATES` and the config's `nvidia-container-cli.ldconfig` exist."""
@@ -283,6 +290,10 @@ class SpecFileFacts:
     driver_versions: frozenset[str] = frozenset()
     device_node_paths: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     problems: tuple[str, ...] = ()
+
+
+CDI_SPEC_DIRS = ("/etc/cdi", "/var/run/cdi")
+"""The spec directories CDI readers use when their config names none, lowest priority first."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

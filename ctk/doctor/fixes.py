@@ -70,6 +70,9 @@ class SetToolkitConfig:
     and nvidia-ctk spell alike)."""
 
     settings: tuple[tuple[str, str], ...]
+    config: str | None = None
+    """The file to edit, as seen on the node, where it is not the default (the doctor read the
+    one `NVIDIA_CTK_CONFIG_FILE_PATH` names)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -148,7 +151,8 @@ def argv(fix: Suggestion, tool: Tool = Tool.CTK) -> tuple[str, ...] | None:
             return ("cdi", "validate", fix.path) if tool is Tool.CTK else None
         case SetToolkitConfig():
             sets = (arg for key, value in fix.settings for arg in ("--set", f"{key}={value}"))
-            return ("config", "--in-place", *sets)
+            config = [f"--config={fix.config}"] if fix.config else []
+            return ("config", "--in-place", *sets, *config)
         case ToolkitConfigDefault():
             return ("config", "default", f"--output={fix.output}")
         case EnableRefresh():
@@ -183,7 +187,8 @@ def describe(fix: Suggestion) -> str:
         case EnableRefresh():
             return "enable the CDI refresh unit"
         case SetToolkitConfig():
-            return "set " + ", ".join(f"{key} = {value}" for key, value in fix.settings)
+            where = f" in {fix.config}" if fix.config else ""
+            return "set " + ", ".join(f"{key} = {value}" for key, value in fix.settings) + where
         case ToolkitConfigDefault():
             return f"write a default {fix.output}"
         case ValidateSpec():

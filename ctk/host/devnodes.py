@@ -1,9 +1,11 @@
-"""Device nodes under a dev root, and the driver's /proc files about them: the one adapter.
+"""Device nodes under a dev root: the one scan of them, and the one place that makes them.
 
 `cdi generate` (through `ctk.host.driver`), `doctor` (through `ctk.host.facts.kernel`) and
-`system` read NVIDIA's character devices, `/dev/char` links,
-`/proc/driver/nvidia-caps/mig-minors`, `/proc/devices` and the GPUs' information files here;
-`system` also creates nodes and `/dev/char` links here. Every path goes through `HostRoot`.
+`system` read NVIDIA's character devices, `/dev/char` links and
+`/proc/driver/nvidia-caps/mig-minors` here; `system` also creates nodes and `/dev/char` links
+here. The driver's other /proc files (`/proc/devices`, the GPUs' information files), which
+generate does not read, are read in `ctk.host.driver_numbers`. Every path goes through
+`HostRoot`.
 """
 
 from __future__ import annotations
@@ -15,18 +17,16 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from ctk.errors import CtkError
 from ctk.host import files
 from ctk.host.root import HostRoot, PathEscapeError
-from ctk.node import CharDevice, DevNode, nvidia_majors
-from ctk.nvproc import (
-    GpuInformation,
-    MigMinors,
-    parse_gpu_information,
-    parse_mig_minors,
-    parse_proc_devices,
-)
+from ctk.node import CharDevice
+from ctk.nvproc import MigMinors, parse_mig_minors
+
+if TYPE_CHECKING:  # `system` and the doctor's; generate only scans /dev
+    from ctk.node.dev import DevNode
 
 CONTROL_NODES = (
     "/dev/nvidia-modeset",
@@ -34,8 +34,6 @@ CONTROL_NODES = (
     "/dev/nvidia-uvm-tools",
     "/dev/nvidiactl",
 )
-PROC_DEVICES = "/proc/devices"
-GPUS_DIR = "/proc/driver/nvidia/gpus"
 MIG_MINORS = "/proc/driver/nvidia-caps/mig-minors"
 GPU_NODE = re.compile(r"/dev/nvidia\d+")
 
@@ -170,74 +168,10 @@ def drm_nodes(dev: HostRoot, bus_id: str) -> tuple[list[CharDevice], list[tuple[
     return nodes, links
 
 
-# --- what the driver registered: majors and GPU minors (system) -------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class GpuInformationFile:
-    """One GPU's information file: what it says, or why it could not be read."""
-
-    container_path: str  # /proc/driver/nvidia/gpus/<bus id>/information, inside the root
-    information: GpuInformation | None  # None: unreadable (``error`` says why)
-    error: CtkError | None = None
-
-
-def read_gpu_information(root: HostRoot) -> tuple[GpuInformationFile, ...]:
-    """Each GPU's information file under ``root``, by bus id; a GPU without one is left out.
-
-    An unreadable file (a FIFO, a directory, no permission, a link out of the root) is listed
-    with its error: `ctk system` refuses to plan nodes without it, the doctor reads on.
-    """
-    found = []
-    for entry in scan_dir(root.path(GPUS_DIR)):
-        container_path = f"{GPUS_DIR}/{entry.name}/information"
-        try:
-            text = files.read_text(
-                root.path(container_path), missing_ok=True, limit=files.PROC_LIMIT
-            )
-        except CtkError as exc:
-            found.append(GpuInformationFile(container_path, None, exc))
-            continue
-        if text is not None:
-            found.append(GpuInformationFile(container_path, parse_gpu_information(text)))
-    return tuple(found)
-
-
-@dataclass(frozen=True, slots=True)
-class DriverNumbers:
-    """What the driver says: its majors (`ctk.node.Major` names) and the minor of each GPU."""
-
-    majors: dict[str, int]
-    gpu_minors: list[int]
-    source: Path
-
-
-def read_driver_numbers(root: HostRoot) -> DriverNumbers:
-    """/proc/devices and the GPUs' information files under ``root``.
-
-    A root without /proc/devices is an error, never a silent read of this machine's /proc: the
-    majors of one host would be linked or created under another's /dev.
-    """
-    devices = root.path(PROC_DEVICES)
-    text = files.read_text(devices, missing_ok=True, limit=files.PROC_LIMIT)
-    if text is None:
-        raise CtkError(
-            f"{devices}: no such file; the driver's majors are read under --driver-root",
-            hint="pass the root whose /proc is the running kernel's (/, or a host mounted with "
-            "its /proc), or bind-mount /proc there",
-        )
-    minors: list[int] = []
-    for gpu in read_gpu_information(root):
-        if gpu.error is not None:
-            raise gpu.error
-        assert gpu.information is not None  # read without an error
-        if gpu.information.device_minor is not None:
-            minors.append(gpu.information.device_minor)
-    return DriverNumbers(nvidia_majors(parse_proc_devices(text)), minors, devices)
-
-
 def dev_nodes(dev: HostRoot, majors: dict[str, int]) -> list[DevNode]:
     """NVIDIA's existing nodes under the root whose major is one of ``majors``, at host paths."""
+    from ctk.node.dev import DevNode
+
     wanted = set(majors.values())
     return [
         DevNode(PurePosixPath(n.host_path), n.major, n.minor)

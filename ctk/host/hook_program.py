@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -101,6 +100,8 @@ def default_hook_path(driver_root: Path = Path("/")) -> str:
     installed), else the native `ctk-hook` that `ctk install` put in place; a program inside a
     Python environment or a home directory is passed over. CtkError when there is none: a spec
     naming a missing program fails every container."""
+    import shutil  # (bz2, lzma, zlib): not for a given --hook-path
+
     found = shutil.which("nvidia-cdi-hook")
     if found and unstable_place(found) is None:
         return os.path.abspath(found)

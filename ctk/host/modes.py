@@ -25,13 +25,17 @@ import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ctk.cdi.options import IMEX_CHANNELS, NODE_CLASSES, Mode
 from ctk.errors import CtkError
 from ctk.host import files
 from ctk.host.devnodes import char_devices, dev_entries, scan_dir
 from ctk.host.root import HostRoot, PathEscapeError, existing_root
-from ctk.node import CharDevice, ClassFacts, HostFile
+from ctk.node import CharDevice, HostFile
+
+if TYPE_CHECKING:  # made by gather_class only: management mode imports this module too
+    from ctk.node.classes import ClassFacts
 
 GDS_MOUNTS = (("/run/udev", stat.S_ISDIR), ("/etc/cufile.json", stat.S_ISREG))
 DXG = "/dev/dxg"
@@ -84,6 +88,8 @@ def gather_class(
     library_search: tuple[str, ...] = (),
 ) -> ClassFacts:
     """What ``mode`` finds under the roots (each root must be a directory)."""
+    from ctk.node.classes import ClassFacts
+
     driver = existing_root("--driver-root", driver_root)
     dev = existing_root("--dev-root", dev_root)
     base = ClassFacts(driver_root=str(driver_root), dev_root=str(dev_root))

@@ -16,15 +16,7 @@ from typing import Any, Final, Protocol, TypeVar
 
 from ctk.errors import CtkError
 from ctk.host.ldcache import find_library
-from ctk.node import (
-    ComputeProcess,
-    Gpu,
-    GpuHealth,
-    MigDevice,
-    MigMode,
-    NvmlFacts,
-    NvmlReturn,
-)
+from ctk.node.nvml import ComputeProcess, Gpu, GpuHealth, MigDevice, MigMode, NvmlFacts, NvmlReturn
 
 LIBRARY = "libnvidia-ml.so.1"
 T = TypeVar("T")

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from ctk.node import DevNode
+from ctk.node.dev import DevNode
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -17,6 +17,7 @@ from ctk.cli import doctor_render
 from ctk.doctor.facts import (
     CdiFacts,
     CompatLibrary,
+    ConfigFile,
     ContainerFacts,
     DevFacts,
     EngineFacts,
@@ -24,6 +25,7 @@ from ctk.doctor.facts import (
     NodeFacts,
     NvmlAnswer,
     ProcGpu,
+    ToolkitFacts,
     Unavailable,
 )
 from ctk.doctor.fixes import ConfigureRuntime
@@ -31,7 +33,8 @@ from ctk.doctor.model import REGISTRY, Evidence, Result, Severity, Status, Where
 from ctk.doctor.run import diagnose, summarize
 from ctk.host.facts.gatherer import Gatherer
 from ctk.host.root import HostRoot
-from ctk.node import CharDevice, ComputeProcess, Gpu, GpuHealth, MigDevice, MigMode, NvmlFacts
+from ctk.node import CharDevice
+from ctk.node.nvml import ComputeProcess, Gpu, GpuHealth, MigDevice, MigMode, NvmlFacts
 from ctk.runtime_config.engines import Runtime
 
 GIB = 1 << 30
@@ -58,6 +61,36 @@ def node(path: str, minor: int) -> CharDevice:
 
 def run(check_id: str, facts: NodeFacts) -> Result:
     return REGISTRY[check_id].run(facts)
+
+
+LEGACY_DOCKER_NODE = NodeFacts(
+    kernel=replace(DRIVER, char_majors={"nvidia-frontend": 195}),
+    dev=DevFacts(nodes={"/dev/nvidia0": node("/dev/nvidia0", 0)}),
+    engines={
+        Runtime.DOCKER: EngineFacts(
+            engine="docker",
+            installed=True,
+            config_path="/etc/docker/daemon.json",
+            cgroup_driver="cgroupfs",
+        ),
+        Runtime.CONTAINERD: EngineFacts(
+            engine="containerd",
+            installed=True,
+            config_path="/etc/containerd/config.toml",
+            needs_root=True,
+        ),
+    },
+    toolkit=ToolkitFacts(
+        binaries={"nvidia-container-runtime": "/usr/bin/nvidia-container-runtime"},
+        config=ConfigFile(
+            path="/etc/nvidia-container-runtime/config.toml",
+            exists=True,
+            data={"nvidia-container-runtime": {"mode": "legacy"}},
+        ),
+    ),
+)
+"""Docker on cgroupfs with legacy injection, a /dev/char link missing, containerd's config
+root-only: whether containerd's runtimes use the systemd driver matters only under a kubelet."""
 
 
 CASES = [
@@ -250,6 +283,23 @@ CASES = [
             notes=("restart the device plugin's DaemonSet (kubectl rollout restart)",),
         ),
         id="device-plugin-stale",
+    ),
+    pytest.param(
+        "dev.char-symlinks-missing",
+        LEGACY_DOCKER_NODE,
+        Result(status=Status.OK, summary="no engine uses the systemd cgroup driver"),
+        id="char-links-containerd-only-serves-docker",
+    ),
+    pytest.param(
+        "dev.char-symlinks-missing",
+        replace(LEGACY_DOCKER_NODE, kubelet=True),
+        Result(
+            status=Status.UNKNOWN,
+            summary="1 /dev/char link(s) are missing, and whether the systemd cgroup driver "
+            "needs them is unknown: /etc/containerd/config.toml is not readable without root",
+            needs_root=True,
+        ),
+        id="char-links-containerd-of-a-kubelet-unread",
     ),
     pytest.param(
         "containerd.not-default-no-runtimeclass",

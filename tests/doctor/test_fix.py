@@ -151,6 +151,61 @@ def test_fix_sets_a_key_of_a_parseable_toolkit_config(
     )
 
 
+def test_fix_edits_the_toolkit_config_the_doctor_read(
+    fake_node: Callable[[str], FakeNode],  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """NVIDIA_CTK_CONFIG_FILE_PATH names the config the toolkit (and the doctor) read: the fix
+    edits that one and leaves the default file byte for byte."""
+    root = fake_node("toolkit-config-env").root
+    config = root / "opt/nvidia/toolkit/config.toml"
+    default = (root / TOOLKIT_CONFIG).read_bytes()
+    assert main(["doctor", "--root", str(root), "--fix", "--yes"]) == 0
+    captured = capsys.readouterr()
+    command = (
+        "ctk config --in-place --set nvidia-container-cli.ldconfig=@/sbin/ldconfig "
+        f"--config={config}"
+    )
+    out = captured.out
+    assert out[out.index("ctk can fix these findings itself:") :] == (
+        "ctk can fix these findings itself:\n"
+        "  set nvidia-container-cli.ldconfig = @/sbin/ldconfig in "
+        "/opt/nvidia/toolkit/config.toml (toolkit.ldconfig-path)\n"
+        f"    {command}\n"
+        f"$ {command}\n"
+        "\nAfter the fixes:\n"
+        "  toolkit.ldconfig-path: fail -> ok  ldconfig @/sbin/ldconfig exists\n"
+    )
+    assert captured.err.endswith(f"wrote {config}\n")
+    assert config.read_text() == (
+        '[nvidia-container-cli]\nldconfig = "@/sbin/ldconfig"\n\n'
+        '[nvidia-container-runtime]\nmode = "cdi"\n'
+    )
+    assert (root / TOOLKIT_CONFIG).read_bytes() == default
+
+
+def test_the_remedy_names_the_toolkit_config_the_doctor_read(
+    fake_node: Callable[[str], FakeNode],  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    root = fake_node("toolkit-config-env").root
+    main(["doctor", "--root", str(root), "--json", "--check", "toolkit.ldconfig-path"])
+    [finding] = json.loads(capsys.readouterr().out)["checks"]
+    config = "/opt/nvidia/toolkit/config.toml"
+    assert (finding["evidence"][0], finding["remedy"]) == (
+        {"source": config, "value": 'ldconfig = "@/sbin/ldconfig.real"'},
+        {
+            "text": "Point nvidia-container-cli.ldconfig at the host's ldconfig.",
+            "commands": [
+                "sudo ctk config --in-place --set nvidia-container-cli.ldconfig=@/sbin/ldconfig "
+                f"--config={config}"
+            ],
+            "notes": [],
+            "fixable": True,
+        },
+    )
+
+
 def test_fix_refuses_to_replace_a_toolkit_config_that_does_not_parse(
     fake_node: Callable[[str], FakeNode],  # noqa: F811
     capsys: pytest.CaptureFixture[str],

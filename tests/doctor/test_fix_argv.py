@@ -114,6 +114,17 @@ def test_a_spec_is_not_generated_under_a_root(tmp_path: Path) -> None:
             id="toolkit-config",
         ),
         pytest.param(
+            SetToolkitConfig(
+                settings=(("nvidia-container-cli.no-cgroups", "true"),),
+                config="/opt/nvidia/toolkit/config.toml",
+            ),
+            "sudo ctk config --in-place --set nvidia-container-cli.no-cgroups=true "
+            "--config=/opt/nvidia/toolkit/config.toml",
+            "sudo nvidia-ctk config --in-place --set nvidia-container-cli.no-cgroups=true "
+            "--config=/opt/nvidia/toolkit/config.toml",
+            id="toolkit-config-named",
+        ),
+        pytest.param(
             ToolkitConfigDefault(output="/etc/nvidia-container-runtime/config.toml"),
             "sudo ctk config default --output=/etc/nvidia-container-runtime/config.toml",
             "sudo nvidia-ctk config default --output=/etc/nvidia-container-runtime/config.toml",

@@ -188,3 +188,31 @@ def test_gather_reads_every_engine_of_the_table(tmp_path: Path) -> None:
     assert [t.step for t in timings if t.step in set(Runtime)] == ["docker", "containerd", "crio"]
     # CRI-O's own spec directories are read like Docker's and containerd's
     assert facts.cdi.dirs == ("/etc/cdi", "/var/run/cdi", "/opt/cdi")
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        pytest.param({}, "/etc/nvidia-container-runtime/config.toml", id="unset"),
+        pytest.param(
+            {"NVIDIA_CTK_CONFIG_FILE_PATH": ""},
+            "/etc/nvidia-container-runtime/config.toml",
+            id="empty",
+        ),
+        pytest.param({"NVIDIA_CTK_CONFIG_FILE_PATH": "/opt/tk.toml"}, "/opt/tk.toml", id="named"),
+    ],
+)
+def test_the_toolkit_config_is_the_one_the_environment_names(
+    tmp_path: Path, env: dict[str, str], expected: str
+) -> None:
+    """As the toolkit reads it: NVIDIA_CTK_CONFIG_FILE_PATH when set and not empty."""
+    from ctk.host.facts.engine_configs import gather_toolkit
+
+    for path in ("etc/nvidia-container-runtime/config.toml", "opt/tk.toml"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(f'# {path}\n[nvidia-container-runtime]\nmode = "{path[:3]}"\n')
+    config = gather_toolkit(Gatherer(HostRoot(tmp_path)), env).config
+    assert (config.path, config.data) == (
+        expected,
+        {"nvidia-container-runtime": {"mode": expected[1:4]}},
+    )

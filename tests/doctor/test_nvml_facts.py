@@ -11,7 +11,7 @@ import pytest
 
 from ctk.cli.app import main
 from ctk.host.nvml import read_nvml, read_nvml_report
-from ctk.node import ComputeProcess, GpuHealth
+from ctk.node.nvml import ComputeProcess, GpuHealth
 from tests.fake_nvml.fixtures import fake_node, fake_nvml_library  # noqa: F401  (pytest fixtures)
 from tests.nodes import FakeNode
 

@@ -55,7 +55,7 @@ NVIDIA_CTK = {
     ("system", "create-dev-char-symlinks"): {"--create-all"},
     ("system", "create-device-nodes"): {"--control-devices", "--load-kernel-modules"},
     ("cdi", "generate"): {"--output"},
-    ("config", "--in-place"): {"--set", "--in-place"},
+    ("config", "--in-place"): {"--set", "--in-place", "--config"},
     ("config", "default"): {"--output"},
 }
 SEPARATORS = ("|", "&&", ";")

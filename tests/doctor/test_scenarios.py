@@ -103,6 +103,14 @@ SCENARIOS = [
         id="cdi-conflict-with-a-stale-copy",
     ),
     pytest.param(
+        "cdi-conflict-json",
+        {
+            "cdi.spec-conflict": "6 CDI device definition(s) clash within one spec directory; runtimes drop those devices (unresolvable CDI devices)",
+        },
+        set(),
+        id="cdi-conflict-keeps-the-generated-json",
+    ),
+    pytest.param(
         "cdi-conflict-incomplete",
         {
             "cdi.spec-incomplete": "the CDI spec does not match the node's GPUs: GPU 1 (GPU-9221d5d1-b60b-a624-bf14-0a1819cfda31) has no CDI device; no device named all",
@@ -219,6 +227,20 @@ SCENARIOS = [
         id="ctk-cdi-only-no-toolkit-healthy",
     ),
     pytest.param(
+        "crio-cdi-only",
+        {},
+        set(),
+        id="crio-cdi-only-no-toolkit-healthy",
+    ),
+    pytest.param(
+        "ctk-cdi-dir-unread",
+        {
+            "toolkit.not-installed": "the NVIDIA Container Toolkit is not installed: no engine can inject GPUs",
+        },
+        set(),
+        id="ctk-cdi-spec-in-a-dir-no-engine-reads",
+    ),
+    pytest.param(
         "ctk-cdi-engine-off",
         {
             "toolkit.not-installed": "the NVIDIA Container Toolkit is not installed: no engine can inject GPUs",
@@ -248,6 +270,12 @@ SCENARIOS = [
         },
         set(),
         id="dev-char-links",
+    ),
+    pytest.param(
+        "docker-cgroupfs-containerd-cri",
+        {},
+        set(),
+        id="dev-char-links-not-needed-docker-cgroupfs-containerd-serves-docker",
     ),
     pytest.param(
         "legacy-nvidia-docker2",
@@ -297,6 +325,14 @@ SCENARIOS = [
         },
         set(),
         id="ldconfig-real-on-rhel",
+    ),
+    pytest.param(
+        "toolkit-config-env",
+        {
+            "toolkit.ldconfig-path": "the toolkit runs ldconfig from /sbin/ldconfig.real, which does not exist: containers fail with 'ldcache error: open failed: /sbin/ldconfig.real: no such file or directory'",
+        },
+        set(),
+        id="toolkit-config-from-env",
     ),
     pytest.param(
         "ldconfig-usr-sbin",
@@ -864,6 +900,11 @@ def test_scenario(
             "skipped: the spec is complete once cdi.spec-conflict is fixed",
             id="stale-copy",
         ),
+        pytest.param(
+            "cdi-conflict-json",
+            "skipped: the spec is complete once cdi.spec-conflict is fixed",
+            id="stale-copy-of-a-json-spec",
+        ),
     ],
 )
 def test_a_clash_blocks_spec_incomplete(
@@ -880,6 +921,20 @@ def test_a_clash_blocks_spec_incomplete(
         "skip",
         summary,
         ["cdi.spec-conflict"],
+    )
+
+
+def test_a_clash_keeps_the_generated_spec_which_regenerating_rewrites(
+    fake_node: Callable[[str], FakeNode],  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The copy goes, the generated nvidia.json stays: the file `cdi generate` would rewrite."""
+    built = fake_node("cdi-conflict-json")
+    _, document = run_doctor(built.root, capsys, "--check", "cdi.spec-conflict")
+    [finding] = document["checks"]
+    assert (finding["remedy"]["commands"], finding["remedy"]["notes"]) == (
+        ["sudo rm /var/run/cdi/a-copy.yaml"],
+        ["/var/run/cdi/a-copy.yaml duplicates /var/run/cdi/nvidia.json"],
     )
 
 

@@ -1,20 +1,20 @@
 """Running ctk as a separate process on hostile input, and what a run may and may not do.
 
 Every case runs the public CLI in its own process (`python -c ... main(argv)`), with a wall-clock
-timeout, an address-space limit and its peak RSS measured (`wait4`), and snapshots the case's
-directory before and after, so a test can assert the promises of issue 15 for every case: exit
-0, 1 or 2 (never 3, never a signal), an answer within `ANSWER_S`, peak memory under
-`PEAK_RSS_MB`, and no file created or changed except those the user named (and ctk's state
-directory), and none at all when the command failed.
+timeout, an address-space limit (util-linux's `prlimit`) and its peak RSS measured (`wait4`), and
+snapshots the case's directory before and after, so a test can assert the promises of issue 15
+for every case: exit 0, 1 or 2 (never 3, never a signal), an answer within `ANSWER_S`, peak
+memory under `PEAK_RSS_MB`, and no file created or changed except those the user named (and
+ctk's state directory), and none at all when the command failed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import resource
 import signal
 import stat
+import subprocess
 import sys
 import tempfile
 import time
@@ -80,10 +80,6 @@ def changes(before: Mapping[str, Entry], after: Mapping[str, Entry]) -> list[str
     return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
 
 
-def _limit_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
-
-
 def run_ctk(
     argv: Sequence[str],
     *,
@@ -92,39 +88,44 @@ def run_ctk(
     prefix: Sequence[str] = (),
     stdin: Path | None = None,
 ) -> Outcome:
-    """Run ``ctk argv`` (after ``prefix``, e.g. `setpriv ...` or `strace ...`) and measure it."""
+    """Run ``ctk argv`` (after ``prefix``, e.g. `setpriv ...` or `strace ...`) and measure it.
+
+    The child is started by subprocess (no `os.fork` of this multi-threaded process); util-linux's
+    `prlimit` sets its address-space limit before exec, and `wait4` reads its peak RSS.
+    """
     environ = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1", **env}
-    command = [*prefix, sys.executable, "-c", ENTRY, *argv]
+    limit = ["prlimit", f"--as={ADDRESS_SPACE}", "--"]
+    command = [*limit, *prefix, sys.executable, "-c", ENTRY, *argv]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         stdin_fd = os.open(stdin or os.devnull, os.O_RDONLY | os.O_NONBLOCK)
         os.set_blocking(stdin_fd, True)
         start = time.monotonic()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child
-            try:
-                os.dup2(stdin_fd, 0)
-                os.dup2(out.fileno(), 1)
-                os.dup2(err.fileno(), 2)
-                os.chdir(cwd)
-                os.setsid()
-                _limit_memory()
-                os.execvpe(command[0], command, environ)
-            finally:
-                os._exit(127)
-        os.close(stdin_fd)
+        try:
+            child = subprocess.Popen(
+                command,
+                stdin=stdin_fd,
+                stdout=out,
+                stderr=err,
+                cwd=cwd,
+                env=environ,
+                start_new_session=True,
+            )
+        finally:
+            os.close(stdin_fd)
         timed_out = False
-        while True:
-            done, status, usage = os.wait4(pid, os.WNOHANG)
+        while True:  # wait4, not Popen.wait: the peak RSS of this child only
+            done, status, usage = os.wait4(child.pid, os.WNOHANG)
             if done:
                 break
             if time.monotonic() - start > KILL_S:
                 timed_out = True
-                os.killpg(pid, signal.SIGKILL)
-                _, status, usage = os.wait4(pid, 0)
+                os.killpg(child.pid, signal.SIGKILL)
+                _, status, usage = os.wait4(child.pid, 0)
                 break
             time.sleep(0.01)
+        child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
         seconds = time.monotonic() - start
-        code = os.waitstatus_to_exitcode(status)
+        code = child.returncode
         out.seek(0)
         err.seek(0)
         return Outcome(

@@ -8,7 +8,7 @@ import pytest
 
 from ctk.errors import CtkError
 from ctk.host.nvml import read_nvml
-from ctk.node import Gpu, MigDevice, MigMode, NvmlFacts
+from ctk.node.nvml import Gpu, MigDevice, MigMode, NvmlFacts
 from tests.fake_nvml import FakeNode
 
 A100 = "NVIDIA A100-SXM4-80GB"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ctk.cli.app import main
-from ctk.node import Major, nvidia_majors
+from ctk.node.dev import Major, nvidia_majors
 from ctk.nvproc import parse_gpu_information, parse_proc_devices
 from tests.nodes import SkipNode, materialise, node_dir
 

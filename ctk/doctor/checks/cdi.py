@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import shlex
 
-from ctk.doctor.checks.mig import GPU_KIND, kube, regenerate
+from ctk.doctor.checks.cdi_readers import cdi_readers, gpu_specs, spec_to_keep
+from ctk.doctor.checks.mig import kube, regenerate
 from ctk.doctor.checks.toolkit import runtime_mode, toolkit_version
 from ctk.doctor.expected import expected_devices, missing_from, unknown_uuids
 from ctk.doctor.facts import NodeFacts, NvmlAnswer, SpecFileFacts
@@ -21,7 +22,6 @@ from ctk.doctor.model import (
     unknown,
     warn,
 )
-from ctk.runtime_config.engines import Runtime
 
 CDI_SUPPORT = (
     "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/cdi-support.html"
@@ -42,23 +42,13 @@ def unreadable(facts: NodeFacts) -> Result | None:
     )
 
 
-def gpu_specs(facts: NodeFacts) -> tuple[SpecFileFacts, ...]:
-    """The spec files of kind nvidia.com/gpu."""
-    return tuple(spec for spec in facts.cdi.specs if spec.kind == GPU_KIND)
-
-
 def cdi_consumers(facts: NodeFacts) -> list[Evidence]:
-    """What on this node relies on CDI specs."""
+    """What on this node relies on CDI specs: the toolkit in mode cdi, and the programs that read
+    specs because someone switched CDI on (not CRI-O, which reads them whatever its config says)."""
     users = []
     if runtime_mode(facts) == "cdi":
         users.append(Evidence(facts.toolkit.config.path, 'nvidia-container-runtime.mode = "cdi"'))
-    docker, containerd = facts.engine(Runtime.DOCKER), facts.engine(Runtime.CONTAINERD)
-    if docker.installed and docker.cdi_enabled:
-        users.append(Evidence(docker.config_path, "features.cdi = true"))
-    if containerd.installed and containerd.cdi_enabled:
-        users.append(Evidence(containerd.config_path, "enable_cdi = true"))
-    if "podman" in facts.toolkit.binaries:
-        users.append(Evidence(facts.toolkit.binaries["podman"], "podman uses CDI natively"))
+    users += [reader.evidence for reader in cdi_readers(facts) if reader.switched_on]
     return users
 
 
@@ -283,27 +273,22 @@ def _incomplete_without_nvml(
     return problems
 
 
-GENERATED_NAME = "nvidia.yaml"
-"""The file name `ctk cdi generate/refresh` and nvidia-cdi-refresh write in a spec directory."""
-
-
 def conflict_losers(files: tuple[str, ...]) -> dict[str, str]:
-    """The clashing files to remove, each with the one its directory keeps (`nvidia.yaml` first)."""
+    """The clashing files to remove, each with the one its directory keeps (`spec_to_keep`: the
+    generated file, which regenerating rewrites)."""
     by_dir: dict[str, list[str]] = {}
     for path in sorted(files):
         by_dir.setdefault(path.rsplit("/", 1)[0], []).append(path)
     losers: dict[str, str] = {}
-    for directory, paths in by_dir.items():
-        keep = f"{directory}/{GENERATED_NAME}"
-        if keep not in paths:
-            keep = paths[0]
+    for paths in by_dir.values():
+        keep = spec_to_keep(paths)
         losers.update((path, keep) for path in paths if path != keep)
     return losers
 
 
 def conflict_removals(files: tuple[str, ...]) -> list[str]:
-    """`rm` commands leaving one file per directory: the generated `nvidia.yaml` if it clashes
-    (the notes say which file each one duplicates)."""
+    """`rm` commands leaving one file per directory: the generated one if it clashes (the notes
+    say which file each one duplicates)."""
     return [f"sudo rm {shlex.quote(path)}" for path in conflict_losers(files)]
 
 
@@ -311,7 +296,7 @@ def conflict_removals(files: tuple[str, ...]) -> list[str]:
     "cdi.spec-conflict",
     severity=Severity.ERROR,
     title="no CDI device is defined twice in one spec directory",
-    remedy="Keep one spec file per kind and directory: the generated nvidia.yaml.",
+    remedy="Keep one spec file per kind and directory: the generated nvidia.yaml (or .json).",
     sources=("https://github.com/cncf-tags/container-device-interface/blob/main/pkg/cdi/doc.go",),
     depends_on=("cdi.spec-invalid",),
     where=HOST_ONLY,

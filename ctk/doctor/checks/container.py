@@ -19,7 +19,7 @@ from ctk.doctor.model import (
     unknown,
     warn,
 )
-from ctk.node import NvmlReturn
+from ctk.node.nvml import NvmlReturn
 
 MIB = 1024 * 1024
 DOCKER_DEFAULT_SHM = 64 * MIB

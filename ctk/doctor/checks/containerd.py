@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from ctk.doctor.checks.engine_config import (
     configure_fix,
+    containerd_unused,
     engine_not_installed,
     nvidia_runtime_entry,
     runtime_binary_missing,
@@ -34,22 +35,6 @@ KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
 
 def _toml_bool(value: bool | None) -> str:
     return "true" if value else "false"
-
-
-def containerd_unused(facts: NodeFacts) -> Result | None:
-    """Skip containerd's GPU checks where it only serves Docker (CRI off, or no Kubernetes)."""
-    containerd = facts.engine(Runtime.CONTAINERD)
-    if not containerd.installed:
-        return skip("containerd is not installed")
-    if containerd.cri_disabled:
-        return skip("containerd's CRI plugin is disabled: it only serves Docker")
-    if (
-        facts.engine(Runtime.DOCKER).installed
-        and not facts.kubelet
-        and containerd.managed_by is None
-    ):
-        return skip("containerd serves Docker here (no kubelet): see the docker checks")
-    return None
 
 
 def _imported(config: str, entries: tuple[str, ...], path: str) -> bool:

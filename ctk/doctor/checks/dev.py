@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ctk.doctor.checks.mig import regenerate
-from ctk.doctor.facts import DevFacts, NodeFacts, NvmlAnswer
+from ctk.doctor.facts import DevFacts, EngineFacts, NodeFacts, NvmlAnswer
 from ctk.doctor.fixes import CreateCharLinks, CreateDeviceNodes
 from ctk.doctor.model import (
     HOST_ONLY,
@@ -18,8 +18,8 @@ from ctk.doctor.model import (
     unknown,
     warn,
 )
-from ctk.node import MigMode, NvmlReturn
-from ctk.node import expected_nodes as node_rule
+from ctk.node.dev import expected_nodes as node_rule
+from ctk.node.nvml import MigMode, NvmlReturn
 from ctk.runtime_config.engines import Runtime
 
 NVIDIA_MAJOR = 195
@@ -108,13 +108,26 @@ def permission_denied(facts: NodeFacts) -> Result:
     )
 
 
+def _cgroup_engines(facts: NodeFacts) -> list[EngineFacts]:
+    """Docker, and containerd where its CRI config applies (what containerd's checks read too:
+    under Docker alone, Docker's runtime options apply, not containerd's runtimes)."""
+    from ctk.doctor.checks.engine_config import containerd_unused
+
+    engines = [facts.engine(Runtime.DOCKER)]
+    if containerd_unused(facts) is None:
+        engines.append(facts.engine(Runtime.CONTAINERD))
+    return engines
+
+
 def _systemd_cgroups(facts: NodeFacts) -> list[Evidence]:
-    from ctk.doctor.checks.engine_config import docker_cgroup_driver
+    from ctk.doctor.checks.engine_config import containerd_unused, docker_cgroup_driver
 
     found = []
     docker = facts.engine(Runtime.DOCKER)
     if docker.installed and not docker.needs_root and docker_cgroup_driver(facts) == "systemd":
         found.append(Evidence(docker.config_path or "docker", "cgroup driver systemd"))
+    if containerd_unused(facts) is not None:
+        return found
     containerd = facts.engine(Runtime.CONTAINERD)
     for name, runtime in sorted(containerd.runtimes.items()):
         if runtime.systemd_cgroup:
@@ -158,7 +171,7 @@ def char_symlinks_missing(facts: NodeFacts) -> Result:
     """systemd cgroups + legacy injection + no `/dev/char` links = NVML Unknown Error later."""
     systemd = _systemd_cgroups(facts)
     # an engine config only root can read may ask for the systemd driver: look on, unsure
-    engines = (facts.engine(Runtime.DOCKER), facts.engine(Runtime.CONTAINERD))
+    engines = _cgroup_engines(facts)
     unread = [e.root_only or e.config_path for e in engines if e.installed and e.needs_root]
     if not systemd and not unread:
         return ok("no engine uses the systemd cgroup driver")

@@ -17,7 +17,7 @@ from ctk.doctor.model import (
     unknown,
     warn,
 )
-from ctk.node import NvmlReturn
+from ctk.node.nvml import NvmlReturn
 
 PROC_VERSION = "/proc/driver/nvidia/version"
 OPERATOR_DOCS = (

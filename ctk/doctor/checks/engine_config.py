@@ -66,3 +66,19 @@ def docker_cgroup_driver(facts: NodeFacts) -> str:
     if facts.kernel.cgroup_version == 2 and facts.kernel.systemd_init:
         return "systemd"
     return "cgroupfs"
+
+
+def containerd_unused(facts: NodeFacts) -> Result | None:
+    """Skip containerd's GPU checks where it only serves Docker (CRI off, or no Kubernetes)."""
+    containerd = facts.engine(Runtime.CONTAINERD)
+    if not containerd.installed:
+        return skip("containerd is not installed")
+    if containerd.cri_disabled:
+        return skip("containerd's CRI plugin is disabled: it only serves Docker")
+    if (
+        facts.engine(Runtime.DOCKER).installed
+        and not facts.kubelet
+        and containerd.managed_by is None
+    ):
+        return skip("containerd serves Docker here (no kubelet): see the docker checks")
+    return None

@@ -16,7 +16,7 @@ from ctk.doctor.model import (
     unknown,
     warn,
 )
-from ctk.node import GpuHealth, NvmlReturn
+from ctk.node.nvml import GpuHealth, NvmlReturn
 
 STUCK_STATES = {"Z": "zombie", "D": "uninterruptible sleep"}
 ORPHAN_MIN_BYTES = 2 << 30

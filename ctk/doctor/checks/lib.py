@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ctk.doctor.facts import LibFacts, NodeFacts, NvmlAnswer, Unavailable
 from ctk.doctor.model import Evidence, Result, Severity, check, fail, ok, unknown
-from ctk.node import NvmlReturn
+from ctk.node.nvml import NvmlReturn
 
 
 def _lookup(facts: NodeFacts, soname: str) -> Result | None:

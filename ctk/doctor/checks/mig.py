@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ctk.doctor.checks.cdi_readers import GPU_KIND, gpu_specs, spec_to_keep
 from ctk.doctor.expected import expected_devices
 from ctk.doctor.facts import NodeFacts, NvmlAnswer, Unavailable
 from ctk.doctor.fixes import DEFAULT_SPEC, GenerateSpec
@@ -21,18 +22,16 @@ from ctk.doctor.model import (
     unknown,
     warn,
 )
-from ctk.node import Gpu, MigMode
+from ctk.node.nvml import Gpu, MigMode
 
 MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/"
-GPU_KIND = "nvidia.com/gpu"
 
 
 def spec_output(facts: NodeFacts) -> str:
     """Where regenerating writes: the node's generated nvidia.com/gpu spec, the same path (a
     second spec elsewhere would shadow or clash with it); the default where there is none."""
-    paths = sorted(spec.path for spec in facts.cdi.specs if spec.kind == GPU_KIND)
-    generated = [p for p in paths if p.rsplit("/", 1)[-1] in ("nvidia.yaml", "nvidia.json")]
-    return (generated or paths or [DEFAULT_SPEC])[0]
+    paths = [spec.path for spec in gpu_specs(facts)]
+    return spec_to_keep(paths) if paths else DEFAULT_SPEC
 
 
 def regenerate(facts: NodeFacts) -> GenerateSpec:
@@ -178,7 +177,7 @@ def not_in_cdi_spec(facts: NodeFacts) -> Result:
     ]
     if not missing:
         return ok("every MIG device has a CDI entry")
-    spec_paths = sorted(spec.path for spec in facts.cdi.specs if spec.kind == GPU_KIND)
+    spec_paths = sorted(spec.path for spec in gpu_specs(facts))
     return fail(
         f"{len(missing)} MIG device(s) are not in the CDI spec: requests for them fail with "
         "'unresolvable CDI devices' (the refresh unit does not run on MIG changes)",

@@ -6,7 +6,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ctk.doctor.facts import LDCONFIG_CANDIDATES, NodeFacts
+from ctk.doctor.checks.cdi_readers import cdi_readers, gpu_specs
+from ctk.doctor.facts import LDCONFIG_CANDIDATES, TOOLKIT_CONFIG, NodeFacts
 from ctk.doctor.fixes import (
     ConfigureRuntime,
     GenerateSpec,
@@ -33,7 +34,6 @@ INSTALL_GUIDE = (
 CDI_SUPPORT = (
     "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/cdi-support.html"
 )
-CONFIG = "/etc/nvidia-container-runtime/config.toml"
 MODES = frozenset({"auto", "legacy", "cdi", "jit-cdi", "csv"})
 TOOLKIT_BINARIES = ("nvidia-container-runtime", "nvidia-ctk", "nvidia-container-cli")
 TOOLKIT_PACKAGES = (
@@ -92,6 +92,12 @@ def runtime_mode(facts: NodeFacts) -> str | None:
     return mode if isinstance(mode, str) else None
 
 
+def set_config(facts: NodeFacts, *settings: tuple[str, str]) -> SetToolkitConfig:
+    """The fix that sets ``settings`` in the toolkit config the doctor read."""
+    path = facts.toolkit.config.path
+    return SetToolkitConfig(settings=settings, config=None if path == TOOLKIT_CONFIG else path)
+
+
 def installed(facts: NodeFacts) -> bool:
     """Whether any toolkit binary or package is present."""
     binaries = any(name in facts.toolkit.binaries for name in TOOLKIT_BINARIES)
@@ -101,20 +107,13 @@ def installed(facts: NodeFacts) -> bool:
 
 def cdi_route(facts: NodeFacts) -> str | None:
     """How GPUs reach containers without the toolkit (a node ctk set up): a valid spec of kind
-    nvidia.com/gpu whose hook programs exist, read by an engine with CDI on; None without one."""
-    specs = [
-        spec
-        for spec in facts.cdi.specs
-        if spec.kind == "nvidia.com/gpu" and not spec.problems and not spec.missing_hook_paths
-    ]
-    readers = [
-        f"{runtime.value} has CDI on"
-        for runtime, engine in facts.engines.items()
-        if engine.installed and engine.cdi_enabled
-    ]
-    if "podman" in facts.toolkit.binaries:
-        readers.append("podman reads CDI specs")
-    if not specs or not readers:
+    nvidia.com/gpu whose hook programs exist, in a directory that a program reading CDI specs
+    reads (an engine with CDI on, CRI-O, podman); None without one."""
+    usable = [s for s in gpu_specs(facts) if not s.problems and not s.missing_hook_paths]
+    found = [(r, [s for s in usable if r.reads(s)]) for r in cdi_readers(facts)]
+    readers = [f"{reader.name}: {reader.evidence.value}" for reader, specs in found if specs]
+    specs = [s for s in usable if any(s in read for _, read in found)]
+    if not readers:
         return None
     hooks = sorted({hook for spec in specs for hook in spec.hook_paths})
     return f"{specs[0].path} (hooks: {', '.join(hooks) or 'none'}; {', '.join(readers)})"
@@ -235,14 +234,14 @@ def config_invalid(facts: NodeFacts) -> Result:
     """TOML errors (line, column) or an unknown `nvidia-container-runtime.mode`."""
     config = facts.toolkit.config
     if not config.exists:
-        return skip(f"{CONFIG} does not exist (defaults apply)")
+        return skip(f"{config.path} does not exist (defaults apply)")
     if config.needs_root:
         return unknown(f"{config.path} is not readable without root", needs_root=True)
     if config.error is not None:
         return fail(
             f"{config.path} does not parse: {config.error}",
             Evidence(config.path, config.error),
-            fixes=(ToolkitConfigDefault(output=CONFIG),),
+            fixes=(ToolkitConfigDefault(output=config.path),),
         )
     mode = config_table(facts, "nvidia-container-runtime").get("mode", "auto")
     if mode not in MODES:
@@ -250,7 +249,7 @@ def config_invalid(facts: NodeFacts) -> Result:
             f"{config.path}: nvidia-container-runtime.mode = {mode!r} is not one of "
             + ", ".join(sorted(MODES)),
             Evidence(config.path, f"mode = {mode!r}"),
-            fixes=(SetToolkitConfig(settings=(("nvidia-container-runtime.mode", "auto"),)),),
+            fixes=(set_config(facts, ("nvidia-container-runtime.mode", "auto")),),
         )
     return ok(f"{config.path} is valid (mode {mode})")
 
@@ -273,11 +272,7 @@ def ldconfig_path(facts: NodeFacts) -> Result:
     if path in facts.toolkit.existing_paths:
         return ok(f"ldconfig {value} exists")
     found = next((p for p in LDCONFIG_CANDIDATES if p in facts.toolkit.existing_paths), None)
-    fixes = (
-        (SetToolkitConfig(settings=(("nvidia-container-cli.ldconfig", f"@{found}"),)),)
-        if found
-        else ()
-    )
+    fixes = (set_config(facts, ("nvidia-container-cli.ldconfig", f"@{found}")),) if found else ()
     notes = (
         ()
         if found
@@ -310,7 +305,7 @@ def mode_mismatch(facts: NodeFacts) -> Result:
     mode = runtime_mode(facts)
     if mode is None:
         return skip("the toolkit is not installed")
-    has_spec = any(spec.kind == "nvidia.com/gpu" for spec in facts.cdi.specs)
+    has_spec = bool(gpu_specs(facts))
     if mode == "cdi" and not has_spec:
         return warn(
             "the toolkit is in mode cdi but no nvidia.com/gpu CDI spec exists: every GPU "
@@ -320,14 +315,14 @@ def mode_mismatch(facts: NodeFacts) -> Result:
             fixes=(GenerateSpec(),),
             notes=(
                 'or leave CDI mode: set nvidia-container-runtime.mode = "auto" in '
-                f"{facts.toolkit.config.path or CONFIG}",
+                f"{facts.toolkit.config.path or TOOLKIT_CONFIG}",
             ),
         )
     if mode == "csv" and facts.kernel.gpus:
         return warn(
             "the toolkit is in mode csv (Tegra only) on a host with discrete GPUs",
             Evidence(facts.toolkit.config.path, 'mode = "csv"'),
-            fixes=(SetToolkitConfig(settings=(("nvidia-container-runtime.mode", "auto"),)),),
+            fixes=(set_config(facts, ("nvidia-container-runtime.mode", "auto")),),
         )
     return ok(f"mode {mode}")
 
@@ -353,8 +348,8 @@ def rootless_no_cgroups(facts: NodeFacts) -> Result:
         "a rootless Docker daemon is configured but the toolkit still programs device "
         "cgroups: containers fail with 'bpf_prog_query(BPF_CGROUP_DEVICE) failed'",
         Evidence(facts.docker_rootless.config_path, "rootless Docker"),
-        Evidence(facts.toolkit.config.path or CONFIG, "no-cgroups is not true"),
-        fixes=(SetToolkitConfig(settings=(("nvidia-container-cli.no-cgroups", "true"),)),),
+        Evidence(facts.toolkit.config.path or TOOLKIT_CONFIG, "no-cgroups is not true"),
+        fixes=(set_config(facts, ("nvidia-container-cli.no-cgroups", "true")),),
     )
 
 
@@ -368,7 +363,7 @@ def rootless_no_cgroups(facts: NodeFacts) -> Result:
 )
 def conflicting_oci_hook(facts: NodeFacts) -> Result:
     """The old hook plus CDI injects the devices twice."""
-    has_spec = any(spec.kind == "nvidia.com/gpu" for spec in facts.cdi.specs)
+    has_spec = bool(gpu_specs(facts))
     if not facts.toolkit.oci_hooks or not has_spec:
         return ok("no OCI hook competing with CDI")
     return warn(
@@ -440,16 +435,15 @@ def unprivileged_envvar_accepted(facts: NodeFacts) -> Result:
         "nvidia is the default runtime and unprivileged containers may set "
         "NVIDIA_VISIBLE_DEVICES: any container can take every GPU, bypassing the scheduler",
         Evidence(
-            facts.toolkit.config.path or CONFIG,
+            facts.toolkit.config.path or TOOLKIT_CONFIG,
             "accept-nvidia-visible-devices-envvar-when-unprivileged = true (default)",
         ),
         *(Evidence(e.config_path, "default runtime nvidia") for e in defaults),
         fixes=(
-            SetToolkitConfig(
-                settings=(
-                    ("accept-nvidia-visible-devices-envvar-when-unprivileged", "false"),
-                    ("accept-nvidia-visible-devices-as-volume-mounts", "true"),
-                )
+            set_config(
+                facts,
+                ("accept-nvidia-visible-devices-envvar-when-unprivileged", "false"),
+                ("accept-nvidia-visible-devices-as-volume-mounts", "true"),
             ),
         ),
     )

@@ -6,12 +6,12 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ctk.doctor.facts import (
+    CDI_SPEC_DIRS,
     CdiFacts,
     SpecFileFacts,
     Unavailable,
 )
 from ctk.host.facts.gatherer import (
-    CDI_DIRS,
     LIB_VERSION,
     REFRESH_UNITS,
     Gatherer,
@@ -108,7 +108,7 @@ def gather_cdi(g: Gatherer, extra_dirs: Iterable[str]) -> CdiFacts:
     from ctk.errors import CtkError
     from ctk.host.cdi_specs import load_spec_dirs
 
-    dirs = tuple(dict.fromkeys((*CDI_DIRS, *extra_dirs)))
+    dirs = tuple(dict.fromkeys((*CDI_SPEC_DIRS, *extra_dirs)))
     try:
         registry = load_spec_dirs(dirs, root=g.root.root)
     except CtkError as exc:

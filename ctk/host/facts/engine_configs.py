@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 
 from ctk.doctor.facts import (
     LDCONFIG_CANDIDATES,
+    TOOLKIT_CONFIG,
+    TOOLKIT_CONFIG_ENV,
     ConfigFile,
     EngineFacts,
     RuntimeEntry,
@@ -84,9 +86,7 @@ def gather_toolkit(g: Gatherer, env: Mapping[str, str]) -> ToolkitFacts:
             if g.exists(f"{directory}/{name}"):
                 binaries[name] = f"{directory}/{name}"
                 break
-    config_path = env.get(
-        "NVIDIA_CTK_CONFIG_FILE_PATH", "/etc/nvidia-container-runtime/config.toml"
-    )
+    config_path = env.get(TOOLKIT_CONFIG_ENV) or TOOLKIT_CONFIG  # set but empty: the default
     config = read_toml_file(g, config_path)
     cli = (config.data or {}).get("nvidia-container-cli", {})
     ldconfig = cli.get("ldconfig") if isinstance(cli, dict) else None

@@ -60,7 +60,6 @@ OCI_HOOKS = (
     "/usr/share/containers/oci/hooks.d/oci-nvidia-hook.json",
     "/etc/containers/oci/hooks.d/oci-nvidia-hook.json",
 )
-CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
 REFRESH_UNITS = ("nvidia-cdi-refresh.path", "ctk-cdi-refresh.path")
 UNIT_DIRS = ("/etc/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system")
 SECURE_BOOT = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"

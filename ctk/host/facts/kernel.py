@@ -20,12 +20,8 @@ from ctk.doctor.facts import (
 )
 from ctk.errors import CtkError
 from ctk.host import files
-from ctk.host.devnodes import (
-    nvidia_nodes,
-    read_char_links,
-    read_gpu_information,
-    read_mig_minors,
-)
+from ctk.host.devnodes import nvidia_nodes, read_char_links, read_mig_minors
+from ctk.host.driver_numbers import read_gpu_information
 from ctk.host.facts.gatherer import (
     DRIVER_VERSION,
     LIBRARY_DIRS,
@@ -37,7 +33,7 @@ from ctk.host.facts.gatherer import (
     posix_join,
 )
 from ctk.host.root import PathEscapeError
-from ctk.node import NvmlReturn
+from ctk.node.nvml import NvmlReturn
 from ctk.nvproc import (
     parse_key_values,
     parse_proc_devices,

@@ -1,0 +1,240 @@
+"""`cdi_readers`: which programs on a node read CDI specs, from which directories; and what the
+cdi and toolkit checks make of it (facts built directly, every engine kind, CRI-O included)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from ctk.doctor.checks.cdi import cdi_consumers
+from ctk.doctor.checks.cdi_readers import CDI_SETTINGS, CdiReader, cdi_readers, spec_to_keep
+from ctk.doctor.checks.toolkit import cdi_route
+from ctk.doctor.facts import (
+    CdiFacts,
+    ConfigFile,
+    EngineFacts,
+    NodeFacts,
+    SpecFileFacts,
+    ToolkitFacts,
+)
+from ctk.doctor.model import Evidence
+from ctk.runtime_config.engines import Runtime
+
+DOCKER = EngineFacts(
+    engine="docker", installed=True, config_path="/etc/docker/daemon.json", cdi_enabled=True
+)
+CONTAINERD = EngineFacts(
+    engine="containerd",
+    installed=True,
+    config_path="/etc/containerd/config.toml",
+    cdi_enabled=True,
+    cdi_spec_dirs=("/opt/cdi/",),
+)
+CRIO = EngineFacts(engine="crio", installed=True, config_path="/etc/crio/crio.conf")
+DEFAULT_DIRS = ("/etc/cdi", "/var/run/cdi")
+
+DOCKER_READER = CdiReader(
+    name="docker",
+    evidence=Evidence("/etc/docker/daemon.json", "features.cdi = true"),
+    dirs=DEFAULT_DIRS,
+    switched_on=True,
+)
+CONTAINERD_READER = CdiReader(
+    name="containerd",
+    evidence=Evidence("/etc/containerd/config.toml", "enable_cdi = true"),
+    dirs=("/opt/cdi/",),
+    switched_on=True,
+)
+CRIO_READER = CdiReader(
+    name="crio",
+    evidence=Evidence("/etc/crio/crio.conf", "crio always reads CDI specs"),
+    dirs=DEFAULT_DIRS,
+    switched_on=False,
+)
+PODMAN_READER = CdiReader(
+    name="podman",
+    evidence=Evidence("/usr/bin/podman", "podman uses CDI natively"),
+    dirs=DEFAULT_DIRS,
+    switched_on=True,
+)
+
+
+def node(*engines: EngineFacts, podman: bool = False, mode: str | None = None) -> NodeFacts:
+    binaries = {"podman": "/usr/bin/podman"} if podman else {}
+    config = ConfigFile(path="/etc/nvidia-container-runtime/config.toml")
+    if mode is not None:
+        binaries["nvidia-container-runtime"] = "/usr/bin/nvidia-container-runtime"
+        config = ConfigFile(
+            path=config.path, exists=True, data={"nvidia-container-runtime": {"mode": mode}}
+        )
+    return NodeFacts(
+        engines={Runtime(engine.engine): engine for engine in engines},
+        toolkit=ToolkitFacts(binaries=binaries, config=config),
+    )
+
+
+@pytest.mark.parametrize(
+    ("facts", "expected"),
+    [
+        pytest.param(node(), (), id="nothing"),
+        pytest.param(node(DOCKER), (DOCKER_READER,), id="docker-cdi-on"),
+        pytest.param(node(replace(DOCKER, cdi_enabled=None)), (), id="docker-cdi-unset"),
+        pytest.param(node(replace(DOCKER, cdi_enabled=False)), (), id="docker-cdi-off"),
+        pytest.param(node(replace(DOCKER, installed=False)), (), id="docker-not-installed"),
+        pytest.param(node(CONTAINERD), (CONTAINERD_READER,), id="containerd-own-dirs"),
+        pytest.param(
+            node(replace(CONTAINERD, cdi_spec_dirs=())),
+            (replace(CONTAINERD_READER, dirs=DEFAULT_DIRS),),
+            id="containerd-default-dirs",
+        ),
+        pytest.param(node(CRIO), (CRIO_READER,), id="crio-always-reads"),
+        pytest.param(
+            node(replace(CRIO, cdi_spec_dirs=("/opt/cdi",))),
+            (replace(CRIO_READER, dirs=("/opt/cdi",)),),
+            id="crio-own-dirs",
+        ),
+        pytest.param(node(replace(CRIO, installed=False)), (), id="crio-not-installed"),
+        pytest.param(node(replace(CRIO, error="line 1: bad")), (), id="crio-config-broken"),
+        pytest.param(node(replace(CRIO, needs_root=True)), (), id="crio-config-root-only"),
+        pytest.param(node(podman=True), (PODMAN_READER,), id="podman"),
+        pytest.param(
+            node(DOCKER, CONTAINERD, CRIO, podman=True),
+            (DOCKER_READER, CONTAINERD_READER, CRIO_READER, PODMAN_READER),
+            id="all",
+        ),
+    ],
+)
+def test_cdi_readers(facts: NodeFacts, expected: tuple[CdiReader, ...]) -> None:
+    assert cdi_readers(facts) == expected
+
+
+def test_every_engine_says_how_cdi_is_switched_on() -> None:
+    assert set(CDI_SETTINGS) == set(Runtime)
+
+
+@pytest.mark.parametrize(
+    ("reader", "path", "expected"),
+    [
+        pytest.param(DOCKER_READER, "/var/run/cdi/nvidia.yaml", True, id="default-dir"),
+        pytest.param(DOCKER_READER, "/opt/cdi/nvidia.yaml", False, id="other-dir"),
+        pytest.param(DOCKER_READER, "/etc/cdi/sub/nvidia.yaml", False, id="subdirectory"),
+        pytest.param(CONTAINERD_READER, "/opt/cdi/nvidia.yaml", True, id="trailing-slash"),
+        pytest.param(CONTAINERD_READER, "/etc/cdi/nvidia.yaml", False, id="own-dirs-only"),
+    ],
+)
+def test_reads(reader: CdiReader, path: str, expected: bool) -> None:
+    assert reader.reads(SpecFileFacts(path=path, kind="nvidia.com/gpu")) is expected
+
+
+@pytest.mark.parametrize(
+    ("facts", "expected"),
+    [
+        pytest.param(node(CRIO), [], id="crio-reads-but-relies-on-nothing"),
+        pytest.param(
+            node(DOCKER, CONTAINERD, CRIO, podman=True),
+            [DOCKER_READER.evidence, CONTAINERD_READER.evidence, PODMAN_READER.evidence],
+            id="switched-on-only",
+        ),
+        pytest.param(
+            node(mode="cdi"),
+            [
+                Evidence(
+                    "/etc/nvidia-container-runtime/config.toml",
+                    'nvidia-container-runtime.mode = "cdi"',
+                )
+            ],
+            id="toolkit-mode-cdi",
+        ),
+        pytest.param(node(mode="auto"), [], id="toolkit-mode-auto"),
+    ],
+)
+def test_cdi_consumers(facts: NodeFacts, expected: list[Evidence]) -> None:
+    """What makes cdi.spec-missing fail: CRI-O always reads specs, so it alone needs none."""
+    assert cdi_consumers(facts) == expected
+
+
+SPEC = SpecFileFacts(
+    path="/var/run/cdi/nvidia.yaml",
+    kind="nvidia.com/gpu",
+    devices=("0", "all"),
+    hook_paths=("/usr/local/libexec/ctk/ctk-hook",),
+)
+
+
+@pytest.mark.parametrize(
+    ("facts", "expected"),
+    [
+        pytest.param(
+            node(CRIO),
+            "/var/run/cdi/nvidia.yaml (hooks: /usr/local/libexec/ctk/ctk-hook; "
+            "crio: crio always reads CDI specs)",
+            id="crio",
+        ),
+        pytest.param(
+            node(DOCKER, podman=True),
+            "/var/run/cdi/nvidia.yaml (hooks: /usr/local/libexec/ctk/ctk-hook; "
+            "docker: features.cdi = true, podman: podman uses CDI natively)",
+            id="docker-and-podman",
+        ),
+        pytest.param(node(replace(DOCKER, cdi_enabled=False)), None, id="no-reader"),
+        pytest.param(node(CONTAINERD), None, id="spec-outside-the-readers-dirs"),
+        pytest.param(
+            node(CONTAINERD, CRIO),
+            "/var/run/cdi/nvidia.yaml (hooks: /usr/local/libexec/ctk/ctk-hook; "
+            "crio: crio always reads CDI specs)",
+            id="only-the-readers-of-the-spec",
+        ),
+    ],
+)
+def test_cdi_route(facts: NodeFacts, expected: str | None) -> None:
+    """How toolkit.not-installed sees GPUs reach containers without the toolkit."""
+    assert cdi_route(replace(facts, cdi=CdiFacts(dirs=DEFAULT_DIRS, specs=(SPEC,)))) == expected
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        pytest.param(replace(SPEC, kind="nvidia.com/pgpu"), id="other-kind"),
+        pytest.param(replace(SPEC, problems=("line 3: bad",)), id="invalid"),
+        pytest.param(replace(SPEC, missing_hook_paths=SPEC.hook_paths), id="hook-missing"),
+    ],
+)
+def test_cdi_route_needs_a_usable_gpu_spec(spec: SpecFileFacts) -> None:
+    facts = replace(node(DOCKER), cdi=CdiFacts(dirs=DEFAULT_DIRS, specs=(spec,)))
+    assert cdi_route(facts) is None
+
+
+@pytest.mark.parametrize(
+    ("paths", "expected"),
+    [
+        pytest.param(
+            ["/var/run/cdi/a-copy.yaml", "/var/run/cdi/nvidia.json"],
+            "/var/run/cdi/nvidia.json",
+            id="generated-json-over-a-copy",
+        ),
+        pytest.param(
+            ["/var/run/cdi/nvidia.json", "/var/run/cdi/nvidia.yaml"],
+            "/var/run/cdi/nvidia.yaml",
+            id="yaml-over-json",
+        ),
+        pytest.param(
+            ["/etc/cdi/a.yaml", "/var/run/cdi/nvidia.yaml"],
+            "/var/run/cdi/nvidia.yaml",
+            id="generated-in-a-later-directory",
+        ),
+        pytest.param(
+            ["/var/run/cdi/nvidia.yaml", "/etc/cdi/nvidia.json"],
+            "/etc/cdi/nvidia.json",
+            id="first-directory-with-a-generated-one",
+        ),
+        pytest.param(
+            ["/etc/cdi/b.yaml", "/etc/cdi/a.yaml"],
+            "/etc/cdi/a.yaml",
+            id="none-generated-first-by-path",
+        ),
+    ],
+)
+def test_spec_to_keep(paths: list[str], expected: str) -> None:
+    """What a clash keeps is what regenerating rewrites (cdi.spec-conflict, mig.spec_output)."""
+    assert spec_to_keep(paths) == expected

@@ -1,0 +1,428 @@
+"""The click commands ctk runs (`ctk.cli.declare.to_click`, built without typer) are the ones typer
+builds from the same declarations (`ctk.cli.twin.to_typer`): command by command, parameter by
+parameter, in the values the command functions are called with, and in `--help`."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib
+from collections.abc import Callable, Iterator
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import click
+import pytest
+
+import ctk.cli
+from ctk.cli.commands import GROUPS
+from ctk.cli.declare import (
+    Argument,
+    Commands,
+    DeclarationError,
+    DeclaredCommand,
+    Option,
+    to_click,
+)
+from ctk.cli.twin import to_typer
+from ctk.errors import CtkError
+
+MODULES = sorted({g.module for g in GROUPS} | {c.module for g in GROUPS for c in g.commands})
+Pair = tuple[str, click.Command, click.Command]
+
+
+def _walk(path: str, ours: click.Command, theirs: click.Command) -> Iterator[Pair]:
+    yield path, ours, theirs
+    if isinstance(ours, click.Group) and isinstance(theirs, click.Group):
+        for name in ours.commands:
+            if name in theirs.commands:
+                yield from _walk(f"{path} {name}", ours.commands[name], theirs.commands[name])
+
+
+def _app(module: str) -> Commands:
+    app = EXTRA if module == "extra" else importlib.import_module(module).app
+    assert isinstance(app, Commands)
+    return app
+
+
+# Declarations the builder supports beyond what ctk's commands use today, compared the same way.
+class Colour(Enum):
+    RED = "red"
+    GREEN = "Green"
+
+
+Count = Annotated[int, Option("--count", "-c", min=1, max=9, clamp=True, envvar=["A", "B"])]
+Level = Annotated[int, Option("--level", count=True)]
+Ratio = Annotated[float, Option("--ratio", max=1.5, clamp=True)]
+Colours = Annotated[list[Colour] | None, Option("--colour", case_sensitive=True, hidden=True)]
+Paths = Annotated[
+    list[Path], Option("--path", exists=True, dir_okay=False, writable=True, metavar="F")
+]
+Plain = Annotated[int | None, Option(help="No names given: typer makes --plain.")]
+Switch = Annotated[bool, Option(help="A flag with a --no- form.", show_default=False)]
+Needed = Annotated[str, Option("--needed", show_envvar=False, envvar="NEEDED")]
+Yes = Annotated[bool, Argument(help="A boolean argument.")]
+Numbers = Annotated[list[int] | None, Argument(show_default=False, metavar="N...")]
+
+EXTRA = Commands(help="  Extra declarations.\n\n  Indented.", no_args_is_help=True)
+EXTRA_SUB = Commands(help="A sub-group.")
+
+
+@EXTRA.callback(invoke_without_command=True)
+def extra(ctx: click.Context, *, switch: Switch = True, plain: Plain = None) -> None:
+    """Its docstring loses to the help it was given."""
+
+
+@EXTRA.command(hidden=True, context_settings={"allow_extra_args": True})
+def first_command(
+    yes: Yes,
+    numbers: Numbers = None,
+    *,
+    count: Count = 3,
+    level: Level = 0,
+    ratio: Ratio = 0.5,
+    colours: Colours = None,
+    paths: Paths = [],  # noqa: B006
+    needed: Needed,
+) -> None:
+    """First line.
+
+    More.
+    """
+
+
+@EXTRA_SUB.command("leaf", help="  Given help.", add_help_option=False)
+def leaf(*, colour: Annotated[Colour, Option("--colour")] = Colour.GREEN) -> None:
+    """Not shown."""
+
+
+EXTRA.add_group(EXTRA_SUB, name="sub")
+
+
+def _pairs() -> list[Pair]:
+    built = [(m, to_click(_app(m)), to_typer(_app(m))) for m in MODULES]
+    built.append(("extra", to_click(EXTRA), to_typer(EXTRA)))
+    return [pair for path, ours, theirs in built for pair in _walk(path, ours, theirs)]
+
+
+PAIRS = _pairs()
+IDS = [path for path, _, _ in PAIRS]
+
+
+def _own_classes(command: click.Command) -> list[str]:
+    """The classes a declaration gave (``cls=``), not the builders' own."""
+    builders = ("click.", "typer.", "ctk.cli.declare", "ctk.cli.twin", "builtins")
+    return [c.__qualname__ for c in type(command).__mro__ if not c.__module__.startswith(builders)]
+
+
+COMMAND_ATTRIBUTES = (
+    "name",
+    "help",
+    "short_help",
+    "epilog",
+    "hidden",
+    "deprecated",
+    "no_args_is_help",
+    "add_help_option",
+    "options_metavar",
+    "context_settings",
+    "allow_extra_args",
+    "allow_interspersed_args",
+    "ignore_unknown_options",
+    "invoke_without_command",
+    "chain",
+    "subcommand_metavar",
+)
+
+
+def _command_view(command: click.Command) -> dict[str, Any]:
+    ctx = click.Context(command, info_name="ctk")
+    view = {a: getattr(command, a, "(none)") for a in COMMAND_ATTRIBUTES}
+    view["group"] = isinstance(command, click.Group)
+    view["classes"] = _own_classes(command)
+    view["callback"] = command.callback is not None
+    view["params"] = [p.name for p in command.params]
+    if isinstance(command, click.Group):
+        view["commands"] = command.list_commands(ctx)
+    return view
+
+
+@pytest.mark.parametrize(("path", "ours", "theirs"), PAIRS, ids=IDS)
+def test_commands_are_typers(path: str, ours: click.Command, theirs: click.Command) -> None:
+    assert _command_view(ours) == _command_view(theirs)
+    assert isinstance(ours, DeclaredCommand)
+
+
+def _click_class(value: object) -> str:
+    """The nearest class of click's own (typer's subclasses only change completion)."""
+    return next(c.__name__ for c in type(value).__mro__ if c.__module__.startswith("click."))
+
+
+def _type_view(param_type: click.ParamType[Any]) -> tuple[object, ...]:
+    kind = _click_class(param_type)
+    if isinstance(param_type, click.Path):
+        settings = ("exists", "file_okay", "dir_okay", "writable", "readable", "resolve_path")
+        return (kind, *(getattr(param_type, s) for s in settings), param_type.allow_dash)
+    if isinstance(param_type, click.Choice):
+        return (kind, tuple(param_type.choices), param_type.case_sensitive)
+    if isinstance(param_type, click.types._NumberRangeBase):
+        bounds = ("min", "max", "min_open", "max_open", "clamp")
+        return (kind, *(getattr(param_type, b) for b in bounds))
+    return (kind, param_type.name)
+
+
+PARAM_ATTRIBUTES = (
+    "name",
+    "opts",
+    "secondary_opts",
+    "required",
+    "multiple",
+    "nargs",
+    "envvar",
+    "metavar",
+    "expose_value",
+    "is_eager",
+    "param_type_name",
+    # options only
+    "is_flag",
+    "is_bool_flag",
+    "flag_value",
+    "count",
+    "hidden",
+    "help",
+    "show_default",
+    "show_choices",
+    "show_envvar",
+    "allow_from_autoenv",
+    "prompt",
+    "hide_input",
+)
+
+
+def _param_view(param: click.Parameter, ctx: click.Context) -> dict[str, object]:
+    view: dict[str, object] = {a: getattr(param, a, "(none)") for a in PARAM_ATTRIBUTES}
+    if isinstance(param, click.Argument):  # shown by typer only (click 8.5 drops typer's own)
+        del view["help"]
+    view["class"] = _click_class(param)
+    view["type"] = _type_view(param.type)
+    view["default"] = repr(param.default)
+    view["callback"] = param.callback is not None
+    view["metavar shown"] = param.make_metavar(ctx)
+    view["error hint"] = param.get_error_hint(ctx)
+    view["missing None"] = param.value_is_missing(None)
+    view["missing ()"] = param.value_is_missing(())
+    return view
+
+
+@pytest.mark.parametrize(("path", "ours", "theirs"), PAIRS, ids=IDS)
+def test_parameters_are_typers(path: str, ours: click.Command, theirs: click.Command) -> None:
+    assert len(ours.params) == len(theirs.params)
+    ours_ctx = click.Context(ours, info_name="ctk")
+    theirs_ctx = click.Context(theirs, info_name="ctk")
+    for mine, typers in zip(ours.params, theirs.params, strict=True):
+        assert _param_view(mine, ours_ctx) == _param_view(typers, theirs_ctx), mine.name
+
+
+# --- the values the command functions get -------------------------------------------------
+
+
+def _recorder(function: Callable[..., Any], log: list[dict[str, Any]]) -> Callable[..., Any]:
+    @functools.wraps(function)
+    def record(**values: Any) -> None:
+        log.append(values)
+
+    return record
+
+
+def _recording(commands: Commands, log: list[dict[str, Any]]) -> Commands:
+    """``commands`` with every function replaced by one that logs what it is called with."""
+    copy = Commands(**commands.settings)
+    for declared in commands.commands:
+        copy.command(declared.name, **declared.settings)(_recorder(declared.function, log))
+    if commands.group_callback is not None:
+        declared = commands.group_callback
+        copy.callback(**declared.settings)(_recorder(declared.function, log))
+    for group, settings in commands.groups:
+        copy.add_group(_recording(group, log), **settings)
+    return copy
+
+
+def _sample_values(param: click.Parameter) -> list[str]:
+    """Values to give a parameter: good ones, odd ones, wrong ones."""
+    param_type = param.type
+    if isinstance(param_type, click.Choice):
+        first = str(param_type.choices[0])
+        return [first, first.upper(), "no-such-choice"]
+    if isinstance(param_type, (click.types.FloatParamType, click.types.IntParamType)):
+        return ["3", "0.05", "-1", "x"]
+    if isinstance(param_type, click.Path):
+        return [__file__, "some/dir", "/", "-", ""]
+    if isinstance(param_type, click.types.BoolParamType):
+        return ["true", "0", "maybe"]
+    return ["value", "", "-"]
+
+
+def _samples(command: click.Command) -> list[tuple[list[str], dict[str, str]]]:
+    """Command lines (and environments) to parse: each option alone, then all of them."""
+    required: list[str] = []
+    for param in command.params:
+        if param.required and isinstance(param, click.Option):
+            required += [param.opts[0], "nvidia.com/gpu=0"]
+        elif param.required:
+            required.append(_sample_values(param)[0])
+    samples: list[tuple[list[str], dict[str, str]]] = [([], {}), (required, {})]
+    everything = list(required)
+    env: dict[str, str] = {}
+    for param in command.params:
+        if isinstance(param, click.Argument):
+            samples += [([*required, "a", "b"], {})]
+            continue
+        assert isinstance(param, click.Option)
+        opt = param.opts[-1]
+        if param.is_flag:
+            samples += [([*required, opt], {}), ([*required, f"{opt}=false"], {})]
+            samples += [([*required, o], {}) for o in param.secondary_opts]
+            everything.append(opt)
+        else:
+            values = _sample_values(param)
+            samples += [([*required, opt, v], {}) for v in values]
+            samples += [([*required, opt, values[0], opt, values[0]], {})]
+            everything += [opt, values[0]]
+        for var in [param.envvar] if isinstance(param.envvar, str) else param.envvar or []:
+            env[var] = "1" if param.is_flag else _sample_values(param)[0]
+            samples.append((required, {var: env[var]}))
+    samples += [(everything, {}), (required, env), ([*required, "--no-such-option"], {})]
+    return samples
+
+
+def _outcome(command: click.Command, argv: list[str], log: list[dict[str, Any]]) -> object:
+    log.clear()
+    try:
+        click.Command.main(command, argv, prog_name="ctk", standalone_mode=False)
+    except click.ClickException as exc:
+        return (type(exc).__name__, exc.format_message())
+    except CtkError as exc:
+        return (type(exc).__name__, exc.message, exc.hint)
+    return [
+        {k: ("<ctx>", v.args) if isinstance(v, click.Context) else repr(v) for k, v in call.items()}
+        for call in log
+    ]
+
+
+def _called(module: str) -> list[tuple[str, str]]:
+    """The commands (and groups with options of their own) of ``module``, by path."""
+    built = to_click(_app(module))
+    return [(module, path) for path, c, _ in _walk(module, built, built) if c.callback is not None]
+
+
+CALLED = [leaf for m in [*MODULES, "extra"] for leaf in _called(m)]
+
+
+@pytest.mark.parametrize(("module", "path"), CALLED, ids=[p for _, p in CALLED])
+def test_functions_get_typers_values(
+    module: str, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ours_log: list[dict[str, Any]] = []
+    theirs_log: list[dict[str, Any]] = []
+    ours = _find(to_click(_recording(_app(module), ours_log)), path)
+    theirs = _find(to_typer(_recording(_app(module), theirs_log)), path)
+    for param in ours.params:  # the test's environment must not set what the samples set
+        for var in [param.envvar] if isinstance(param.envvar, str) else param.envvar or []:
+            monkeypatch.delenv(var, raising=False)
+    compared = 0
+    for argv, env in _samples(ours):
+        with monkeypatch.context() as patch:
+            for var, value in env.items():
+                patch.setenv(var, value)
+            mine = _outcome(ours, argv, ours_log)
+            typers = _outcome(theirs, argv, theirs_log)
+        assert mine == typers, (argv, env)
+        compared += isinstance(mine, list) and bool(mine)
+    assert compared > 0  # some command lines reached the function
+
+
+def _find(command: click.Command, path: str) -> click.Command:
+    for name in path.split()[1:]:
+        assert isinstance(command, click.Group)
+        command = command.commands[name]
+    return command
+
+
+# --- help --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("width", [60, 120])
+@pytest.mark.parametrize(("path", "ours", "theirs"), PAIRS, ids=IDS)
+def test_help_is_typers(path: str, ours: click.Command, theirs: click.Command, width: int) -> None:
+    """The command that runs shows typer's help and usage line, at any width."""
+
+    def context(command: click.Command) -> click.Context:
+        root = click.Context(click.Group("ctk"), info_name="ctk")
+        return click.Context(command, info_name="cmd", parent=root, terminal_width=width)
+
+    assert ours.get_help(context(ours)) == theirs.get_help(context(theirs))
+    assert ours.get_usage(context(ours)) == theirs.get_usage(context(theirs))
+
+
+# --- what the builder refuses --------------------------------------------------------------
+
+
+def _with_parameter(annotation: Any, default: Any = None) -> Commands:
+    commands = Commands()
+
+    def command(value: Any = default) -> None:
+        """A command."""
+
+    command.__annotations__ = {"value": annotation}
+    commands.command("c")(command)
+    return commands
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    [
+        pytest.param(Annotated[tuple[str, int], Option("--v")], id="tuple"),
+        pytest.param(Annotated[int | str, Option("--v")], id="union"),
+        pytest.param(Annotated[dict[str, str], Option("--v")], id="dict"),
+        pytest.param(Annotated[list[bool], Option("--v")], id="list-of-flags"),
+        pytest.param(Annotated[bytes, Option("--v")], id="bytes"),
+        pytest.param(Annotated[str, Option("--v", parser=str)], id="parser"),
+        pytest.param(Annotated[str, Option("--v", callback=print)], id="callback"),
+        pytest.param(Annotated[str, Option("--v", readable=False)], id="path-setting-on-str"),
+        pytest.param(Annotated[str, Option("--v", case_sensitive=False)], id="choice-on-str"),
+        pytest.param(Annotated[Path, Option("--v", resolve_path=True)], id="resolve-path"),
+        pytest.param(Annotated[Colour, Option("--v", is_flag=True)], id="is-flag"),
+        pytest.param(Annotated[str, Argument("x")], id="argument-default-in-marker"),
+        pytest.param(Annotated[str, Option("--v"), Option("--w")], id="two-markers"),
+        pytest.param(str, id="no-marker"),
+    ],
+)
+def test_unsupported_declarations_are_refused(annotation: Any) -> None:
+    with pytest.raises(DeclarationError):
+        to_click(_with_parameter(annotation))
+
+
+def test_unsupported_settings_are_refused() -> None:
+    commands = Commands(rich_markup_mode="rich")
+    commands.command("a")(print)
+    commands.command("b")(print)
+    with pytest.raises(DeclarationError):
+        to_click(commands)
+
+
+def test_only_the_twin_imports_typer() -> None:
+    """Running a command imports its module: no module of ctk.cli but twin.py may import typer
+    on load (a function may, for what only it needs)."""
+    found = []
+    for path in sorted(Path(ctk.cli.__file__).parent.glob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            found += [path.name for n in names if n == "typer" or n.startswith("typer.")]
+    assert sorted(set(found)) == ["twin.py"]
