@@ -33,7 +33,8 @@ GO_FALSE = frozenset({"0", "f", "F", "false", "FALSE", "False"})
 class _GoBoolFlags(click.Command):
     """A command that also takes `--flag=true|false` for its boolean flags, as nvidia-ctk does.
 
-    A mixin: the command class of the declaration (`ctk.cli.declare`) and typer's go under it.
+    Given as ``cls=``, it is mixed into the command that runs (`ctk.cli.declare`) and into
+    typer's twin that renders the help (`ctk.cli.twin`).
     """
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:

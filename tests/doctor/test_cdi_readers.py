@@ -60,7 +60,9 @@ PODMAN_READER = CdiReader(
 )
 
 
-def node(*engines: EngineFacts, podman: bool = False, mode: str | None = None) -> NodeFacts:
+def node(
+    *engines: EngineFacts, podman: bool = False, mode: str | None = None, kubelet: bool = True
+) -> NodeFacts:
     binaries = {"podman": "/usr/bin/podman"} if podman else {}
     config = ConfigFile(path="/etc/nvidia-container-runtime/config.toml")
     if mode is not None:
@@ -71,6 +73,7 @@ def node(*engines: EngineFacts, podman: bool = False, mode: str | None = None) -
     return NodeFacts(
         engines={Runtime(engine.engine): engine for engine in engines},
         toolkit=ToolkitFacts(binaries=binaries, config=config),
+        kubelet=kubelet,
     )
 
 
@@ -87,6 +90,14 @@ def node(*engines: EngineFacts, podman: bool = False, mode: str | None = None) -
             node(replace(CONTAINERD, cdi_spec_dirs=())),
             (replace(CONTAINERD_READER, dirs=DEFAULT_DIRS),),
             id="containerd-default-dirs",
+        ),
+        pytest.param(
+            node(DOCKER, CONTAINERD, kubelet=False),
+            (DOCKER_READER,),
+            id="containerd-under-docker-alone",
+        ),
+        pytest.param(
+            node(CONTAINERD, kubelet=False), (CONTAINERD_READER,), id="containerd-without-docker"
         ),
         pytest.param(node(CRIO), (CRIO_READER,), id="crio-always-reads"),
         pytest.param(

@@ -302,6 +302,22 @@ CASES = [
         id="char-links-containerd-of-a-kubelet-unread",
     ),
     pytest.param(
+        "containerd.cdi-disabled",
+        NodeFacts(
+            engines={
+                Runtime.CONTAINERD: EngineFacts(
+                    engine="containerd",
+                    installed=True,
+                    config_path="/etc/containerd/config.toml",
+                    cdi_enabled=False,
+                    cdi_spec_dirs=("/var/run/cdi/", "/etc/cdi/"),
+                )
+            },
+        ),
+        Result(status=Status.OK, summary="native CDI is not requested"),
+        id="cdi-disabled-default-dirs-spelled-otherwise",
+    ),
+    pytest.param(
         "containerd.not-default-no-runtimeclass",
         NodeFacts(
             engines={

@@ -255,6 +255,12 @@ SCENARIOS = [
         id="docker-host-containerd-cri-off-healthy",
     ),
     pytest.param(
+        "docker-host-cri-leftover",
+        {},
+        set(),
+        id="docker-host-containerd-cri-config-unused-healthy",
+    ),
+    pytest.param(
         "rootless-docker",
         {
             "toolkit.rootless-no-cgroups": "a rootless Docker daemon is configured but the toolkit still programs device cgroups: containers fail with 'bpf_prog_query(BPF_CGROUP_DEVICE) failed'",
@@ -684,6 +690,12 @@ SCENARIOS = [
         },
         set(),
         id="cuda-visible-devices-out-of-range",
+    ),
+    pytest.param(
+        "containerd-default-config",
+        {},
+        set(),
+        id="containerd-1.7-default-config-healthy",
     ),
     pytest.param(
         "containerd-cdi-off",

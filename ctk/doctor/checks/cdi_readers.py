@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from ctk.doctor.checks.engine_config import engines_in_use
 from ctk.doctor.facts import CDI_SPEC_DIRS, NodeFacts, SpecFileFacts
 from ctk.doctor.model import Evidence
 from ctk.runtime_config.engines import Runtime
@@ -63,11 +64,12 @@ def gpu_specs(facts: NodeFacts) -> tuple[SpecFileFacts, ...]:
 
 
 def cdi_readers(facts: NodeFacts) -> tuple[CdiReader, ...]:
-    """The engines (and podman) that read CDI specs on this node, each with its directories."""
+    """The engines (and podman) that read CDI specs on this node, each with its directories
+    (containerd only where its CRI plugin serves: under Docker alone nothing asks it for CDI)."""
     readers = []
-    for runtime, engine in facts.engines.items():
+    for runtime, engine in engines_in_use(facts).items():
         setting = CDI_SETTINGS[runtime]
-        if not engine.installed or (setting is not None and not engine.cdi_enabled):
+        if setting is not None and not engine.cdi_enabled:
             continue
         if setting is None and (engine.error is not None or engine.needs_root):
             continue  # a broken config stops the engine; an unreadable one names no directories

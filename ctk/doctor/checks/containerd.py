@@ -13,7 +13,7 @@ from ctk.doctor.checks.engine_config import (
     runtime_binary_missing,
 )
 from ctk.doctor.checks.mig import kube
-from ctk.doctor.facts import NodeFacts, Unavailable
+from ctk.doctor.facts import CDI_SPEC_DIRS, NodeFacts, Unavailable
 from ctk.doctor.model import (
     HOST_ONLY,
     Evidence,
@@ -244,12 +244,16 @@ def not_default_no_runtimeclass(facts: NodeFacts) -> Result:
     where=HOST_ONLY,
 )
 def containerd_cdi(facts: NodeFacts) -> Result:
-    """`cdi_spec_dirs` configured (or cdi-cri requested) but `enable_cdi` off."""
+    """`cdi_spec_dirs` changed from the default (or cdi-cri requested) but `enable_cdi` off.
+
+    `containerd config default` (1.7) writes the default directories with `enable_cdi = false`:
+    those say nothing about CDI being wanted."""
     containerd = facts.engine(Runtime.CONTAINERD)
     unused = containerd_unused(facts)
     if unused is not None:
         return unused
-    wanted = bool(containerd.cdi_spec_dirs) or bool(
+    dirs = {posixpath.normpath(d) for d in containerd.cdi_spec_dirs}
+    wanted = bool(dirs and dirs != set(CDI_SPEC_DIRS)) or bool(
         isinstance(facts.kubernetes, Mapping)
         and facts.kubernetes.get("device_list_strategy") == "cdi-cri"
     )

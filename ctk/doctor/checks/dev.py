@@ -109,26 +109,25 @@ def permission_denied(facts: NodeFacts) -> Result:
 
 
 def _cgroup_engines(facts: NodeFacts) -> list[EngineFacts]:
-    """Docker, and containerd where its CRI config applies (what containerd's checks read too:
-    under Docker alone, Docker's runtime options apply, not containerd's runtimes)."""
-    from ctk.doctor.checks.engine_config import containerd_unused
+    """Docker, and containerd where its CRI config applies (`engines_in_use`, as containerd's
+    checks see it: under Docker alone, Docker's runtime options apply, not containerd's)."""
+    from ctk.doctor.checks.engine_config import engines_in_use
 
-    engines = [facts.engine(Runtime.DOCKER)]
-    if containerd_unused(facts) is None:
-        engines.append(facts.engine(Runtime.CONTAINERD))
-    return engines
+    used = engines_in_use(facts)
+    return [used[r] for r in (Runtime.DOCKER, Runtime.CONTAINERD) if r in used]
 
 
 def _systemd_cgroups(facts: NodeFacts) -> list[Evidence]:
-    from ctk.doctor.checks.engine_config import containerd_unused, docker_cgroup_driver
+    from ctk.doctor.checks.engine_config import docker_cgroup_driver, engines_in_use
 
     found = []
-    docker = facts.engine(Runtime.DOCKER)
-    if docker.installed and not docker.needs_root and docker_cgroup_driver(facts) == "systemd":
+    used = engines_in_use(facts)
+    docker = used.get(Runtime.DOCKER)
+    if docker is not None and not docker.needs_root and docker_cgroup_driver(facts) == "systemd":
         found.append(Evidence(docker.config_path or "docker", "cgroup driver systemd"))
-    if containerd_unused(facts) is not None:
+    containerd = used.get(Runtime.CONTAINERD)
+    if containerd is None:
         return found
-    containerd = facts.engine(Runtime.CONTAINERD)
     for name, runtime in sorted(containerd.runtimes.items()):
         if runtime.systemd_cgroup:
             found.append(Evidence(containerd.config_path, f"{name}: SystemdCgroup = true"))

@@ -82,3 +82,14 @@ def containerd_unused(facts: NodeFacts) -> Result | None:
     ):
         return skip("containerd serves Docker here (no kubelet): see the docker checks")
     return None
+
+
+def engines_in_use(facts: NodeFacts) -> dict[Runtime, EngineFacts]:
+    """The installed engines whose own config decides how their containers run: containerd only
+    where its CRI plugin serves (`containerd_unused`), not where it runs Docker's containers."""
+    return {
+        runtime: engine
+        for runtime, engine in facts.engines.items()
+        if engine.installed
+        and not (runtime is Runtime.CONTAINERD and containerd_unused(facts) is not None)
+    }

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ctk.doctor.checks.cdi_readers import cdi_readers, gpu_specs
+from ctk.doctor.checks.engine_config import engines_in_use
 from ctk.doctor.facts import LDCONFIG_CANDIDATES, TOOLKIT_CONFIG, NodeFacts
 from ctk.doctor.fixes import (
     ConfigureRuntime,
@@ -424,11 +425,7 @@ def unprivileged_envvar_accepted(facts: NodeFacts) -> Result:
         return skip("the toolkit is not installed")
     data = facts.toolkit.config.data or {}
     accepted = data.get("accept-nvidia-visible-devices-envvar-when-unprivileged", True)
-    defaults = [
-        engine
-        for engine in facts.engines.values()
-        if engine.installed and engine.default_runtime == "nvidia"
-    ]
+    defaults = [e for e in engines_in_use(facts).values() if e.default_runtime == "nvidia"]
     if accepted is not True or not defaults:
         return ok("the env var is refused, or nvidia is no engine's default runtime")
     return warn(
