@@ -12,11 +12,20 @@ and prints the ratio validate / parse (the target is at most 2.0). The parse and
 alternate, and besides wall-clock time each process's CPU time (user + system) is measured: on a
 shared machine other load disturbs wall time much more than CPU time. Run from the repository
 root: `python benchmarks/bench_validate.py [--runs N] [--specs N]`.
+
+Optionally the reference library takes its turn too: set `CTK_BENCH_GO_VALIDATE` to a program
+that takes spec files as arguments, checks each with the Go library
+tags.cncf.io/container-device-interface (`cdi.ReadSpec` with `cdi.SetSpecValidator` set to the
+`schema` package's built-in schema, then `specs.ValidateVersion`), prints one line per file and
+exits 0 when every spec is valid. Such a program is not part of this repository (the library's
+code stays outside it): build it yourself with Go, the library and its dependencies. Then the
+ratio validate / Go is printed as well (`benchmarks/run.py` shows the same case).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import statistics
 import subprocess
@@ -179,15 +188,16 @@ def main() -> None:
             "for f in sys.argv[1:]:\n"
             "    with open(f, 'rb') as s: yaml.load(s, Loader=yaml.CSafeLoader)\n"
         )
-        times = _median(
-            {
-                "python -c pass": [py, "-c", "pass"],
-                "ctk --version": [py, "-m", "ctk.cli.app", "--version"],
-                "CSafeLoader parse": [py, "-c", parse, *files],
-                "ctk cdi validate": [py, "-m", "ctk.cli.app", "cdi", "validate", *files],
-            },
-            args.runs,
-        )
+        commands = {
+            "python -c pass": [py, "-c", "pass"],
+            "ctk --version": [py, "-m", "ctk.cli.app", "--version"],
+            "CSafeLoader parse": [py, "-c", parse, *files],
+            "ctk cdi validate": [py, "-m", "ctk.cli.app", "cdi", "validate", *files],
+        }
+        go_program = os.environ.get("CTK_BENCH_GO_VALIDATE")
+        if go_program:
+            commands["Go reference library"] = [go_program, *files]
+        times = _median(commands, args.runs)
     print(f"{args.specs} specs, {size / 1e6:.1f} MB, median of {args.runs} runs")
     print(f"{'':26}{'wall':>9}{'cpu':>9}")
     for name, (wall, cpu) in times.items():
@@ -198,6 +208,9 @@ def main() -> None:
         f"{'validate / parse':26}{check_wall / parse_wall:8.2f}x{check_cpu / parse_cpu:8.2f}x"
         "  (target <= 2.00)"
     )
+    if "Go reference library" in times:
+        go_wall, go_cpu = times["Go reference library"]
+        print(f"{'validate / Go':26}{check_wall / go_wall:8.2f}x{check_cpu / go_cpu:8.2f}x")
 
 
 if __name__ == "__main__":

@@ -180,7 +180,8 @@ def load_bench(name: str) -> ModuleType | None:
 
 
 def validate_cases(tmp: Path, bin_dir: Path, python: str) -> list[Case]:
-    """1,000 specs from bench_validate's generator: validate them, and merely parse them."""
+    """1,000 specs from bench_validate's generator: validate them, merely parse them, and (with
+    `CTK_BENCH_GO_VALIDATE`, see bench_validate.py) validate them with the reference Go library."""
     bench = load_bench("bench_validate")
     spec_text: Callable[[int], str] | None = getattr(bench, "spec_text", None)
     if spec_text is None:
@@ -198,11 +199,22 @@ def validate_cases(tmp: Path, bin_dir: Path, python: str) -> list[Case]:
         "import sys, yaml\nfor f in sys.argv[1:]:\n"
         "    with open(f, 'rb') as s: yaml.load(s, Loader=yaml.CSafeLoader)\n"
     )
+    go = Case(
+        "reference Go library validate (1,000 specs)",
+        [],
+        max_runs=5,
+        note="tags.cncf.io/container-device-interface; see bench_validate.py",
+    )
+    if program := os.environ.get("CTK_BENCH_GO_VALIDATE"):
+        go.argv = [program, *files]
+    else:
+        go.unavailable = "set CTK_BENCH_GO_VALIDATE to a program built with the Go library"
     return [
         Case("yaml CSafeLoader parse (1,000 specs)", [python, "-c", parse, *files],
              note="the floor for validate (issue 2: validate <= 2x this)", max_runs=5),
         Case("ctk cdi validate (1,000 specs)", [str(bin_dir / "ctk"), "cdi", "validate", *files],
              max_runs=5, target=2.0, relative_to="yaml CSafeLoader parse (1,000 specs)"),
+        go,
     ]  # fmt: skip
 
 

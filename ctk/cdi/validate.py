@@ -124,7 +124,9 @@ def _devices(spec: Mapping[str, object]) -> Iterator[tuple[int, str, Mapping[str
             yield index, name if isinstance(name, str) else "", device
 
 
-def _check_version(spec: Mapping[str, object]) -> Iterator[_Issue]:
+def _check_version(
+    spec: Mapping[str, object], needs: list[version.Requirement]
+) -> Iterator[_Issue]:
     declared = spec.get("cdiVersion")
     if not isinstance(declared, str):
         return
@@ -153,7 +155,7 @@ def _check_version(spec: Mapping[str, object]) -> Iterator[_Issue]:
             where,
             ProblemSeverity.WARNING,
         )
-    above = [r for r in version.requirements(spec) if version.compare_versions(r.version, body) > 0]
+    above = [r for r in needs if version.compare_versions(r.version, body) > 0]
     if above:
         needed = max((r.version for r in above), key=version.parse_version)
         features = "; ".join(
@@ -386,8 +388,10 @@ def _check_annotations(annotations: object, path: Path) -> Iterator[_Issue]:
         )
 
 
-def _check_spec(spec: Mapping[str, object], broken: set[Path]) -> Iterator[_Issue]:
-    yield from _check_version(spec)
+def _check_spec(
+    spec: Mapping[str, object], broken: set[Path], needs: list[version.Requirement]
+) -> Iterator[_Issue]:
+    yield from _check_version(spec, needs)
     yield from _check_kind(spec)
     yield from _check_annotations(spec.get("annotations"), ("annotations",))
     edits = spec.get("containerEdits")
@@ -431,7 +435,8 @@ def validate_text(text: str, source: str = "<text>") -> SpecReport:
             problems.append(Problem("parse.type", "a CDI spec must be a mapping"))
         return SpecReport(source, None, tuple(problems), None)
     broken = _broken_edits(problems)
-    for issue in _check_spec(spec, broken):
+    needs = version.requirements(spec)
+    for issue in _check_spec(spec, broken, needs):
         if len(problems) > PROBLEM_LIMIT:  # not worth locating: only counted
             problems.append(Problem(issue.rule, issue.message, severity=issue.severity))
             continue
@@ -445,7 +450,7 @@ def validate_text(text: str, source: str = "<text>") -> SpecReport:
         source,
         spec,
         tuple(problems),
-        version.minimum_version(spec),
+        version.highest_version(needs),
         declared if isinstance(declared, str) else None,
         kind if isinstance(kind, str) else None,
         tuple(name for _, name, device in _devices(spec) if "name" in device),

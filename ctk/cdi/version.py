@@ -8,7 +8,7 @@ Works on plain decoded data and tolerates wrong types (they simply need no versi
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -127,8 +127,13 @@ def requirements(spec: Mapping[str, object]) -> list[Requirement]:
 
 def minimum_version(spec: Mapping[str, object]) -> str:
     """The lowest CDI version that can express everything ``spec`` uses (at least 0.3.0)."""
+    return highest_version(requirements(spec))
+
+
+def highest_version(needs: Iterable[Requirement]) -> str:
+    """The highest version among ``needs`` (the `requirements` of a spec), at least 0.3.0."""
     best = EARLIEST_VERSION
-    for requirement in requirements(spec):
+    for requirement in needs:
         if compare_versions(requirement.version, best) > 0:
             best = requirement.version
     return best

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Annotated, TextIO
@@ -95,13 +96,14 @@ def validate(
         raise UsageError(f"give spec files or {option}, not both")
     dirs: Sequence[SpecDir] = ()
     dir_problems: list[tuple[str, Problem]] = []
-    if files:
-        entries = [SpecEntry(_validate_one(path), None) for path in files]
-    else:
-        found = _read_dirs(spec_dir, root)
-        dirs = found.dirs
-        dir_problems = _dir_problems(dirs, given=_named(spec_dir))
-        entries = [SpecEntry(f.report, f.priority, f.conflicts) for f in found.registry.files]
+    with _rare_collections():
+        if files:
+            entries = [SpecEntry(_validate_one(path), None) for path in files]
+        else:
+            found = _read_dirs(spec_dir, root)
+            dirs = found.dirs
+            dir_problems = _dir_problems(dirs, given=_named(spec_dir))
+            entries = [SpecEntry(f.report, f.priority, f.conflicts) for f in found.registry.files]
     valid = all(entry.valid for entry in entries) and not any(
         problem.is_error for _, problem in dir_problems
     )
@@ -111,6 +113,24 @@ def validate(
         _validate_text(entries, dirs, dir_problems, sys.stdout)
     if not valid:
         raise click.exceptions.Exit(1)
+
+
+@contextlib.contextmanager
+def _rare_collections() -> Iterator[None]:
+    """Run the cyclic garbage collector less often while specs are read and judged.
+
+    Composing a spec makes thousands of YAML nodes that live until the spec is judged and are
+    then freed by reference counting; at the default threshold (700 new objects) the collector
+    walks them over and over, about a tenth of the time of validating many specs.
+    """
+    import gc
+
+    threshold = gc.get_threshold()
+    gc.set_threshold(max(threshold[0], 20_000), *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
 
 
 def _validate_one(path: Path) -> SpecReport:

@@ -420,3 +420,23 @@ def test_validate_root_never_leaves_the_root(
         "/var/run/cdi/nvidia.yaml: valid (cdiVersion 0.5.0, needs 0.5.0, 1 device)\n",
         "",
     )
+
+
+def test_validate_collects_garbage_rarely_and_restores_the_threshold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import gc
+
+    from ctk.host import cdi_specs
+
+    seen = []
+    judge = cdi_specs.validate_file
+
+    def spy(path: Path) -> object:
+        seen.append(gc.get_threshold()[0])
+        return judge(path)
+
+    monkeypatch.setattr(cdi_specs, "validate_file", spy)
+    before = gc.get_threshold()
+    assert main(["cdi", "validate", str(V001), str(I100)]) == 1
+    assert (seen, gc.get_threshold()) == ([20_000, 20_000], before)

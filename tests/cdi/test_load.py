@@ -36,6 +36,7 @@ def _decoded(name: str, edits: str) -> tuple[object, list[tuple[str, str]]]:
         pytest.param("1.5", "    env: [A=1]\n", {"containerEdits": {"env": ["A=1"]}}, [("parse.type", "expected a string, found the number 1.5; quote it to make it a string")], id="unquoted-float-name"),
         pytest.param("gpu0", "    env: ~\n", {"name": "gpu0", "containerEdits": {}}, [("parse.null", "expected a list, found null; omit the field")], id="null-list"),
         pytest.param("gpu0", "    env: [A=1]\n    <<: {mounts: [{hostPath: /a, containerPath: /a}], env: [B=2]}\n", {"name": "gpu0", "containerEdits": {"mounts": [{"hostPath": "/a", "containerPath": "/a"}], "env": ["A=1"]}}, [], id="merge-key-explicit-wins"),
+        pytest.param("gpu0", "    env: [A=1]\n    !!merge m: {mounts: [{hostPath: /a, containerPath: /a}]}\n", {"name": "gpu0", "containerEdits": {"mounts": [{"hostPath": "/a", "containerPath": "/a"}], "env": ["A=1"]}}, [], id="merge-key-by-tag-not-spelled"),
         pytest.param("gpu0", "    <<: [{env: [A=1]}, {env: [B=1], hooks: []}]\n", {"name": "gpu0", "containerEdits": {"env": ["A=1"], "hooks": []}}, [], id="merge-earlier-mapping-wins"),
         pytest.param("gpu0", "    &e\n    env: [A=1]\n    <<: *e\n", {"name": "gpu0", "containerEdits": {"env": ["A=1"]}}, [("parse.merge", "a merge key (<<) includes its own mapping")], id="merge-itself"),
         pytest.param("gpu0", "    env: [A=1]\n    env: [B=1]\n", {"name": "gpu0", "containerEdits": {"env": ["A=1"]}}, [("parse.duplicate-key", "duplicate key 'env' (first on line 6)")], id="duplicate-key"),
@@ -197,3 +198,13 @@ def test_json_exponent_where_an_integer_is_needed() -> None:
             ProblemSeverity.WARNING,
         ),
     )
+
+
+def test_long_plain_scalars_are_not_memoised() -> None:
+    """The memo of plain-scalar tags lives as long as the process: a huge scalar stays out."""
+    from ctk.cdi import load
+
+    short, long = "memo-short-" + "x" * 200, "memo-long-" + "x" * 300
+    for name in (short, long):
+        load_text(SPEC.format(name=name, edits="    env: [A=1]\n"))
+    assert (short in load._PLAIN_TAGS, long in load._PLAIN_TAGS) == (True, False)
