@@ -248,6 +248,9 @@ class EngineFacts:
     drop_ins: tuple[str, ...] = ()
     managed_by: str | None = None
     version: str | None = None
+    """The engine's upstream version from its package ("28.2.0"); None: not installed as one."""
+    config_version: int | None = None
+    """containerd's config `version` (3: containerd 2.x); None for the other engines."""
     cdi_spec_dirs: tuple[str, ...] = ()
     cri_disabled: bool = False
     root_only: str | None = None

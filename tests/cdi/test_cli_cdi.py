@@ -427,16 +427,57 @@ def test_validate_collects_garbage_rarely_and_restores_the_threshold(
 ) -> None:
     import gc
 
-    from ctk.host import cdi_specs
+    from ctk.host import spec_files
 
     seen = []
-    judge = cdi_specs.validate_file
+    judge = spec_files.validate_file
 
     def spy(path: Path) -> object:
         seen.append(gc.get_threshold()[0])
         return judge(path)
 
-    monkeypatch.setattr(cdi_specs, "validate_file", spy)
+    monkeypatch.setattr(spec_files, "validate_file", spy)
     before = gc.get_threshold()
     assert main(["cdi", "validate", str(V001), str(I100)]) == 1
     assert (seen, gc.get_threshold()) == ([20_000, 20_000], before)
+
+
+def _tricky_specs(tmp_path: Path) -> list[Path]:
+    """Specs whose reading leaves state behind (memoised tags) or takes the rare paths."""
+    edits = "  containerEdits:\n    env: [A=1]\n"
+    texts = {
+        "aliases.yaml": "cdiVersion: 0.3.0\nkind: a.com/b\nx: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n"
+        + "".join(
+            f"y{i}: &a{i} [*{'a' if i == 0 else f'a{i - 1}'}, *{'a' if i == 0 else f'a{i - 1}'}]\n"
+            for i in range(17)
+        ),
+        "tagged-merge.yaml": "cdiVersion: 0.3.0\nkind: a.com/b\ndevices:\n- name: d\n  !!merge m: {containerEdits: {env: [A=1]}}\n",
+        "long-name.yaml": f"cdiVersion: 0.3.0\nkind: a.com/b\ndevices:\n- name: {'n' * 300}\n{edits}",
+        "long-name-bool.yaml": f"cdiVersion: 0.3.0\nkind: a.com/b\ndevices:\n- name: no\n{edits}- name: {'n' * 300}\n{edits}",
+        "empty.yaml": "",
+    }
+    paths = []
+    for name, text in texts.items():
+        path = tmp_path / name
+        path.write_text(text)
+        paths.append(path)
+    not_utf8 = tmp_path / "latin1.yaml"
+    not_utf8.write_bytes(b"cdiVersion: 0.3.0\nkind: a.com/b\n# \xe9\n")
+    return [*paths, not_utf8]
+
+
+def test_validating_many_files_says_what_each_alone_says(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """What one spec leaves behind (memoised tags, the collector's threshold) changes no verdict
+    or message of the next: one run over every case, twice, in order, equals each run alone."""
+    files = [*sorted(CASES.glob("*/*.*")), *_tricky_specs(tmp_path)]
+    alone = []
+    for path in files:
+        main(["cdi", "validate", str(path)])
+        alone.append(capsys.readouterr().out)
+    code = main(["cdi", "validate", *map(str, files + files)])
+    invalid = sum("invalid (" in out.splitlines()[-1] for out in alone)
+    total = 2 * len(files)
+    summary = f"{total} specs: {total - 2 * invalid} valid, {2 * invalid} invalid\n"
+    assert (code, capsys.readouterr().out) == (1, "".join(alone + alone) + summary)

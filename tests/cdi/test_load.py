@@ -200,10 +200,12 @@ def test_json_exponent_where_an_integer_is_needed() -> None:
     )
 
 
-def test_long_plain_scalars_are_not_memoised() -> None:
+def test_long_plain_scalars_are_not_memoised(monkeypatch: pytest.MonkeyPatch) -> None:
     """The memo of plain-scalar tags lives as long as the process: a huge scalar stays out."""
     from ctk.cdi import load
 
+    # a fresh memo: other tests may have filled the process's memo to its bound
+    monkeypatch.setattr(load, "_PLAIN_TAGS", dict.fromkeys(load._BOOLEANS, load.BOOL))
     short, long = "memo-short-" + "x" * 200, "memo-long-" + "x" * 300
     for name in (short, long):
         load_text(SPEC.format(name=name, edits="    env: [A=1]\n"))

@@ -32,6 +32,8 @@ CONTAINERD = EngineFacts(
     cdi_spec_dirs=("/opt/cdi/",),
 )
 CRIO = EngineFacts(engine="crio", installed=True, config_path="/etc/crio/crio.conf")
+DOCKER_28_2 = replace(DOCKER, cdi_enabled=None, version="28.2.0")
+CONTAINERD_2 = replace(CONTAINERD, cdi_enabled=None, config_version=3)
 DEFAULT_DIRS = ("/etc/cdi", "/var/run/cdi")
 
 DOCKER_READER = CdiReader(
@@ -85,7 +87,61 @@ def node(
         pytest.param(node(replace(DOCKER, cdi_enabled=None)), (), id="docker-cdi-unset"),
         pytest.param(node(replace(DOCKER, cdi_enabled=False)), (), id="docker-cdi-off"),
         pytest.param(node(replace(DOCKER, installed=False)), (), id="docker-not-installed"),
+        pytest.param(
+            node(DOCKER_28_2),
+            (
+                replace(
+                    DOCKER_READER,
+                    evidence=Evidence(
+                        DOCKER.config_path, "docker 28.2.0: CDI on by default since 28.2"
+                    ),
+                    switched_on=False,
+                ),
+            ),
+            id="docker-28.2-cdi-unset",
+        ),
+        pytest.param(node(replace(DOCKER_28_2, version="28.1.1")), (), id="docker-28.1-unset"),
+        pytest.param(node(replace(DOCKER_28_2, cdi_enabled=False)), (), id="docker-28.2-cdi-off"),
+        pytest.param(
+            node(replace(DOCKER_28_2, version="28.2.0", cdi_enabled=True)),
+            (DOCKER_READER,),
+            id="docker-28.2-cdi-on",
+        ),
         pytest.param(node(CONTAINERD), (CONTAINERD_READER,), id="containerd-own-dirs"),
+        pytest.param(
+            node(CONTAINERD_2),
+            (
+                replace(
+                    CONTAINERD_READER,
+                    evidence=Evidence(
+                        CONTAINERD.config_path,
+                        "config version 3 (containerd 2.x): CDI on by default since 2.0",
+                    ),
+                    switched_on=False,
+                ),
+            ),
+            id="containerd-config-v3-cdi-unset",
+        ),
+        pytest.param(
+            node(replace(CONTAINERD_2, config_version=2, version="2.1.4")),
+            (
+                replace(
+                    CONTAINERD_READER,
+                    evidence=Evidence(
+                        CONTAINERD.config_path, "containerd 2.1.4: CDI on by default since 2.0"
+                    ),
+                    switched_on=False,
+                ),
+            ),
+            id="containerd-2-package-cdi-unset",
+        ),
+        pytest.param(
+            node(replace(CONTAINERD_2, config_version=2)), (), id="containerd-config-v2-unset"
+        ),
+        pytest.param(
+            node(replace(CONTAINERD_2, version="1.7.27")), (), id="containerd-1.7-package-unset"
+        ),
+        pytest.param(node(replace(CONTAINERD_2, cdi_enabled=False)), (), id="containerd-2-cdi-off"),
         pytest.param(
             node(replace(CONTAINERD, cdi_spec_dirs=())),
             (replace(CONTAINERD_READER, dirs=DEFAULT_DIRS),),
@@ -147,6 +203,7 @@ def test_reads(reader: CdiReader, path: str, expected: bool) -> None:
             [DOCKER_READER.evidence, CONTAINERD_READER.evidence, PODMAN_READER.evidence],
             id="switched-on-only",
         ),
+        pytest.param(node(DOCKER_28_2, CONTAINERD_2), [], id="a-default-asks-for-nothing"),
         pytest.param(
             node(mode="cdi"),
             [
@@ -187,6 +244,12 @@ SPEC = SpecFileFacts(
             "/var/run/cdi/nvidia.yaml (hooks: /usr/local/libexec/ctk/ctk-hook; "
             "docker: features.cdi = true, podman: podman uses CDI natively)",
             id="docker-and-podman",
+        ),
+        pytest.param(
+            node(DOCKER_28_2),
+            "/var/run/cdi/nvidia.yaml (hooks: /usr/local/libexec/ctk/ctk-hook; "
+            "docker: docker 28.2.0: CDI on by default since 28.2)",
+            id="docker-28.2-by-default",
         ),
         pytest.param(node(replace(DOCKER, cdi_enabled=False)), None, id="no-reader"),
         pytest.param(node(CONTAINERD), None, id="spec-outside-the-readers-dirs"),

@@ -11,7 +11,12 @@ import pytest
 from ctk.doctor.facts import DevFacts
 from ctk.host.facts import gather
 from ctk.host.facts.cdi import gather_cdi
-from ctk.host.facts.engine_configs import ENGINE_FACTS, gather_containerd, gather_docker
+from ctk.host.facts.engine_configs import (
+    ENGINE_FACTS,
+    gather_containerd,
+    gather_docker,
+    upstream_version,
+)
 from ctk.host.facts.gatherer import Gatherer
 from ctk.host.facts.kernel import gather_dev
 from ctk.host.root import HostRoot
@@ -53,6 +58,58 @@ def test_daemon_json_directory_is_an_error(tmp_path: Path) -> None:
         Gatherer(HostRoot(tmp_path)), "/etc/docker/daemon.json", {}, installed=True
     )
     assert (facts.config_exists, facts.error) == (True, "not a regular file")
+
+
+def _package(name: str, version: str, status: str = "install ok installed") -> str:
+    return f"Package: {name}\nStatus: {status}\nVersion: {version}\n\n"
+
+
+@pytest.mark.parametrize(
+    ("status", "docker", "containerd"),
+    [
+        pytest.param(
+            _package("docker-ce", "5:28.2.0-1~ubuntu.24.04~noble")
+            + _package("containerd.io", "1.7.27-1"),
+            "28.2.0",
+            "1.7.27",
+            id="docker-ce",
+        ),
+        pytest.param(
+            _package("docker.io", "28.2.2-0ubuntu1~24.04.1")
+            + _package("containerd", "2.1.3-0ubuntu1"),
+            "28.2.2",
+            "2.1.3",
+            id="ubuntu",
+        ),
+        pytest.param(
+            _package("docker-ce", "5:28.2.0-1", "deinstall ok config-files"),
+            None,
+            None,
+            id="removed",
+        ),
+        pytest.param("", None, None, id="no-package"),
+    ],
+)
+def test_engine_versions_come_from_their_packages(
+    tmp_path: Path, status: str, docker: str | None, containerd: str | None
+) -> None:
+    (tmp_path / "var/lib/dpkg").mkdir(parents=True)
+    (tmp_path / "var/lib/dpkg/status").write_text(status)
+    g = Gatherer(HostRoot(tmp_path))
+    binaries = {"dockerd": "/usr/bin/dockerd", "containerd": "/usr/bin/containerd"}
+    found = (
+        gather_docker(g, "/etc/docker/daemon.json", binaries, installed=True).version,
+        gather_containerd(g, binaries).version,
+    )
+    assert found == (docker, containerd)
+
+
+@pytest.mark.parametrize(
+    ("package", "upstream"),
+    [("5:28.2.0-1~ubuntu.24.04~noble", "28.2.0"), ("1.7.27-1", "1.7.27"), ("28.2.0", "28.2.0")],
+)
+def test_upstream_version(package: str, upstream: str) -> None:
+    assert upstream_version(package) == upstream
 
 
 SPEC = """cdiVersion: 0.5.0

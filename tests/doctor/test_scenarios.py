@@ -646,6 +646,28 @@ SCENARIOS = [
         id="docker-cdi-off",
     ),
     pytest.param(
+        "docker-cdi-default",
+        {},
+        set(),
+        id="docker-28.2-reads-cdi-by-default-healthy",
+    ),
+    pytest.param(
+        "docker-cdi-before-default",
+        {
+            "docker.cdi-not-enabled": "the toolkit uses CDI but Docker's CDI support is off: `--device nvidia.com/gpu=...` fails with 'could not select device driver \"cdi\"'",
+        },
+        set(),
+        id="docker-28.1-cdi-off-without-setting",
+    ),
+    pytest.param(
+        "docker-cdi-default-off",
+        {
+            "docker.cdi-not-enabled": "the toolkit uses CDI but Docker's CDI support is off: `--device nvidia.com/gpu=...` fails with 'could not select device driver \"cdi\"'",
+        },
+        set(),
+        id="docker-28.2-cdi-turned-off",
+    ),
+    pytest.param(
         "refresh-disabled",
         {
             "cdi.refresh-disabled": "no CDI refresh unit is enabled: /var/run/cdi/nvidia.yaml lives in a tmpfs and disappears at reboot",
@@ -704,6 +726,20 @@ SCENARIOS = [
         },
         set(),
         id="containerd-cdi-disabled",
+    ),
+    pytest.param(
+        "containerd-2-cdi-default",
+        {},
+        set(),
+        id="containerd-2-config-v3-reads-cdi-by-default-healthy",
+    ),
+    pytest.param(
+        "containerd-2-cdi-off",
+        {
+            "containerd.cdi-disabled": "containerd is set up for CDI (cdi_spec_dirs) but enable_cdi is not true",
+        },
+        set(),
+        id="containerd-2-cdi-turned-off",
     ),
     pytest.param(
         "pod-nvml-unknown",

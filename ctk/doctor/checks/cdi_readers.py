@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from ctk.doctor.checks.engine_config import engines_in_use
+from ctk.doctor.checks.engine_config import cdi_on, cdi_setting, engines_in_use
 from ctk.doctor.facts import CDI_SPEC_DIRS, NodeFacts, SpecFileFacts
 from ctk.doctor.model import Evidence
 from ctk.runtime_config.engines import Runtime
@@ -33,7 +33,8 @@ class CdiReader:
     switched_on: bool
     """Someone asked for CDI: a setting turned it on, or the program takes GPUs through CDI only
     (podman). False for CRI-O, which reads specs whatever its config says and takes GPUs from its
-    runtime unless a pod asks for CDI devices."""
+    runtime unless a pod asks for CDI devices, and for an engine whose version reads CDI by
+    default (Docker 28.2+, containerd 2.x) without a setting: upgrading it asked for nothing."""
 
     def reads(self, spec: SpecFileFacts) -> bool:
         """Whether ``spec`` lies in one of the directories this program reads."""
@@ -69,18 +70,16 @@ def cdi_readers(facts: NodeFacts) -> tuple[CdiReader, ...]:
     readers = []
     for runtime, engine in engines_in_use(facts).items():
         setting = CDI_SETTINGS[runtime]
-        if setting is not None and not engine.cdi_enabled:
+        if setting is not None and not cdi_on(runtime, engine):
             continue
-        if setting is None and (engine.error is not None or engine.needs_root):
+        if engine.error is not None or engine.needs_root:
             continue  # a broken config stops the engine; an unreadable one names no directories
         readers.append(
             CdiReader(
                 name=engine.engine,
-                evidence=Evidence(
-                    engine.config_path, setting or f"{engine.engine} always reads CDI specs"
-                ),
+                evidence=Evidence(engine.config_path, cdi_setting(runtime, engine)),
                 dirs=engine.cdi_spec_dirs or CDI_SPEC_DIRS,
-                switched_on=setting is not None,
+                switched_on=setting is not None and engine.cdi_enabled is True,
             )
         )
     podman = facts.toolkit.binaries.get("podman")

@@ -6,6 +6,8 @@ import posixpath
 from collections.abc import Mapping
 
 from ctk.doctor.checks.engine_config import (
+    cdi_default_on,
+    cdi_setting,
     configure_fix,
     containerd_unused,
     engine_not_installed,
@@ -261,9 +263,12 @@ def containerd_cdi(facts: NodeFacts) -> Result:
         return ok("native CDI is not requested")
     if containerd.cdi_enabled:
         return ok("enable_cdi = true")
+    default = cdi_default_on(Runtime.CONTAINERD, containerd)
+    if containerd.cdi_enabled is None and default is not None:
+        return ok(f"CDI enabled by default ({default}); the config does not turn it off")
     return warn(
         "containerd is set up for CDI (cdi_spec_dirs) but enable_cdi is not true",
-        Evidence(containerd.config_path, "enable_cdi not true"),
+        Evidence(containerd.config_path, cdi_setting(Runtime.CONTAINERD, containerd)),
         commands=("sudo systemctl restart containerd",),
         fixes=(configure_fix("containerd", enable_cdi=True),),
     )

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from ctk.doctor.checks.engine_config import (
+    cdi_default_on,
+    cdi_on,
+    cdi_setting,
     configure_fix,
     docker_cgroup_driver,
     engine_not_installed,
@@ -100,12 +103,12 @@ def docker_runtime(facts: NodeFacts) -> Result:
     missing = runtime_binary_missing(docker, "sudo systemctl restart docker")
     if missing is not None:
         return missing
-    if docker.cdi_enabled:
+    if cdi_on(Runtime.DOCKER, docker):
         # CDI-only Docker (25+): `--device nvidia.com/gpu=...` needs no nvidia runtime; the spec
         # itself is cdi.spec-missing's business (Docker's CDI counts as a consumer there)
         return ok(
             "no nvidia runtime, but CDI is enabled: GPUs come with --device nvidia.com/gpu=...",
-            Evidence(docker.config_path, "features.cdi = true"),
+            Evidence(docker.config_path, cdi_setting(Runtime.DOCKER, docker)),
         )
     return fail(
         "Docker has no usable nvidia runtime: `docker run --runtime=nvidia` fails with "
@@ -166,10 +169,13 @@ def docker_cdi(facts: NodeFacts) -> Result:
         return ok("CDI is not required (toolkit mode is not cdi)")
     if docker.cdi_enabled:
         return ok("CDI enabled in daemon.json")
+    default = cdi_default_on(Runtime.DOCKER, docker)
+    if docker.cdi_enabled is None and default is not None:
+        return ok(f"CDI enabled by default ({default}); daemon.json does not turn it off")
     return warn(
         "the toolkit uses CDI but Docker's CDI support is off: `--device nvidia.com/gpu=...` "
         "fails with 'could not select device driver \"cdi\"'",
-        Evidence(docker.config_path, "features.cdi not true"),
+        Evidence(docker.config_path, cdi_setting(Runtime.DOCKER, docker)),
         commands=("sudo systemctl restart docker",),
         fixes=(configure_fix("docker", enable_cdi=True),),
     )

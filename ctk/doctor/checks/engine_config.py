@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+from typing import Final
+
 from ctk.doctor.facts import EngineFacts, NodeFacts, RuntimeEntry
 from ctk.doctor.fixes import ConfigureRuntime
 from ctk.doctor.model import (
@@ -93,3 +97,56 @@ def engines_in_use(facts: NodeFacts) -> dict[Runtime, EngineFacts]:
         if engine.installed
         and not (runtime is Runtime.CONTAINERD and containerd_unused(facts) is not None)
     }
+
+
+CDI_DEFAULT_SINCE: Final[Mapping[Runtime, tuple[int, int]]] = {
+    Runtime.DOCKER: (28, 2),
+    Runtime.CONTAINERD: (2, 0),
+}
+"""The first release of each engine that reads CDI specs unless its config turns CDI off:
+dockerd 28.2.0 (a `features.cdi` that is absent counts as on), containerd 2.0.0 (its CRI plugin's
+`enable_cdi` defaults to true; 1.7 and older default to false). CRI-O always reads them."""
+
+CONFIG_SETTING: Final[Mapping[Runtime, str]] = {
+    Runtime.DOCKER: "features.cdi",
+    Runtime.CONTAINERD: "enable_cdi",
+}
+
+
+def _release(version: str | None) -> tuple[int, int] | None:
+    match = re.match(r"(\d+)\.(\d+)", version or "")
+    return None if match is None else (int(match[1]), int(match[2]))
+
+
+def cdi_default_on(runtime: Runtime, engine: EngineFacts) -> str | None:
+    """Why this engine's version reads CDI specs when its config does not say (None: it does not,
+    or its version is unknown). containerd's config version 3 exists only from containerd 2.0."""
+    since = CDI_DEFAULT_SINCE.get(runtime)
+    if since is None:
+        return None
+    first = ".".join(map(str, since))
+    release = _release(engine.version)
+    if release is not None:
+        if release < since:
+            return None
+        return f"{engine.engine} {engine.version}: CDI on by default since {first}"
+    if runtime is Runtime.CONTAINERD and engine.config_version == 3:
+        return f"config version 3 (containerd 2.x): CDI on by default since {first}"
+    return None
+
+
+def cdi_on(runtime: Runtime, engine: EngineFacts) -> bool:
+    """Whether the engine reads CDI specs: its config's setting, else its version's default."""
+    if engine.cdi_enabled is not None:
+        return engine.cdi_enabled
+    return cdi_default_on(runtime, engine) is not None
+
+
+def cdi_setting(runtime: Runtime, engine: EngineFacts) -> str:
+    """The evidence for `cdi_on`: the config's setting, or the version's default."""
+    setting = CONFIG_SETTING.get(runtime)
+    if setting is None:
+        return f"{engine.engine} always reads CDI specs"
+    if engine.cdi_enabled is not None:
+        return f"{setting} = {str(engine.cdi_enabled).lower()}"
+    return cdi_default_on(runtime, engine) or f"{setting} not set"

@@ -103,6 +103,28 @@ def gather_toolkit(g: Gatherer, env: Mapping[str, str]) -> ToolkitFacts:
 
 # --- engines ------------------------------------------------------------------------------
 
+ENGINE_PACKAGES: Final[Mapping[Runtime, tuple[str, ...]]] = {
+    Runtime.DOCKER: ("docker-ce", "docker.io", "moby-engine"),
+    Runtime.CONTAINERD: ("containerd.io", "containerd"),
+    Runtime.CRIO: ("cri-o",),
+}
+"""The Debian packages that install each engine, preferred first."""
+
+
+def upstream_version(package_version: str) -> str:
+    """A Debian version without its epoch and revision: "5:28.2.0-1~ubuntu.24.04" -> "28.2.0"."""
+    version = package_version.partition(":")[2] or package_version
+    return version.rpartition("-")[0] or version
+
+
+def engine_version(g: Gatherer, runtime: Runtime) -> str | None:
+    """The engine's version as its dpkg package records it (the file the toolkit step reads too);
+    None where no package installed it (a static binary, an RPM node, a snap)."""
+    names = ENGINE_PACKAGES[runtime]
+    packages = parse_dpkg_status(g.text("/var/lib/dpkg/status") or "", names)
+    found = next((packages[name] for name in names if name in packages), None)
+    return None if found is None else upstream_version(found)
+
 
 def _runtimes(g: Gatherer, view: Any, binaries: Mapping[str, str]) -> dict[str, RuntimeEntry]:
     entries = {}
@@ -168,6 +190,7 @@ def _engine(
         runtimes=_runtimes(g, view, binaries),
         default_runtime=view.default_runtime,
         cdi_enabled=view.cdi_enabled,
+        config_version=view.version,
         cdi_spec_dirs=tuple(view.cdi_spec_dirs),
         cgroup_driver=view.cgroup_driver,
         imports=tuple(view.imports),
@@ -184,9 +207,10 @@ def gather_docker(
         text = g.text(path)
         return inspect_docker(text if text is not None else "{}", name=path)
 
-    return _engine(
+    facts = _engine(
         g=g, engine="docker", path=path, installed=installed, read=read, binaries=binaries
     )
+    return replace(facts, version=engine_version(g, Runtime.DOCKER) if installed else None)
 
 
 def containerd_files(g: Gatherer, main: str, imports: Iterable[str]) -> list[str]:
@@ -267,7 +291,12 @@ def gather_containerd(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts:
     # each entry as containerd resolves it: cleaned, a relative one joined to config.toml's folder
     imports = tuple(entry_path(main, i) for i in facts.imports)
     return replace(
-        facts, drop_ins=drop_ins, managed_by=managed, imports=imports, cri_disabled=cri_off
+        facts,
+        drop_ins=drop_ins,
+        managed_by=managed,
+        imports=imports,
+        cri_disabled=cri_off,
+        version=engine_version(g, Runtime.CONTAINERD) if installed else None,
     )
 
 
