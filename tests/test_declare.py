@@ -105,11 +105,13 @@ def first_command(
     """
 
 
-@EXTRA.command("defaults")
+@EXTRA.command("defaults", context_settings={"auto_envvar_prefix": "EXTRA"})
 def defaults(
     shade: Shade = Colour.RED,
     where: Where = Path("."),
+    secret: Annotated[str, Argument(hidden=True, help="Not listed.")] = "s",
     *,
+    named: Annotated[str, Option("--named", show_envvar=True)] = "n",
     tidy: Tidy = False,
     tags: Tags = ["a", "b"],  # noqa: B006
     shades: Shades = [Colour.RED, Colour.GREEN],  # noqa: B006
