@@ -493,8 +493,20 @@ def _format_parameters(
                 formatter.write_dl(sections[kind])
 
 
+def no_positional_section(
+    command: click.Command, ctx: click.Context, formatter: click.HelpFormatter
+) -> None:
+    """Nothing: the arguments are listed in the "Arguments" section before the options.
+
+    click 8.5 adds ``format_arguments`` (a "Positional arguments" section of arguments that
+    have a help), which would list them twice; click 8.4 has no such method.
+    """
+
+
 class DeclaredCommand(click.Command):
     """A command built by `to_click`: it runs, and shows its help, with click alone."""
+
+    format_arguments = no_positional_section
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         _format_parameters(self, ctx, formatter)

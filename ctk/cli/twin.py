@@ -18,11 +18,31 @@ import click
 import typer
 import typer.core
 import typer.main
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
-from ctk.cli.declare import Argument, Commands, Declared, Marker, parameters
+from ctk.cli.declare import (
+    Argument,
+    Commands,
+    Declared,
+    Marker,
+    no_positional_section,
+    parameters,
+)
 
 _CLASSES: dict[type[click.Command], type[TyperCommand]] = {}
+
+
+class TwinCommand(TyperCommand):
+    """typer's command as on click 8.4: click 8.5 adds a "Positional arguments" section of its
+    own, which typer 0.19 predates (its "Arguments" section is part of the options')."""
+
+    format_arguments = no_positional_section
+
+
+class TwinGroup(TyperGroup):
+    """typer's group as on click 8.4 (see `TwinCommand`)."""
+
+    format_arguments = no_positional_section
 
 
 def to_typer(commands: Commands) -> click.Command:
@@ -67,13 +87,12 @@ def _argument_help(declared: Declared, command: click.Command) -> None:
 
 
 def _app(commands: Commands) -> typer.Typer:
-    app = typer.Typer(**commands.settings)
+    app = typer.Typer(**{"cls": TwinGroup, **commands.settings})
     if commands.group_callback is not None:
         app.callback(**commands.group_callback.settings)(_function(commands.group_callback))
     for declared in commands.commands:
         settings = dict(declared.settings)
-        if "cls" in settings:
-            settings["cls"] = _typer_class(settings["cls"])
+        settings["cls"] = _typer_class(settings["cls"]) if "cls" in settings else TwinCommand
         app.command(declared.name, **settings)(_function(declared))
     for group, group_settings in commands.groups:
         app.add_typer(_app(group), **group_settings)
@@ -83,7 +102,7 @@ def _app(commands: Commands) -> typer.Typer:
 def _typer_class(cls: type[click.Command]) -> type[TyperCommand]:
     """``cls`` (a `click.Command` subclass used as a mixin) on typer's command class."""
     if cls not in _CLASSES:
-        _CLASSES[cls] = type(cls.__name__, (cls, TyperCommand), {})
+        _CLASSES[cls] = type(cls.__name__, (cls, TwinCommand), {})
     return _CLASSES[cls]
 
 
