@@ -104,6 +104,7 @@ BUDGET = [
             "ctk.cli.cdi_tools",
             "ctk.cdi.registry",  # built for spec directories only
             "ctk.host.root",  # so is the HostRoot they are read through
+            "ctk.host.cdi_specs",  # and their records (SpecDir, SpecDirs): the file is spec_files'
             "decimal",  # only for a float where an integer goes
         ),
         id="cdi-validate-no-generate",

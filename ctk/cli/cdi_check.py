@@ -135,7 +135,7 @@ def _rare_collections() -> Iterator[None]:
 
 def _validate_one(path: Path) -> SpecReport:
     from ctk.cdi.validate import validate_bytes
-    from ctk.host.cdi_specs import validate_file
+    from ctk.host.spec_files import validate_file
 
     if str(path) == "-":
         from ctk.host import files

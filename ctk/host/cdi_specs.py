@@ -5,7 +5,8 @@ it (no subdirectories), in name order; a directory that does not exist is simply
 runtimes ignore it). A directory that cannot be listed is reported without hiding the others.
 Only regular files are read: a named pipe called `x.yaml` would block a reader forever, so it is
 reported, not opened. Paths go through `HostRoot`, so `--root` never leads out of the root;
-reports name the paths as seen inside the root.
+reports name the paths as seen inside the root. One spec file named on the command line is read
+by `ctk.host.spec_files`, which `cdi validate FILE` imports without this module's records.
 """
 
 from __future__ import annotations
@@ -18,9 +19,8 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Final
 
 from ctk.cdi.problems import Problem, ProblemSeverity
-from ctk.cdi.validate import SpecReport, validate_bytes
 from ctk.errors import CtkError
-from ctk.host import files
+from ctk.host.spec_files import os_reason, read_spec_file
 
 if TYPE_CHECKING:  # both serve directories only: `cdi validate FILE` imports neither
     from ctk.cdi.registry import Registry, SpecSource
@@ -58,24 +58,6 @@ class SpecDirs:
         )
 
 
-def _read(path: Path) -> tuple[bytes | None, str | None]:
-    """The bytes of a regular file, or why there are none (never blocks on a FIFO or device)."""
-    try:
-        if os.path.isdir(path):
-            return None, "is a directory; to check the specs in it, pass it with --spec-dir"
-        return files.read_bytes(path), None
-    except files.UnreadableFile as exc:
-        cause = exc.__cause__
-        return None, _os_reason(cause) if isinstance(cause, OSError) else exc.reason
-
-
-def _os_reason(exc: OSError, action: str = "read") -> str:
-    reason = f"cannot {action}: {exc.strerror or exc}"
-    if exc.errno == errno.ENOTDIR:
-        reason += " (a part of the path is a file)"
-    return reason
-
-
 def _exists(root: HostRoot, directory: PurePosixPath) -> bool:
     """Whether ``directory`` exists; a parent that denies entry leaves it unknown (False)."""
     try:
@@ -102,7 +84,7 @@ def scan_spec_dir(
     except OSError as exc:
         exists = _exists(root, directory)
         is_file = exc.errno == errno.ENOTDIR and exists
-        reason = "is a file, not a directory" if is_file else _os_reason(exc, "be listed")
+        reason = "is a file, not a directory" if is_file else os_reason(exc, "be listed")
         problem = Problem("spec-dir.unreadable", f"spec directory {reason}")
         return [], SpecDir(shown_dir, priority, exists, problem)
     sources = []
@@ -118,11 +100,11 @@ def scan_spec_dir(
             if entry.is_dir():  # but reads a link, and fails on one to a directory
                 data, error = None, "is a link to a directory, not a spec file"
             else:
-                data, error = _read(root.path(directory / entry.name))
+                data, error = read_spec_file(root.path(directory / entry.name))
         except CtkError as exc:  # a link that leads out of the root, or cannot be read
             data, error = None, exc.message
         except OSError as exc:  # a link loop, or a link into a directory that denies entry
-            data, error = None, _os_reason(exc)
+            data, error = None, os_reason(exc)
         sources.append(SpecSource(shown, priority, data, error))
     return sources, SpecDir(shown_dir, priority, True)
 
@@ -156,12 +138,3 @@ def load_spec_dirs(
         if spec_dir.problem is not None and spec_dir.problem.is_error:
             raise CtkError(f"{spec_dir.path}: {spec_dir.problem.message}")
     return result.registry
-
-
-def validate_file(path: Path) -> SpecReport:
-    """Validate one spec file named on the command line; an unreadable file is a problem too."""
-    data, error = _read(path)
-    if data is None:
-        problem = Problem("read.error", error or "cannot read")
-        return SpecReport(str(path), None, (problem,), None)
-    return validate_bytes(data, str(path))

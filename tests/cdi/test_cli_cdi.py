@@ -427,16 +427,16 @@ def test_validate_collects_garbage_rarely_and_restores_the_threshold(
 ) -> None:
     import gc
 
-    from ctk.host import cdi_specs
+    from ctk.host import spec_files
 
     seen = []
-    judge = cdi_specs.validate_file
+    judge = spec_files.validate_file
 
     def spy(path: Path) -> object:
         seen.append(gc.get_threshold()[0])
         return judge(path)
 
-    monkeypatch.setattr(cdi_specs, "validate_file", spy)
+    monkeypatch.setattr(spec_files, "validate_file", spy)
     before = gc.get_threshold()
     assert main(["cdi", "validate", str(V001), str(I100)]) == 1
     assert (seen, gc.get_threshold()) == ([20_000, 20_000], before)
