@@ -64,6 +64,19 @@ Switch = Annotated[bool, Option(help="A flag with a --no- form.", show_default=F
 Needed = Annotated[str, Option("--needed", show_envvar=False, envvar="NEEDED")]
 Yes = Annotated[bool, Argument(help="A boolean argument.")]
 Numbers = Annotated[list[int] | None, Argument(show_default=False, metavar="N...")]
+Shade = Annotated[Colour, Argument(help="An enum argument.", envvar=["SHADE", "TINT"])]
+Where = Annotated[Path, Argument(envvar="WHERE", show_default="the current directory")]
+Tidy = Annotated[bool, Option(help="A flag with a --no- form, off.")]
+Tags = Annotated[list[str], Option("--tag", help="A list with a default.")]
+Shades = Annotated[list[Colour], Option("--shade")]
+Slashed = Annotated[bool, Option("/slash;/no-slash", help="Names of Windows' style.")]
+
+
+def _today() -> str:
+    return "today"
+
+
+Stamp = Annotated[str, Option("--stamp", help="A default made when asked.")]
 
 EXTRA = Commands(help="  Extra declarations.\n\n  Indented.", no_args_is_help=True)
 EXTRA_SUB = Commands(help="A sub-group.")
@@ -90,6 +103,20 @@ def first_command(
 
     More.
     """
+
+
+@EXTRA.command("defaults")
+def defaults(
+    shade: Shade = Colour.RED,
+    where: Where = Path("."),
+    *,
+    tidy: Tidy = False,
+    tags: Tags = ["a", "b"],  # noqa: B006
+    shades: Shades = [Colour.RED, Colour.GREEN],  # noqa: B006
+    slashed: Slashed = False,
+    stamp: Stamp = _today,  # type: ignore[assignment]
+) -> None:
+    """Defaults of every kind, and how help shows them."""
 
 
 @EXTRA_SUB.command("leaf", help="  Given help.", add_help_option=False)
@@ -352,7 +379,7 @@ def _find(command: click.Command, path: str) -> click.Command:
 # --- help --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("width", [60, 120])
+@pytest.mark.parametrize("width", [60, 80, 120])
 @pytest.mark.parametrize(("path", "ours", "theirs"), PAIRS, ids=IDS)
 def test_help_is_typers(path: str, ours: click.Command, theirs: click.Command, width: int) -> None:
     """The command that runs shows typer's help and usage line, at any width."""
@@ -363,6 +390,76 @@ def test_help_is_typers(path: str, ours: click.Command, theirs: click.Command, w
 
     assert ours.get_help(context(ours)) == theirs.get_help(context(theirs))
     assert ours.get_usage(context(ours)) == theirs.get_usage(context(theirs))
+
+
+RUN_LOG: list[dict[str, Any]] = []
+"""What the recorded commands below were called with (nothing of the machine is touched)."""
+
+
+def _recorded_pairs() -> list[Pair]:
+    built = [
+        (m, to_click(_recording(_app(m), RUN_LOG)), to_typer(_recording(_app(m), RUN_LOG)))
+        for m in [*MODULES, "extra"]
+    ]
+    return [pair for path, ours, theirs in built for pair in _walk(path, ours, theirs)]
+
+
+RECORDED = _recorded_pairs()
+
+
+def _usage_lines(command: click.Command) -> list[list[str]]:
+    """Command lines that show help or fail in parsing: help, nothing, an unknown option or
+    command, an option without its value, a bad value of each typed option and argument."""
+    lines = [["--help"], [], ["--no-such-option"], ["--help", "--no-such-option"]]
+    if isinstance(command, click.Group):
+        lines.append(["no-such-command"])
+    for param in command.params:
+        typed = not isinstance(param.type, click.types.StringParamType)
+        if isinstance(param, click.Option) and not (param.is_flag or param.count):
+            lines += [[param.opts[0]], *([[param.opts[0], "no-such-value"]] if typed else [])]
+        elif isinstance(param, click.Argument) and typed:
+            lines.append(["no-such-value"])
+    return lines
+
+
+def _shown(command: click.Command, argv: list[str], capsys: pytest.CaptureFixture[str]) -> object:
+    """What a user sees of ``argv``: stdout, stderr and the exit code, as `ctk.cli.app` shows
+    usage errors."""
+    try:
+        code = command.main(argv, prog_name="ctk cmd", standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        code = exc.exit_code
+    captured = capsys.readouterr()
+    return captured.out, captured.err, code
+
+
+ENVIRONMENTS = {"plain": {}, "no-color": {"NO_COLOR": "1", "TERM": "dumb"}}
+TERMINALS = [
+    pytest.param({"COLUMNS": str(columns), **env}, id=f"{columns}-{name}")
+    for columns in (60, 80, 120)
+    for name, env in ENVIRONMENTS.items()
+]
+
+
+@pytest.fixture(params=TERMINALS)
+def terminal(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The terminal's width and colour settings, as the environment gives them."""
+    for var in ("NO_COLOR", "TERM", "FORCE_COLOR"):
+        monkeypatch.delenv(var, raising=False)
+    for var, value in request.param.items():
+        monkeypatch.setenv(var, value)
+
+
+@pytest.mark.usefixtures("terminal")
+@pytest.mark.parametrize(("path", "ours", "theirs"), RECORDED, ids=[p for p, _, _ in RECORDED])
+def test_help_and_usage_errors_are_typers(
+    path: str, ours: click.Command, theirs: click.Command, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--help`, the help of no arguments and each kind of usage error, byte for byte, at each
+    terminal width, with colours off or not."""
+    for argv in _usage_lines(ours):
+        assert _shown(ours, argv, capsys) == _shown(theirs, argv, capsys), argv
 
 
 # --- what the builder refuses --------------------------------------------------------------
@@ -426,3 +523,19 @@ def test_only_the_twin_imports_typer() -> None:
             )
             found += [path.name for n in names if n == "typer" or n.startswith("typer.")]
     assert sorted(set(found)) == ["twin.py"]
+
+
+def test_nothing_in_ctk_imports_the_twin() -> None:
+    """typer's build is the tests' reference: no module of ctk imports it, even in a function."""
+    found = []
+    for path in sorted(Path(ctk.__file__).parent.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module in ("ctk.cli", "ctk.cli.twin"):
+                found += [
+                    path.name
+                    for a in node.names
+                    if node.module.endswith("twin") or a.name == "twin"
+                ]
+            elif isinstance(node, ast.Import):
+                found += [path.name for a in node.names if a.name == "ctk.cli.twin"]
+    assert found == []

@@ -4,6 +4,7 @@ run loads, and every command has modules it must not load. The start-up *time* t
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -47,7 +48,8 @@ BUDGET = [
     pytest.param(
         ["doctor", "--help"],
         (
-            *("rich", "pynvml", "yaml", "ctk.doctor.facts", "ctk.host", *NOT_CDI, *NOT_RUNTIME),
+            *("typer", "rich", "pynvml", "yaml", "ctk.doctor.facts", "ctk.host"),
+            *(*NOT_CDI, *NOT_RUNTIME),
             *("ctk.doctor.model", "dataclasses", "json"),  # --group's choices: ctk.doctor.groups
         ),
         id="doctor-help",
@@ -165,6 +167,50 @@ def test_import_budget(argv: list[str], banned: tuple[str, ...], tmp_path: Path)
     assert "ctk" in loaded  # the parse found the imports at all
     over = sorted(m for m in loaded if any(m == b or m.startswith(b + ".") for b in banned))
     assert over == []
+
+
+def _help_lines() -> list[list[str]]:
+    """`--help` of the root, of every group and command; no arguments where that shows help.
+    Not `ctk hook`'s: it hands all its arguments to the native hook, which replaces ctk."""
+    lines: list[list[str]] = [["--help"], []]
+    for group in (g for g in GROUPS if g.name != "hook"):
+        found = [([group.name], load_group(group, lazy=False))]
+        while found:
+            path, command = found.pop()
+            lines.append([*path, "--help"])
+            if isinstance(command, click.Group):
+                lines += [path] if command.no_args_is_help else []
+                found += [([*path, name], c) for name, c in command.commands.items()]
+    return lines
+
+
+HELP_RUN = """
+import contextlib, io, json, sys
+from ctk.cli.app import main
+for argv in json.loads(sys.argv[1]):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main(argv) in (0, 2), argv
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("typer", "rich"))
+with open(sys.argv[2], "w") as out:  # `ctk hook --help` is the native hook's, on fd 1
+    json.dump(loaded, out)
+"""
+
+
+def test_no_help_loads_typer(tmp_path: Path) -> None:
+    """Every help ctk shows is rendered without typer (or rich), in one process."""
+    lines = _help_lines()
+    assert ["doctor", "--help"] in lines and ["cdi", "generate", "--help"] in lines
+    result = subprocess.run(
+        [sys.executable, "-c", HELP_RUN, json.dumps(lines), tmp_path / "loaded.json"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO), "CTK_STATE_DIR": str(tmp_path / "state")},
+        timeout=120,
+        check=False,
+    )
+    assert (result.returncode, result.stderr) == (0, "")
+    assert json.loads((tmp_path / "loaded.json").read_text()) == []
 
 
 def test_root_help_matches_each_group() -> None:

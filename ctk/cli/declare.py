@@ -4,11 +4,14 @@ A command module declares each option as an ``Annotated`` alias with `Option` or
 which take `typer.Option`'s and `typer.Argument`'s parameters and only record them, and
 registers its functions on a `Commands`, which takes `typer.Typer`'s. `to_click` builds the
 click command from those with click alone, by the rules typer 0.19 builds it by (its
-``typer.main``): running a command never imports typer. Help and usage lines are typer's own:
-`DeclaredCommand` and `DeclaredGroup` hand their rendering to the same command built by typer
-(`ctk.cli.twin`), built only when asked. `tests/test_declare.py` compares the two builds
-parameter by parameter. A declaration this builder does not know raises `DeclarationError`, so
-a new kind of option fails in the tests rather than parse other than its help says.
+``typer.main``): running a command never imports typer. Help and usage lines are rendered here
+too, by the rules of typer's plain (not rich) help: click's layout with an "Arguments" section,
+an argument's name in its metavar, and typer's ``[default: ...]`` (an enum's value, a flag's
+name). `tests/test_declare.py` compares both, parameter by parameter and byte for byte in
+`--help` and usage errors, with the command typer builds from the same declarations
+(`ctk.cli.twin`, which only the tests import). A declaration this builder does not know raises
+`DeclarationError`, so a new kind of option fails in the tests rather than parse other than its
+help says.
 """
 
 from __future__ import annotations
@@ -260,11 +263,99 @@ def _missing(param: click.Parameter, value: Any) -> bool:
     return value is None or ((param.nargs != 1 or param.multiple) and value == ())
 
 
+def _without_prefix(name: str) -> str:
+    """An option's name without its dashes (``--gpu`` -> ``gpu``)."""
+    first = name[:1]
+    if first.isalnum():
+        return name
+    return name[2:] if name[1:2] == first else name[1:]
+
+
+def _shown_value(param: click.Parameter, value: Any) -> str:
+    """A default as help shows it: an enum's value, a two-named flag's name for it."""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_shown_value(param, one) for one in value)
+    if isinstance(value, Enum):
+        return str(value.value)
+    if inspect.isfunction(value):
+        return "(dynamic)"
+    if isinstance(param, click.Option) and param.is_bool_flag:
+        if param.secondary_opts:
+            if not param.default:
+                return _without_prefix(param.secondary_opts[0])
+            return _without_prefix(param.opts[0]) if param.opts else str(value)
+        if not value:
+            return ""  # a flag that is off says nothing
+    return str(value)
+
+
+def _shown_default(param: DeclaredOption | DeclaredArgument, ctx: click.Context) -> str:
+    """What ``[default: ...]`` says of ``param``; empty: nothing."""
+    if isinstance(param.show_default, str):
+        return f"({param.show_default})"
+    resilient = ctx.resilient_parsing
+    ctx.resilient_parsing = True  # the default as given, not converted
+    try:
+        value = param.get_default(ctx, call=False)
+    finally:
+        ctx.resilient_parsing = resilient
+    if value is None or not (param.show_default or ctx.show_default):
+        return ""
+    return _shown_value(param, value)
+
+
+def _envvar_text(envvar: str | Sequence[str] | None) -> str | None:
+    if envvar is None:
+        return None
+    return envvar if isinstance(envvar, str) else ", ".join(str(var) for var in envvar)
+
+
+def _with_notes(text: str, notes: list[str]) -> str:
+    """A parameter's help with its notes (``[env var: X; default: 1; required]``) after it."""
+    if not notes:
+        return text
+    joined = f"[{'; '.join(notes)}]"
+    return f"{text}  {joined}" if text else joined
+
+
 class DeclaredOption(click.Option):
     """An option built from a declaration."""
 
     def value_is_missing(self, value: Any) -> bool:
         return _missing(self, value)
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        if self.hidden:
+            return None
+        slashed = False
+
+        def names(opts: Sequence[str]) -> str:
+            nonlocal slashed
+            joined, has_slash = click.formatting.join_options(opts)
+            slashed = slashed or has_slash
+            if self.is_flag or self.count:
+                return joined
+            return f"{joined} {self.make_metavar(ctx)}"
+
+        shown = [names(self.opts)] + ([names(self.secondary_opts)] if self.secondary_opts else [])
+        notes = []
+        if self.show_envvar:
+            envvar = self.envvar
+            if envvar is None and self.allow_from_autoenv and ctx.auto_envvar_prefix and self.name:
+                envvar = f"{ctx.auto_envvar_prefix}_{self.name.upper()}"
+            text = _envvar_text(envvar)
+            if text is not None:
+                notes.append(f"env var: {text}")
+        default = _shown_default(self, ctx)
+        if default:
+            notes.append(f"default: {default}")
+        if isinstance(self.type, click.types._NumberRangeBase):
+            limits = self.type._describe_range()
+            if limits:
+                notes.append(limits)
+        if self.required:
+            notes.append("required")
+        return ("; " if slashed else " / ").join(shown), _with_notes(self.help or "", notes)
 
 
 class DeclaredArgument(click.Argument):
@@ -280,6 +371,31 @@ class DeclaredArgument(click.Argument):
 
     def value_is_missing(self, value: Any) -> bool:
         return _missing(self, value)
+
+    def make_metavar(self, ctx: click.Context) -> str:
+        """The argument's name (``[NAME]`` when optional), then ``:`` and its type's metavar."""
+        if self.metavar is not None:
+            return self.metavar
+        name = (self.name or "").upper()
+        shown = name if self.required else f"[{name}]"
+        type_metavar = self.type.get_metavar(param=self, ctx=ctx)
+        if type_metavar:
+            shown += f":{type_metavar}"
+        return shown if self.nargs == 1 else f"{shown}..."
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        if self.hidden:
+            return None
+        notes = []
+        envvar = _envvar_text(self.envvar) if self.show_envvar else None
+        if envvar is not None:
+            notes.append(f"env var: {envvar}")
+        default = _shown_default(self, ctx)
+        if default:
+            notes.append(f"default: {default}")
+        if self.required:
+            notes.append("required")
+        return self.make_metavar(ctx), _with_notes(self.help or "", notes)
 
 
 def click_parameter(parameter: Parameter) -> tuple[click.Parameter, Convertor | None]:
@@ -362,23 +478,26 @@ _COMMAND_SETTINGS: Final = {"cls", "context_settings", "help", "add_help_option"
 _GROUP_SETTINGS: Final = {"help", "no_args_is_help", "invoke_without_command", "name"}
 
 
-class Origin(NamedTuple):
-    """Where a built command was declared: the top `Commands` and the names down to it."""
-
-    commands: Commands
-    path: tuple[str, ...]
+def _format_parameters(
+    command: click.Command, ctx: click.Context, formatter: click.HelpFormatter
+) -> None:
+    """The "Arguments" section (arguments that have a help line), then "Options"."""
+    sections: dict[str, list[tuple[str, str]]] = {"argument": [], "option": []}
+    for param in command.get_params(ctx):
+        record = param.get_help_record(ctx)
+        if record is not None and param.param_type_name in sections:
+            sections[param.param_type_name].append(record)
+    for title, kind in (("Arguments", "argument"), ("Options", "option")):
+        if sections[kind]:
+            with formatter.section(title):
+                formatter.write_dl(sections[kind])
 
 
 class DeclaredCommand(click.Command):
-    """A command built by `to_click`: it runs with click alone; typer renders its help."""
+    """A command built by `to_click`: it runs, and shows its help, with click alone."""
 
-    origin: Origin | None = None
-
-    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        _twin(self).format_help(ctx, formatter)
-
-    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        _twin(self).format_usage(ctx, formatter)
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        _format_parameters(self, ctx, formatter)
 
 
 class DeclaredGroup(DeclaredCommand, click.Group):
@@ -387,13 +506,9 @@ class DeclaredGroup(DeclaredCommand, click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.commands)
 
-
-def _twin(command: DeclaredCommand) -> click.Command:
-    from ctk.cli.twin import twin
-
-    if command.origin is None:
-        raise DeclarationError(f"{command.name}: not built by to_click")
-    return twin(command.origin.commands, command.origin.path)
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        _format_parameters(self, ctx, formatter)
+        self.format_commands(ctx, formatter)
 
 
 _CLASSES: dict[type[click.Command], type[DeclaredCommand]] = {}
@@ -416,43 +531,44 @@ def _help(given: str | None, function: Callable[..., Any] | None) -> str | None:
     return inspect.getdoc(function) if function is not None else None
 
 
-def _command(declared: Declared, commands: Commands, path: tuple[str, ...]) -> DeclaredCommand:
-    """The command of ``declared``; ``path``: the names down to its group in ``commands``."""
+def _command(declared: Declared) -> DeclaredCommand:
+    """The command of ``declared``."""
     unknown = sorted(set(declared.settings) - _COMMAND_SETTINGS)
     if unknown:
         raise DeclarationError(f"command {declared.name}: {', '.join(unknown)} not supported")
     settings = dict(declared.settings)
     name = declared.name or declared.function.__name__.lower().replace("_", "-")
     params, callback = _callback(declared.function)
-    command = _command_class(settings.pop("cls", None))(
+    return _command_class(settings.pop("cls", None))(
         name=name,
         callback=callback,
         params=params,
         help=_help(settings.pop("help", None), declared.function),
         **settings,
     )
-    command.origin = Origin(commands, (*path, name) if commands.is_group() else ())
-    return command
 
 
-def _group(commands: Commands, add_settings: Mapping[str, Any], origin: Origin) -> DeclaredGroup:
-    """The group of ``commands`` (``add_settings``: the settings it was added with)."""
+def _group(
+    commands: Commands, add_settings: Mapping[str, Any], path: tuple[str, ...]
+) -> DeclaredGroup:
+    """The group of ``commands`` (``add_settings``: the settings it was added with; ``path``:
+    the names of the groups down to it, for errors)."""
     declared = commands.group_callback
     settings = {**commands.settings, **(declared.settings if declared else {}), **add_settings}
     unknown = sorted(set(settings) - _GROUP_SETTINGS)
     if unknown:
-        raise DeclarationError(f"group {origin.path}: {', '.join(unknown)} not supported")
+        raise DeclarationError(f"group {path}: {', '.join(unknown)} not supported")
     built: dict[str, click.Command] = {}
     for entry in commands.commands:
-        command = _command(entry, origin.commands, origin.path)
+        command = _command(entry)
         built[command.name or ""] = command
     for group, group_settings in commands.groups:
         name = group_settings.get("name")
         if not name:
-            raise DeclarationError(f"group {origin.path}: add a group with its name")
-        built[name] = _group(group, group_settings, Origin(origin.commands, (*origin.path, name)))
+            raise DeclarationError(f"group {path}: add a group with its name")
+        built[name] = _group(group, group_settings, (*path, name))
     params, callback = _callback(declared.function) if declared else ([], None)
-    built_group = DeclaredGroup(
+    return DeclaredGroup(
         name=settings.get("name") or "",
         commands=built,
         invoke_without_command=settings.get("invoke_without_command", False),
@@ -461,13 +577,10 @@ def _group(commands: Commands, add_settings: Mapping[str, Any], origin: Origin) 
         params=params,
         help=_help(settings.get("help"), declared.function if declared else None),
     )
-    built_group.origin = origin
-    return built_group
 
 
 def to_click(commands: Commands) -> click.Command:
     """The click command of ``commands``, as typer would build it, built without typer."""
-    origin = Origin(commands, ())
     if commands.is_group():
-        return _group(commands, {}, origin)
-    return _command(commands.commands[0], commands, ())
+        return _group(commands, {}, ())
+    return _command(commands.commands[0])

@@ -34,7 +34,7 @@ class _GoBoolFlags(click.Command):
     """A command that also takes `--flag=true|false` for its boolean flags, as nvidia-ctk does.
 
     Given as ``cls=``, it is mixed into the command that runs (`ctk.cli.declare`) and into
-    typer's twin that renders the help (`ctk.cli.twin`).
+    typer's twin the tests compare it with (`ctk.cli.twin`).
     """
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:

@@ -1,10 +1,11 @@
-"""typer's build of ctk's declared commands: it renders their `--help` and usage lines.
+"""typer's build of ctk's declared commands: the reference the tests compare ctk's own with.
 
-The commands that run are built by `ctk.cli.declare.to_click` without typer; this builds the
-same declarations into a typer app (each marker becomes the `typer.Option` or `typer.Argument`
-it records) and lets typer make the click command, with the settings ctk always used: plain
-click help (no rich), no completion options, no pretty tracebacks. It is imported only to show
-help or a usage error, and by the tests that compare both builds.
+The commands that run, and their help, are built by `ctk.cli.declare.to_click` without typer;
+this builds the same declarations into a typer app (each marker becomes the `typer.Option` or
+`typer.Argument` it records) and lets typer make the click command, with the settings ctk always
+used: plain click help (no rich), no completion options, no pretty tracebacks.
+`tests/test_declare.py` compares both builds; nothing in `ctk` imports this module (a test
+says so), so no command loads typer.
 """
 
 from __future__ import annotations
@@ -33,20 +34,36 @@ def to_typer(commands: Commands) -> click.Command:
     app._add_completion = False  # as when the groups hung off one root app
     app.pretty_exceptions_enable = False
     app.rich_markup_mode = None
-    return typer.main.get_command(app)
-
-
-def twin(commands: Commands, path: tuple[str, ...]) -> click.Command:
-    """typer's command at ``path`` (names of sub-commands) of ``commands``.
-
-    Built afresh for each rendering: click keeps a command's help option once made, from the
-    context it was first shown in, and the twin must show the option of the context at hand.
-    """
-    command = to_typer(commands)
-    for name in path:
-        assert isinstance(command, click.Group)
-        command = command.commands[name]
+    command = typer.main.get_command(app)
+    _keep_argument_help(commands, command)
     return command
+
+
+def _keep_argument_help(commands: Commands, command: click.Command) -> None:
+    """Give typer's arguments back the help they were declared with.
+
+    click 8.5 gave `click.Argument` a ``help`` of its own, whose ``__init__`` clears the one
+    `typer.core.TyperArgument` sets before calling it: typer 0.19 on click 8.5 shows no help
+    for arguments. ctk shows it on every click; the reference must too.
+    """
+    if not commands.is_group():
+        _argument_help(commands.commands[0], command)
+        return
+    assert isinstance(command, click.Group)
+    if commands.group_callback is not None:
+        _argument_help(commands.group_callback, command)
+    for declared in commands.commands:
+        name = declared.name or declared.function.__name__.lower().replace("_", "-")
+        _argument_help(declared, command.commands[name])
+    for group, settings in commands.groups:
+        _keep_argument_help(group, command.commands[settings["name"]])
+
+
+def _argument_help(declared: Declared, command: click.Command) -> None:
+    built = {param.name: param for param in command.params}
+    for parameter in parameters(declared.function):
+        if isinstance(parameter.marker, Argument):
+            built[parameter.name].help = parameter.marker.kwargs.get("help")  # type: ignore[attr-defined]
 
 
 def _app(commands: Commands) -> typer.Typer:
