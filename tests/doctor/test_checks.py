@@ -25,6 +25,7 @@ from ctk.doctor.facts import (
     NodeFacts,
     NvmlAnswer,
     ProcGpu,
+    SpecFileFacts,
     ToolkitFacts,
     Unavailable,
 )
@@ -622,3 +623,41 @@ def test_no_color_means_no_escape_codes_at_all(
 def test_gpu_lost(where: Where, code: int | None, status: Status) -> None:
     facts = NodeFacts(where=where, kernel=DRIVER, nvml=NvmlAnswer(error_code=code, error="x"))
     assert run("gpu.lost", facts).status is status
+
+
+REFRESH_SPEC = SpecFileFacts(path="/etc/cdi/nvidia.yaml", kind="nvidia.com/gpu")
+
+
+@pytest.mark.parametrize(
+    ("packages", "specs", "summary"),
+    [
+        pytest.param(
+            {},
+            (REFRESH_SPEC,),
+            "no refresh unit needed (/etc/cdi/nvidia.yaml is not in a tmpfs; no toolkit package)",
+            id="no-toolkit",
+        ),
+        pytest.param(
+            {"nvidia-container-toolkit": "1.17.8-1"},
+            (REFRESH_SPEC,),
+            "no refresh unit needed (/etc/cdi/nvidia.yaml is not in a tmpfs; "
+            "toolkit 1.17.8 < 1.18)",
+            id="toolkit-1.17",
+        ),
+        pytest.param(
+            {"nvidia-container-toolkit": "1.17.8-1"},
+            (),
+            "no refresh unit needed (no nvidia.com/gpu spec)",
+            id="no-spec",
+        ),
+    ],
+)
+def test_refresh_not_needed_says_why(
+    packages: dict[str, str], specs: tuple[SpecFileFacts, ...], summary: str
+) -> None:
+    """cdi.refresh-disabled names the toolkit's version only where a toolkit is installed."""
+    facts = NodeFacts(
+        toolkit=ToolkitFacts(packages=packages), cdi=CdiFacts(dirs=("/etc/cdi",), specs=specs)
+    )
+    result = run("cdi.refresh-disabled", facts)
+    assert (result.status, result.summary) == (Status.OK, summary)

@@ -343,8 +343,15 @@ def refresh_disabled(facts: NodeFacts) -> Result:
         reason = f"{volatile[0]} lives in a tmpfs and disappears at reboot"
     elif specs and version is not None and version >= REFRESH_TOOLKIT:
         reason = f"{specs[0].path} goes stale at the next driver upgrade"
+    elif not specs:
+        return ok("no refresh unit needed (no nvidia.com/gpu spec)")
+    elif version is None:
+        return ok(f"no refresh unit needed ({specs[0].path} is not in a tmpfs; no toolkit package)")
     else:
-        return ok("no refresh unit needed (no volatile spec, toolkit < 1.18)")
+        return ok(
+            f"no refresh unit needed ({specs[0].path} is not in a tmpfs; toolkit "
+            f"{'.'.join(map(str, version))} < 1.18)"
+        )
     return warn(
         f"no CDI refresh unit is enabled: {reason}",
         Evidence("/etc/systemd/system", "neither " + " nor ".join(REFRESH_UNITS) + " is enabled"),
