@@ -91,11 +91,47 @@ def run_ctk(
     """Run ``ctk argv`` (after ``prefix``, e.g. `setpriv ...` or `strace ...`) and measure it.
 
     The child is started by subprocess (no `os.fork` of this multi-threaded process); util-linux's
-    `prlimit` sets its address-space limit before exec, and `wait4` reads its peak RSS.
+    `prlimit` sets its address-space limit before exec. A process started from pytest inherits
+    pytest's peak RSS as its own (Linux keeps the larger of the old and new memory's peaks across
+    exec), so the peak is read by `_MEASURE`, a small process that starts the case and reports
+    its `wait4` usage.
     """
     environ = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1", **env}
     limit = ["prlimit", f"--as={ADDRESS_SPACE}", "--"]
-    command = [*limit, *prefix, sys.executable, "-c", ENTRY, *argv]
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch, "usage")
+        measure = [sys.executable, "-I", "-S", "-c", _MEASURE, str(report)]
+        command = [*limit, *measure, *prefix, sys.executable, "-c", ENTRY, *argv]
+        return _run(command, cwd=cwd, environ=environ, stdin=stdin, report=report)
+
+
+_MEASURE: Final = """
+import os, signal, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as report:
+    report.write(f"{usage.ru_maxrss}\\n")
+code = os.waitstatus_to_exitcode(status)
+if code < 0:
+    if -code not in (signal.SIGKILL, signal.SIGSTOP):  # those two have no handler to reset
+        signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+sys.exit(code)
+"""
+"""Starts argv[2:] from a process of its own (small, single-threaded), writes the case's peak RSS
+(KiB) to argv[1], and ends as the case ended (its exit code, or the same signal)."""
+
+
+def _run(
+    command: Sequence[str],
+    *,
+    cwd: Path,
+    environ: Mapping[str, str],
+    stdin: Path | None,
+    report: Path,
+) -> Outcome:
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         stdin_fd = os.open(stdin or os.devnull, os.O_RDONLY | os.O_NONBLOCK)
         os.set_blocking(stdin_fd, True)
@@ -133,7 +169,7 @@ def run_ctk(
             stdout=out.read().decode("utf-8", "replace"),
             stderr=err.read().decode("utf-8", "replace"),
             seconds=seconds,
-            peak_rss_mb=usage.ru_maxrss / 1024,
+            peak_rss_mb=(int(report.read_text()) if report.exists() else usage.ru_maxrss) / 1024,
             timed_out=timed_out,
         )
 
