@@ -1,7 +1,7 @@
 """Entry point of the `ctk` command: the one place where errors become messages and exit codes.
 
-`ctk --version` is answered before typer is imported, so that the most common probe of the tool
-costs little more than starting Python.
+`ctk --version` is answered before click or any command module is imported, so that the most
+common probe of the tool costs little more than starting Python.
 """
 
 from __future__ import annotations
