@@ -15,6 +15,7 @@ from ctk.host.facts.engine_configs import (
     ENGINE_FACTS,
     gather_containerd,
     gather_docker,
+    gather_toolkit,
     upstream_version,
 )
 from ctk.host.facts.gatherer import Gatherer
@@ -102,6 +103,34 @@ def test_engine_versions_come_from_their_packages(
         gather_containerd(g, binaries).version,
     )
     assert found == (docker, containerd)
+
+
+def test_dpkg_status_is_read_once_for_the_toolkit_and_every_engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    status = (
+        "Package: docker-ce\nStatus: install ok installed\nVersion: 5:28.2.0-1\n\n"
+        "Package: containerd.io\nStatus: install ok installed\nVersion: 1.7.27-1\n\n"
+        "Package: nvidia-container-toolkit\nStatus: install ok installed\nVersion: 1.17.8-1\n"
+    )
+    (tmp_path / "var/lib/dpkg").mkdir(parents=True)
+    (tmp_path / "var/lib/dpkg/status").write_text(status)
+    g = Gatherer(HostRoot(tmp_path))
+    read = Gatherer.text
+    seen: list[str] = []
+
+    def counted(self: Gatherer, path: str) -> str | None:
+        seen.append(path)
+        return read(self, path)
+
+    monkeypatch.setattr(Gatherer, "text", counted)
+    binaries = {"dockerd": "/usr/bin/dockerd", "containerd": "/usr/bin/containerd"}
+    toolkit = gather_toolkit(g, {})
+    docker = gather_docker(g, "/etc/docker/daemon.json", binaries, installed=True)
+    containerd = gather_containerd(g, binaries)
+    assert (docker.version, containerd.version) == ("28.2.0", "1.7.27")
+    assert toolkit.packages == {"nvidia-container-toolkit": "1.17.8-1"}
+    assert seen.count("/var/lib/dpkg/status") == 1
 
 
 @pytest.mark.parametrize(

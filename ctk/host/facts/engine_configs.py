@@ -51,6 +51,14 @@ def parse_dpkg_status(text: str, prefixes: Iterable[str] = PACKAGE_PREFIXES) -> 
     return packages
 
 
+def installed_packages(g: Gatherer) -> dict[str, str]:
+    """Every package dpkg lists as installed (name -> version): /var/lib/dpkg/status is read and
+    parsed once per gather, however many steps (the toolkit, each engine) look in it."""
+    if g.dpkg_packages is None:
+        g.dpkg_packages = parse_dpkg_status(g.text("/var/lib/dpkg/status") or "", ("",))
+    return g.dpkg_packages
+
+
 def read_toml_file(g: Gatherer, path: str) -> ConfigFile:
     """A TOML file: data, or the parse error with line and column."""
     readable = g.readable(path)
@@ -94,7 +102,11 @@ def gather_toolkit(g: Gatherer, env: Mapping[str, str]) -> ToolkitFacts:
     existing = {path for path in wanted if g.exists(path)}
     return ToolkitFacts(
         binaries=binaries,
-        packages=parse_dpkg_status(g.text("/var/lib/dpkg/status") or ""),
+        packages={
+            name: version
+            for name, version in installed_packages(g).items()
+            if name.startswith(PACKAGE_PREFIXES)
+        },
         config=config,
         oci_hooks=tuple(path for path in OCI_HOOKS if g.exists(path)),
         existing_paths=frozenset(existing),
@@ -106,9 +118,9 @@ def gather_toolkit(g: Gatherer, env: Mapping[str, str]) -> ToolkitFacts:
 ENGINE_PACKAGES: Final[Mapping[Runtime, tuple[str, ...]]] = {
     Runtime.DOCKER: ("docker-ce", "docker.io", "moby-engine"),
     Runtime.CONTAINERD: ("containerd.io", "containerd"),
-    Runtime.CRIO: ("cri-o",),
 }
-"""The Debian packages that install each engine, preferred first."""
+"""The Debian packages that install each engine whose CDI default depends on its version,
+preferred first."""
 
 
 def upstream_version(package_version: str) -> str:
@@ -120,9 +132,8 @@ def upstream_version(package_version: str) -> str:
 def engine_version(g: Gatherer, runtime: Runtime) -> str | None:
     """The engine's version as its dpkg package records it (the file the toolkit step reads too);
     None where no package installed it (a static binary, an RPM node, a snap)."""
-    names = ENGINE_PACKAGES[runtime]
-    packages = parse_dpkg_status(g.text("/var/lib/dpkg/status") or "", names)
-    found = next((packages[name] for name in names if name in packages), None)
+    packages = installed_packages(g)
+    found = next((packages[n] for n in ENGINE_PACKAGES[runtime] if n in packages), None)
     return None if found is None else upstream_version(found)
 
 

@@ -103,6 +103,8 @@ class Gatherer:
     timings: list[Timing] = field(default_factory=list)
     deadline: float | None = None
     """`time.monotonic()` by which the whole gather ends: no step waits past it."""
+    dpkg_packages: dict[str, str] | None = None
+    """dpkg's installed packages (name -> version), parsed once for every step that asks."""
 
     # --- primitives -------------------------------------------------------------------------
 
