@@ -8,7 +8,8 @@ from dataclasses import replace
 import pytest
 
 from ctk.doctor.checks.cdi import cdi_consumers
-from ctk.doctor.checks.cdi_readers import CDI_SETTINGS, CdiReader, cdi_readers, spec_to_keep
+from ctk.doctor.checks.cdi_readers import CdiReader, cdi_readers, spec_to_keep
+from ctk.doctor.checks.engine_config import CONFIG_SETTING
 from ctk.doctor.checks.toolkit import cdi_route
 from ctk.doctor.facts import (
     CdiFacts,
@@ -177,7 +178,7 @@ def test_cdi_readers(facts: NodeFacts, expected: tuple[CdiReader, ...]) -> None:
 
 
 def test_every_engine_says_how_cdi_is_switched_on() -> None:
-    assert set(CDI_SETTINGS) == set(Runtime)
+    assert set(CONFIG_SETTING) == set(Runtime)
 
 
 @pytest.mark.parametrize(

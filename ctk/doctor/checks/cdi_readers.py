@@ -4,23 +4,15 @@ that read spec files (registers no check)."""
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from ctk.doctor.checks.engine_config import cdi_on, cdi_setting, engines_in_use
+from ctk.doctor.checks.engine_config import CONFIG_SETTING, cdi_on, cdi_setting, engines_in_use
 from ctk.doctor.facts import CDI_SPEC_DIRS, NodeFacts, SpecFileFacts
 from ctk.doctor.model import Evidence
-from ctk.runtime_config.engines import Runtime
 
 GPU_KIND: Final = "nvidia.com/gpu"
-
-CDI_SETTINGS: Final[Mapping[Runtime, str | None]] = {
-    Runtime.DOCKER: "features.cdi = true",
-    Runtime.CONTAINERD: "enable_cdi = true",
-    Runtime.CRIO: None,
-}
-"""The config setting that turns an engine's CDI support on; None: it always reads CDI specs."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,7 +61,7 @@ def cdi_readers(facts: NodeFacts) -> tuple[CdiReader, ...]:
     (containerd only where its CRI plugin serves: under Docker alone nothing asks it for CDI)."""
     readers = []
     for runtime, engine in engines_in_use(facts).items():
-        setting = CDI_SETTINGS[runtime]
+        setting = CONFIG_SETTING[runtime]
         if setting is not None and not cdi_on(runtime, engine):
             continue
         if engine.error is not None or engine.needs_root:

@@ -107,10 +107,12 @@ CDI_DEFAULT_SINCE: Final[Mapping[Runtime, tuple[int, int]]] = {
 dockerd 28.2.0 (a `features.cdi` that is absent counts as on), containerd 2.0.0 (its CRI plugin's
 `enable_cdi` defaults to true; 1.7 and older default to false). CRI-O always reads them."""
 
-CONFIG_SETTING: Final[Mapping[Runtime, str]] = {
+CONFIG_SETTING: Final[Mapping[Runtime, str | None]] = {
     Runtime.DOCKER: "features.cdi",
     Runtime.CONTAINERD: "enable_cdi",
+    Runtime.CRIO: None,
 }
+"""The config setting that turns an engine's CDI support on; None: it always reads CDI specs."""
 
 
 def _release(version: str | None) -> tuple[int, int] | None:
@@ -144,7 +146,7 @@ def cdi_on(runtime: Runtime, engine: EngineFacts) -> bool:
 
 def cdi_setting(runtime: Runtime, engine: EngineFacts) -> str:
     """The evidence for `cdi_on`: the config's setting, or the version's default."""
-    setting = CONFIG_SETTING.get(runtime)
+    setting = CONFIG_SETTING[runtime]
     if setting is None:
         return f"{engine.engine} always reads CDI specs"
     if engine.cdi_enabled is not None:
