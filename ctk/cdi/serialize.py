@@ -109,7 +109,9 @@ def render_data(data: dict[str, JSONValue], spec_format: SpecFormat) -> str:
 
 # --- a small YAML emitter for plain data: exact layout, nothing else to configure ------------
 
-_PLAIN = re.compile(r"^[A-Za-z0-9_./+=@%,:-][A-Za-z0-9_./+=@%,: -]*$")
+_PLAIN = re.compile(
+    r"[A-Za-z0-9_./+=@%,:-][A-Za-z0-9_./+=@%,: -]*"
+)  # fullmatch: no "\n" at the end
 
 
 @functools.lru_cache(maxsize=4096)
@@ -118,7 +120,7 @@ def _scalar(value: str | int | bool) -> str:
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
-    if value and _PLAIN.match(value) and not _special(value):
+    if _PLAIN.fullmatch(value) and not _special(value):
         return value
     return '"' + "".join(map(_escape, value)) + '"'
 
@@ -139,19 +141,43 @@ def _escape(char: str) -> str:
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
-def _special(text: str) -> bool:
-    """Whether a plain scalar would read back as something else than this string."""
-    import yaml
+# YAML 1.1's implicit types (yaml.org/type: bool, int, float, null, timestamp, value) as the
+# patterns a plain scalar must not match to read back as a string (`~` and the merge key `<<`
+# never get here: `_PLAIN` quotes them). PyYAML resolves plain scalars by these types;
+# tests/generate/test_serialize.py checks this rule against PyYAML's reader.
+_IMPLICIT = r"""
+      [Yy]es|YES|[Nn]o|NO|[Tt]rue|TRUE|[Ff]alse|FALSE|[Oo]n|ON|[Oo]ff|OFF
+    | [-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+][0-9]+)?
+    | \.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+    | [-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+    | [-+]?\.(?:inf|Inf|INF) | \.(?:nan|NaN|NAN)
+    | [-+]?0b[01_]+ | [-+]?0[0-7_]+ | [-+]?(?:0|[1-9][0-9_]*) | [-+]?0x[0-9a-fA-F_]+
+    | [-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+
+    | null | Null | NULL | =
+    | [0-9]{4}-[0-9]{2}-[0-9]{2}
+    | [0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]*)?
+      (?:[ \t]*(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?))?
+"""
 
-    if text.endswith((" ", ":")) or ": " in text or " #" in text or text.startswith(("- ", ":")):
+
+@functools.cache
+def _implicit() -> re.Pattern[str]:
+    """`_IMPLICIT`, compiled when a scalar first needs it (JSON output never does)."""
+    return re.compile(_IMPLICIT, re.VERBOSE)
+
+
+def _special(text: str) -> bool:
+    """Whether a plain scalar (``text`` fully matches `_PLAIN`) would read back as something else.
+
+    A YAML reader would see a key (``a: b``, ``a:``), a comment, a sequence entry (``-``),
+    a document marker (``---``, ``...``), a character that cannot start a plain scalar, or a
+    value of another type (``no``, ``0x1f``, ``1:30``, ``2001-12-14``, ``~``).
+    """
+    if text.endswith((" ", ":")) or ": " in text or " #" in text or text.startswith(":"):
         return True
-    # libyaml's parser when PyYAML has it (about 8 us a scalar instead of 45 us; the same
-    # answers: tests/generate/test_serialize.py), read with the safe constructor either way
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        return bool(yaml.load(text, Loader=loader) != text)
-    except yaml.YAMLError:
+    if text[0] in ",%@" or text in ("-", "---", "...") or text.startswith(("- ", "--- ", "... ")):
         return True
+    return _implicit().fullmatch(text) is not None
 
 
 def _yaml(value: JSONValue, indent: int, nested: int | None = None) -> list[str]:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctk.cdi.model import ContainerEdits, Device, DeviceNode, Hook, Mount, Spec
 from ctk.cdi.options import SpecFormat
-from ctk.cdi.serialize import _PLAIN, _special, render, spec_data
+from ctk.cdi.serialize import _PLAIN, _scalar, _special, render, spec_data
 
 TEXT = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=20)
 
@@ -122,21 +123,68 @@ TRICKY = (
     *("true", "no", "Off", "y", "~", "null", "0x1f", "0o17", "017", "1_000", "+1", ".5", "1e3"),
     *(".inf", "-.nan", "2001-12-14", "1:30", "190:20:30.5", "=", "<<", "-", "---", "..."),
     *("%x", "@x", ",x", "a,b", "a:b", "a  b", "-1-", "x\n", "nvidia.com/gpu", "all"),
+    *("- x", "--- x", "... x", "-x", "---x", "...x", "-- x", ".. x", ".nan", ".NaN", ".NAN"),
+    # every spelling of YAML 1.1's booleans and nulls, and near misses
+    *(f"{w}{c}" for w in ("yes", "no", "true", "false", "on", "off", "null") for c in ("", "x")),
+    *(w.capitalize() for w in ("yes", "no", "true", "false", "on", "off", "null", "nO")),
+    *(w.upper() for w in ("yes", "no", "true", "false", "on", "off", "null")),
 )
 
 
-def _pure_python_special(text: str) -> bool:
+def _reads_otherwise(text: str) -> bool:
+    """PyYAML's answer: whether the plain scalar ``text`` reads back as something else.
+
+    A scalar that PyYAML resolves to a type and then fails to build (``2001-13-45``, ``0b_``)
+    raises ValueError: it is not read back as the string either. Text that a YAML reader might
+    take for a key, comment or sequence entry is quoted without asking (``:x`` too, which
+    PyYAML reads as a string).
+    """
     if text.endswith((" ", ":")) or ": " in text or " #" in text or text.startswith(("- ", ":")):
-        return True  # what `_special` decides before asking a YAML reader
+        return True
     try:
         return bool(yaml.load(text, Loader=yaml.SafeLoader) != text)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, ValueError):
         return True
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.one_of(st.sampled_from(TRICKY), st.from_regex(_PLAIN, fullmatch=True)))
+# characters of numbers, dates, times and document markers, to reach the corners of YAML 1.1's
+# implicit types far more often than arbitrary plain text does
+NUMERIC = "0123456789._-+:eExXbBoTtZ ~<=nN"
+
+
+def _is_plain(text: str) -> bool:
+    return _PLAIN.fullmatch(text) is not None
+
+
+@pytest.mark.parametrize("text", TRICKY)
+def test_plain_scalar_check_on_tricky_text(text: str) -> None:
+    if _is_plain(text):
+        assert _special(text) == _reads_otherwise(text)
+    else:
+        assert _scalar(text).startswith('"')
+
+
+def test_plain_scalar_check_on_every_short_numeric_text() -> None:
+    """Every plain scalar of up to three of these characters: the same answer as PyYAML."""
+    texts = [a + b + c for a in NUMERIC for b in ["", *NUMERIC] for c in ["", *NUMERIC]]
+    wrong = [t for t in texts if _PLAIN.fullmatch(t) and _special(t) != _reads_otherwise(t)]
+    assert not wrong, wrong[:20]
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.one_of(
+        st.from_regex(_PLAIN, fullmatch=True),
+        st.text(st.sampled_from(NUMERIC), min_size=1, max_size=24).filter(_is_plain),
+        st.from_regex(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}([Tt]| +)[0-9]{1,2}(:[0-9]{2}){2}"
+                      r"(\.[0-9]*)?( *(Z|[-+][0-9]{1,2}(:[0-9]{2})?))?", fullmatch=True),
+    )
+)  # fmt: skip
 def test_plain_scalar_check_reads_as_pyyaml_does(text: str) -> None:
-    """`_special` asks libyaml whether a plain scalar reads back as itself: the same answer as
-    PyYAML's own (pure Python) reader, which `safe_load` and the round trips above use."""
-    assert _special(text) == _pure_python_special(text)
+    """`_special` answers by YAML 1.1's rules without a YAML reader: the same answers as
+    PyYAML's reader, which `safe_load` and the round trips above use, for every text that
+    `_PLAIN` lets through (``x\\n`` is not one: `$` would have let it)."""
+    if _is_plain(text):
+        assert _special(text) == _reads_otherwise(text)
+    else:
+        assert _scalar(text).startswith('"')
