@@ -251,7 +251,8 @@ class EngineFacts:
     """The engine's upstream version from its package ("28.2.0"); None: not installed as one."""
     config_version: int | None = None
     """containerd's config `version` (3: containerd 2.x); None for the other engines."""
-    cdi_spec_dirs: tuple[str, ...] = ()
+    cdi_spec_dirs: tuple[str, ...] | None = None
+    """The config's spec directories as written; None: not set (`engine_config.spec_dirs`)."""
     cri_disabled: bool = False
     root_only: str | None = None
     """The imported file (other than config_path) that only root can read, if that is why."""

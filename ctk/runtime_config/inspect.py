@@ -51,7 +51,7 @@ class EngineView:
     runtimes: tuple[RuntimeView, ...]  # sorted by name
     default_runtime: str | None  # None: the engine's built-in default (runc, or crun for CRI-O)
     cdi_enabled: bool | None  # None: not set in the files (the engine's default applies)
-    cdi_spec_dirs: tuple[str, ...]  # empty: not set (the engine's default applies)
+    cdi_spec_dirs: tuple[str, ...] | None  # None: not set (the engine's default applies)
     imports: tuple[str, ...]  # containerd: the main file's `imports` as written
     cgroup_driver: str | None  # Docker exec-opts native.cgroupdriver, CRI-O cgroup_manager
 
@@ -133,9 +133,16 @@ def _opt_bool(name: str, table: Mapping[str, JSONValue], key: str, where: str) -
 
 
 def _str_list(name: str, table: Mapping[str, JSONValue], key: str, where: str) -> tuple[str, ...]:
+    return _opt_str_list(name, table, key, where) or ()
+
+
+def _opt_str_list(
+    name: str, table: Mapping[str, JSONValue], key: str, where: str
+) -> tuple[str, ...] | None:
+    """The array of strings at ``key``; None where it is not set (an empty array is ())."""
     value = table.get(key)
     if value is None:
-        return ()
+        return None
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
     hint = IMPORTS_HINT if key == "imports" and not where else TYPE_HINT
@@ -215,7 +222,7 @@ def inspect_containerd(
         runtimes=tuple(sorted(runtimes, key=lambda r: r.name)),
         default_runtime=_opt_str(main_name, containerd, "default_runtime_name", where),
         cdi_enabled=_opt_bool(main_name, cri, "enable_cdi", where),
-        cdi_spec_dirs=_str_list(main_name, cri, "cdi_spec_dirs", where),
+        cdi_spec_dirs=_opt_str_list(main_name, cri, "cdi_spec_dirs", where),
         imports=_str_list(main_name, main, "imports", ""),
         cgroup_driver=None,
     )
@@ -263,7 +270,7 @@ def inspect_docker(text: str, *, name: str = "/etc/docker/daemon.json") -> Engin
         runtimes=tuple(sorted(runtimes, key=lambda r: r.name)),
         default_runtime=_opt_str(name, data, "default-runtime", ""),
         cdi_enabled=_opt_bool(name, features, "cdi", "features"),
-        cdi_spec_dirs=_str_list(name, data, "cdi-spec-dirs", ""),
+        cdi_spec_dirs=_opt_str_list(name, data, "cdi-spec-dirs", ""),
         imports=(),
         cgroup_driver=cgroup_driver,
     )
@@ -307,7 +314,7 @@ def inspect_crio(files: Sequence[tuple[str, str]]) -> EngineView:
         runtimes=tuple(sorted(runtimes, key=lambda r: r.name)),
         default_runtime=_opt_str(first, crio_runtime, "default_runtime", "crio.runtime"),
         cdi_enabled=None,
-        cdi_spec_dirs=_str_list(first, crio_runtime, "cdi_spec_dirs", "crio.runtime"),
+        cdi_spec_dirs=_opt_str_list(first, crio_runtime, "cdi_spec_dirs", "crio.runtime"),
         imports=(),
         cgroup_driver=_opt_str(first, crio_runtime, "cgroup_manager", "crio.runtime"),
     )

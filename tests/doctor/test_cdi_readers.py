@@ -9,8 +9,8 @@ import pytest
 
 from ctk.doctor.checks.cdi import cdi_consumers
 from ctk.doctor.checks.cdi_readers import CdiReader, cdi_readers, engine_cdi_route, spec_to_keep
-from ctk.doctor.checks.engine_cdi import cdi_only
-from ctk.doctor.checks.engine_config import CONFIG_SETTING
+from ctk.doctor.checks.engine_cdi import cdi_only, cdi_unusable
+from ctk.doctor.checks.engine_config import CONFIG_SETTING, EMPTY_SPEC_DIRS_READ_NONE
 from ctk.doctor.checks.toolkit import cdi_route
 from ctk.doctor.facts import (
     CdiFacts,
@@ -109,6 +109,26 @@ def node(
             (DOCKER_READER,),
             id="docker-28.2-cdi-on",
         ),
+        pytest.param(
+            node(replace(DOCKER, cdi_spec_dirs=("/opt/cdi",))),
+            (replace(DOCKER_READER, dirs=("/opt/cdi",)),),
+            id="docker-own-dirs-replace-the-defaults",
+        ),
+        pytest.param(
+            node(replace(DOCKER, cdi_spec_dirs=())),
+            (replace(DOCKER_READER, dirs=()),),
+            id="docker-empty-list-reads-no-directory",
+        ),
+        pytest.param(
+            node(replace(DOCKER, cdi_spec_dirs=("",))),
+            (replace(DOCKER_READER, dirs=()),),
+            id="docker-blank-entry-reads-no-directory",
+        ),
+        pytest.param(
+            node(replace(DOCKER, cdi_spec_dirs=("", "/opt/cdi"))),
+            (replace(DOCKER_READER, dirs=("/opt/cdi",)),),
+            id="docker-blank-entry-among-others",
+        ),
         pytest.param(node(CONTAINERD), (CONTAINERD_READER,), id="containerd-own-dirs"),
         pytest.param(
             node(CONTAINERD_2),
@@ -145,9 +165,14 @@ def node(
         ),
         pytest.param(node(replace(CONTAINERD_2, cdi_enabled=False)), (), id="containerd-2-cdi-off"),
         pytest.param(
-            node(replace(CONTAINERD, cdi_spec_dirs=())),
+            node(replace(CONTAINERD, cdi_spec_dirs=None)),
             (replace(CONTAINERD_READER, dirs=DEFAULT_DIRS),),
             id="containerd-default-dirs",
+        ),
+        pytest.param(
+            node(replace(CONTAINERD, cdi_spec_dirs=())),
+            (replace(CONTAINERD_READER, dirs=DEFAULT_DIRS),),
+            id="containerd-empty-list-taken-as-unset",
         ),
         pytest.param(
             node(DOCKER, CONTAINERD, kubelet=False),
@@ -180,6 +205,10 @@ def test_cdi_readers(facts: NodeFacts, expected: tuple[CdiReader, ...]) -> None:
 
 def test_every_engine_says_how_cdi_is_switched_on() -> None:
     assert set(CONFIG_SETTING) == set(Runtime)
+
+
+def test_every_engine_says_what_an_empty_list_of_spec_dirs_means() -> None:
+    assert set(EMPTY_SPEC_DIRS_READ_NONE) == set(Runtime)
 
 
 @pytest.mark.parametrize(
@@ -256,6 +285,9 @@ SPEC = SpecFileFacts(
         pytest.param(node(replace(DOCKER, cdi_enabled=False)), None, id="no-reader"),
         pytest.param(node(CONTAINERD), None, id="spec-outside-the-readers-dirs"),
         pytest.param(
+            node(replace(DOCKER, cdi_spec_dirs=())), None, id="docker-reading-no-directory"
+        ),
+        pytest.param(
             node(CONTAINERD, CRIO),
             "/var/run/cdi/nvidia.yaml (hooks: /usr/local/libexec/ctk/ctk-hook; "
             "crio: crio always reads CDI specs)",
@@ -327,7 +359,7 @@ def gpus_through_cdi(facts: NodeFacts, runtime: Runtime, **kubernetes: str) -> S
     return result.status
 
 
-CONTAINERD_DEFAULT_DIRS = replace(CONTAINERD, cdi_spec_dirs=())
+CONTAINERD_DEFAULT_DIRS = replace(CONTAINERD, cdi_spec_dirs=None)
 
 
 @pytest.mark.parametrize(
@@ -374,7 +406,7 @@ CONTAINERD_DEFAULT_DIRS = replace(CONTAINERD, cdi_spec_dirs=())
             node(CONTAINERD, mode="auto"), Runtime.CONTAINERD, {}, None, id="containerd-own-dirs"
         ),
         pytest.param(
-            node(replace(CONTAINERD_2, cdi_spec_dirs=()), mode="auto"),
+            node(replace(CONTAINERD_2, cdi_spec_dirs=None), mode="auto"),
             Runtime.CONTAINERD,
             {},
             Status.WARN,
@@ -408,3 +440,37 @@ def test_no_cdi_route_through_containerd_under_docker_alone() -> None:
     facts = replace(facts, cdi=CdiFacts(dirs=DEFAULT_DIRS, specs=(SPEC,)))
     assert engine_cdi_route(facts, Runtime.DOCKER) == (DOCKER_READER, (SPEC,))
     assert engine_cdi_route(facts, Runtime.CONTAINERD) is None
+
+
+@pytest.mark.parametrize(
+    ("engine", "expected"),
+    [
+        pytest.param(
+            replace(DOCKER, cdi_spec_dirs=()),
+            (
+                Evidence(
+                    "/etc/docker/daemon.json",
+                    "features.cdi = true, reading no directory: "
+                    "no usable nvidia.com/gpu spec there",
+                ),
+            ),
+            id="reads-no-directory",
+        ),
+        pytest.param(
+            replace(DOCKER, cdi_spec_dirs=("/opt/cdi",)),
+            (
+                Evidence(
+                    "/etc/docker/daemon.json",
+                    "features.cdi = true, reading /opt/cdi: no usable nvidia.com/gpu spec there",
+                ),
+            ),
+            id="reads-other-directories",
+        ),
+        pytest.param(DOCKER, (), id="reads-the-spec"),
+        pytest.param(replace(DOCKER, cdi_enabled=False), (), id="reads-no-spec-at-all"),
+    ],
+)
+def test_cdi_unusable(engine: EngineFacts, expected: tuple[Evidence, ...]) -> None:
+    """Why an engine that reads CDI specs still fails its runtime check: where it looks."""
+    facts = replace(node(engine), cdi=CdiFacts(dirs=DEFAULT_DIRS, specs=(SPEC,)))
+    assert cdi_unusable(facts, Runtime.DOCKER) == expected

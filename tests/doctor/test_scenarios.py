@@ -269,6 +269,30 @@ SCENARIOS = [
         id="docker-28.2-cdi-by-default-no-nvidia-runtime-info",
     ),
     pytest.param(
+        "docker-cdi-dirs-empty",
+        {
+            "docker.runtime-not-configured": "Docker has no usable nvidia runtime: `docker run --runtime=nvidia` fails with 'unknown or invalid runtime name: nvidia'",
+        },
+        set(),
+        id="docker-cdi-spec-dirs-empty-list-reads-none",
+    ),
+    pytest.param(
+        "docker-cdi-dirs-blank",
+        {
+            "docker.runtime-not-configured": "Docker has no usable nvidia runtime: `docker run --runtime=nvidia` fails with 'unknown or invalid runtime name: nvidia'",
+        },
+        set(),
+        id="docker-cdi-spec-dirs-blank-entry-reads-none",
+    ),
+    pytest.param(
+        "containerd-cdi-only-dir-unread",
+        {
+            "containerd.runtime-not-configured": "containerd has no usable nvidia runtime: pods fail with 'no runtime for \"nvidia\" is configured'",
+        },
+        set(),
+        id="containerd-cdi-only-spec-outside-its-dirs",
+    ),
+    pytest.param(
         "ctk-cdi-dir-unread",
         {
             "toolkit.not-installed": "the NVIDIA Container Toolkit is not installed: no engine can inject GPUs",
@@ -969,6 +993,63 @@ def test_scenario(
             None,
         )
     )
+
+
+@pytest.mark.parametrize(
+    ("node", "check_id", "evidence"),
+    [
+        pytest.param(
+            "docker-cdi-dirs-empty",
+            "docker.runtime-not-configured",
+            [
+                "runtimes: none (no nvidia)",
+                "features.cdi = true, reading no directory: no usable nvidia.com/gpu spec there",
+            ],
+            id="docker-reads-no-directory",
+        ),
+        pytest.param(
+            "containerd-cdi-only-dir-unread",
+            "containerd.runtime-not-configured",
+            [
+                "runtimes: runc (no nvidia)",
+                "enable_cdi = true, reading /etc/cdi: no usable nvidia.com/gpu spec there",
+            ],
+            id="containerd-reads-another-directory",
+        ),
+        pytest.param(
+            "crio-no-runtime-dir-unread",
+            "crio.runtime-not-configured",
+            [
+                "runtimes: crun (no nvidia)",
+                "crio always reads CDI specs, reading /etc/cdi: no usable nvidia.com/gpu spec there",
+            ],
+            id="crio-reads-another-directory",
+        ),
+        pytest.param(
+            "containerd-cdi-only",
+            "containerd.runtime-not-configured",
+            [
+                "runtimes: runc (no nvidia)",
+                "enable_cdi = true",
+                "nvidia.com/gpu spec containerd reads",
+            ],
+            id="containerd-cdi-only",
+        ),
+    ],
+)
+def test_runtime_check_says_where_the_engine_looks_for_cdi_specs(
+    node: str,
+    check_id: str,
+    evidence: list[str],
+    fake_node: Callable[[str], FakeNode],  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An engine without the nvidia runtime that reads CDI specs: the evidence names its
+    setting and, when it fails, the directories it reads, which hold no usable GPU spec."""
+    built = fake_node(node)
+    _, document = run_doctor(built.root, capsys, "--check", check_id)
+    [finding] = document["checks"]
+    assert [e["value"] for e in finding["evidence"]] == evidence
 
 
 @pytest.mark.parametrize(

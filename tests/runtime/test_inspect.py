@@ -160,6 +160,21 @@ def test_docker() -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param("{}", None, id="absent"),
+        pytest.param('{"cdi-spec-dirs": null}', None, id="null"),
+        pytest.param('{"cdi-spec-dirs": []}', (), id="empty-list"),
+        pytest.param('{"cdi-spec-dirs": [""]}', ("",), id="blank-entry"),
+    ],
+)
+def test_docker_cdi_spec_dirs_set_or_not(text: str, expected: tuple[str, ...] | None) -> None:
+    """An empty list is not an absent key: dockerd reads no directory for it, the defaults for
+    an absent one (the doctor's `engine_config.spec_dirs`)."""
+    assert inspect_docker(text, name="d.json").cdi_spec_dirs == expected
+
+
+@pytest.mark.parametrize(
     ("text", "message"),
     [
         pytest.param("", "d.json: empty file, expected a JSON object", id="empty"),
@@ -218,7 +233,7 @@ runtime_type = "oci"
         ),
         default_runtime="nvidia",
         cdi_enabled=None,
-        cdi_spec_dirs=(),
+        cdi_spec_dirs=None,
         imports=(),
         cgroup_driver="systemd",
     )

@@ -9,7 +9,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from ctk.doctor.checks.engine_config import CONFIG_SETTING, cdi_on, cdi_setting, engines_in_use
+from ctk.doctor.checks.engine_config import (
+    CONFIG_SETTING,
+    cdi_on,
+    cdi_setting,
+    engines_in_use,
+    spec_dirs,
+)
 from ctk.doctor.facts import CDI_SPEC_DIRS, EngineFacts, NodeFacts, SpecFileFacts
 from ctk.doctor.model import Evidence
 from ctk.runtime_config.engines import Runtime
@@ -69,7 +75,7 @@ def _engine_reader(runtime: Runtime, engine: EngineFacts) -> CdiReader | None:
     return CdiReader(
         name=engine.engine,
         evidence=Evidence(engine.config_path, cdi_setting(runtime, engine)),
-        dirs=engine.cdi_spec_dirs or CDI_SPEC_DIRS,
+        dirs=spec_dirs(runtime, engine),
         switched_on=setting is not None and engine.cdi_enabled is True,
     )
 
@@ -109,13 +115,19 @@ def cdi_routes(facts: NodeFacts) -> tuple[tuple[CdiReader, tuple[SpecFileFacts, 
     return tuple((reader, specs) for reader, specs in found if specs)
 
 
+def engine_reader(facts: NodeFacts, runtime: Runtime) -> CdiReader | None:
+    """The engine as one of `cdi_readers`; None where it reads no spec (or serves no containers
+    of its own: containerd under Docker alone)."""
+    engine = engines_in_use(facts).get(runtime)
+    return None if engine is None else _engine_reader(runtime, engine)
+
+
 def engine_cdi_route(
     facts: NodeFacts, runtime: Runtime
 ) -> tuple[CdiReader, tuple[SpecFileFacts, ...]] | None:
     """`cdi_routes` for one engine: the engine reading CDI specs and the usable specs it reads;
-    None where it gives no GPUs through CDI (or serves no containers of its own)."""
-    engine = engines_in_use(facts).get(runtime)
-    reader = None if engine is None else _engine_reader(runtime, engine)
+    None where it gives no GPUs through CDI."""
+    reader = engine_reader(facts, runtime)
     if reader is None:
         return None
     specs = tuple(s for s in usable_gpu_specs(facts) if reader.reads(s))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 
-from ctk.doctor.checks.engine_cdi import cdi_only
+from ctk.doctor.checks.engine_cdi import cdi_only, cdi_unusable
 from ctk.doctor.checks.engine_config import (
     cdi_default_on,
     cdi_setting,
@@ -140,6 +140,7 @@ def containerd_runtime(facts: NodeFacts) -> Result:
         "containerd has no usable nvidia runtime: pods fail with "
         "'no runtime for \"nvidia\" is configured'",
         *evidence,
+        *cdi_unusable(facts, Runtime.CONTAINERD),
         commands=("sudo systemctl restart containerd",),
         fixes=(configure_fix("containerd"),),
     )
@@ -261,7 +262,7 @@ def containerd_cdi(facts: NodeFacts) -> Result:
     unused = containerd_unused(facts)
     if unused is not None:
         return unused
-    dirs = {posixpath.normpath(d) for d in containerd.cdi_spec_dirs}
+    dirs = {posixpath.normpath(d) for d in containerd.cdi_spec_dirs or ()}
     wanted = bool(dirs and dirs != set(CDI_SPEC_DIRS)) or bool(
         isinstance(facts.kubernetes, Mapping)
         and facts.kubernetes.get("device_list_strategy") == "cdi-cri"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctk.doctor.checks.engine_cdi import cdi_only
+from ctk.doctor.checks.engine_cdi import cdi_only, cdi_unusable
 from ctk.doctor.checks.engine_config import (
     configure_fix,
     engine_not_installed,
@@ -58,6 +58,7 @@ def crio_runtime(facts: NodeFacts) -> Result:
     return fail(
         "CRI-O has no usable nvidia runtime",
         *evidence,
+        *cdi_unusable(facts, Runtime.CRIO),
         commands=("sudo systemctl restart crio",),
         fixes=(configure_fix("crio"),),
     )

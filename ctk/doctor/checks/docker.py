@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctk.doctor.checks.engine_cdi import cdi_only
+from ctk.doctor.checks.engine_cdi import cdi_only, cdi_unusable
 from ctk.doctor.checks.engine_config import (
     cdi_default_on,
     cdi_setting,
@@ -111,6 +111,7 @@ def docker_runtime(facts: NodeFacts) -> Result:
         "Docker has no usable nvidia runtime: `docker run --runtime=nvidia` fails with "
         "'unknown or invalid runtime name: nvidia'",
         *evidence,
+        *cdi_unusable(facts, Runtime.DOCKER),
         commands=("sudo systemctl restart docker",),
         fixes=(configure_fix("docker"),),
     )

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from ctk.doctor.checks.cdi_readers import engine_cdi_route
+from ctk.doctor.checks.cdi_readers import engine_cdi_route, engine_reader
 from ctk.doctor.checks.engine_config import configure_fix, nvidia_runtime_entry
 from ctk.doctor.checks.toolkit import installed
 from ctk.doctor.facts import NodeFacts
@@ -103,4 +103,19 @@ def cdi_only(facts: NodeFacts, runtime: Runtime) -> Result | None:
         fixes=(configure_fix(runtime),),
         severity=Severity.INFO,
         notes=("nothing to do where every GPU request on this node is a CDI request",),
+    )
+
+
+def cdi_unusable(facts: NodeFacts, runtime: Runtime) -> tuple[Evidence, ...]:
+    """Evidence for an engine's runtime check that fails although the engine reads CDI specs:
+    the directories it reads, none of which holds a usable nvidia.com/gpu spec."""
+    reader = engine_reader(facts, runtime)
+    if reader is None or engine_cdi_route(facts, runtime) is not None:
+        return ()
+    dirs = ", ".join(reader.dirs) or "no directory"
+    return (
+        Evidence(
+            reader.evidence.source,
+            f"{reader.evidence.value}, reading {dirs}: no usable nvidia.com/gpu spec there",
+        ),
     )

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
-from ctk.doctor.facts import EngineFacts, NodeFacts, RuntimeEntry
+from ctk.doctor.facts import CDI_SPEC_DIRS, EngineFacts, NodeFacts, RuntimeEntry
 from ctk.doctor.fixes import ConfigureRuntime
 from ctk.doctor.model import (
     Evidence,
@@ -152,3 +152,24 @@ def cdi_setting(runtime: Runtime, engine: EngineFacts) -> str:
     if engine.cdi_enabled is not None:
         return f"{setting} = {str(engine.cdi_enabled).lower()}"
     return cdi_default_on(runtime, engine) or f"{setting} not set"
+
+
+EMPTY_SPEC_DIRS_READ_NONE: Final[Mapping[Runtime, bool]] = {
+    Runtime.DOCKER: True,
+    Runtime.CONTAINERD: False,
+    Runtime.CRIO: False,
+}
+"""Whether an empty list of spec directories in the engine's config means no directory (True)
+or the defaults. dockerd (25.0 on, moby 3b71197f) replaces /etc/cdi and /var/run/cdi with
+`cdi-spec-dirs` when the key is set, and takes `[]` and `[""]` as no directory: CDI device
+requests then fail ('CDI device injection failed', no spec directories). containerd's and CRI-O's
+handling of an empty list is not verified: taken as unset, as before."""
+
+
+def spec_dirs(runtime: Runtime, engine: EngineFacts) -> tuple[str, ...]:
+    """The directories the engine reads CDI spec files from (whether it reads any: `cdi_on`):
+    the config's list where set, else the defaults; an entry "" names no directory."""
+    dirs = engine.cdi_spec_dirs
+    if dirs is None or (not dirs and not EMPTY_SPEC_DIRS_READ_NONE[runtime]):
+        return CDI_SPEC_DIRS
+    return tuple(d for d in dirs if d)

@@ -113,7 +113,8 @@ def gather(
         directory
         for engine in engines.values()
         if not isinstance(engine, TimedOut)
-        for directory in engine.cdi_spec_dirs
+        for directory in engine.cdi_spec_dirs or ()
+        if directory  # "" names no directory (dockerd: no CDI), not the node's /
     )
     cdi = g.step("cdi", lambda: gather_cdi(g, extra_dirs))
     container = (

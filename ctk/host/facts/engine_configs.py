@@ -202,7 +202,7 @@ def _engine(
         default_runtime=view.default_runtime,
         cdi_enabled=view.cdi_enabled,
         config_version=view.version,
-        cdi_spec_dirs=tuple(view.cdi_spec_dirs),
+        cdi_spec_dirs=view.cdi_spec_dirs,
         cgroup_driver=view.cgroup_driver,
         imports=tuple(view.imports),
     )
