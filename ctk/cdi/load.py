@@ -23,7 +23,15 @@ from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ctk.cdi.problems import Path, Problem, ProblemSeverity
-from ctk.cdi.schema import Shape, compiled
+from ctk.cdi.schema import (
+    EXPECTED,
+    Shape,
+    allowed_text,
+    compiled,
+    fault,
+    fields_text,
+    shorten,
+)
 
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -180,10 +188,6 @@ def _mark(node: Node) -> tuple[int, int]:
     return mark.line + 1, mark.column + 1
 
 
-def _shorten(text: str) -> str:
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
 def describe(node: Node) -> str:
     """A few words naming what ``node`` is, for messages."""
     if isinstance(node, MappingNode):
@@ -191,7 +195,7 @@ def describe(node: Node) -> str:
     if isinstance(node, SequenceNode):
         return "a list"
     value = str(node.value)
-    shown = _shorten(value)
+    shown = shorten(value)
     tag = str(node.tag)
     names = {STR: "the string", INT: "the integer", BOOL: "the boolean", FLOAT: "the number"}
     if tag == NULL:
@@ -243,9 +247,9 @@ class _Decoder:
         if isinstance(node, ScalarNode) and expected == "a string" and not node.style:
             hint = "; quote it to make it a string"
         if isinstance(node, ScalarNode) and node.tag == NULL:
-            self.report(node, "parse.null", f"expected {expected}, found {found}; omit the field")
+            self.report(node, "parse.null", fault("parse.null", expected, found))
         else:
-            self.report(node, "parse.type", f"expected {expected}, found {found}{hint}")
+            self.report(node, "parse.type", fault("parse.type", expected, found) + hint)
         return _INVALID
 
     def integer(self, node: ScalarNode, shape: Shape) -> object:
@@ -261,7 +265,7 @@ class _Decoder:
         if real is None:
             if yaml11 == FLOAT and ":" in text:
                 return self._base60(node, "a number")
-            self.report(node, "parse.type", f"{_shorten(text)!r} is not a number CDI runtimes read")
+            self.report(node, "parse.type", f"{shorten(text)!r} is not a number CDI runtimes read")
             return _INVALID
         number = _go_json_integer(real)
         if number is None:
@@ -282,7 +286,7 @@ class _Decoder:
         if number is None:
             if yaml11 == INT:  # a YAML 1.1 base-60 number such as 1:30
                 return self._base60(node, "an integer")
-            self.report(node, "parse.type", f"{_shorten(text)!r} is not a YAML integer")
+            self.report(node, "parse.type", f"{shorten(text)!r} is not a YAML integer")
             return _INVALID
         if not self._in_range(node, number, low, high):
             return _INVALID
@@ -301,7 +305,7 @@ class _Decoder:
     def _in_range(self, node: Node, number: int, low: int | None, high: int | None) -> bool:
         if (low is not None and number < low) or (high is not None and number > high):
             shown = str(number) if number.bit_length() <= 128 else describe(node)
-            self.report(node, "schema.range", f"{shown} is out of range ({low} to {high})")
+            self.report(node, "schema.range", fault("schema.range", shown, low, high))
             return False
         return True
 
@@ -326,7 +330,7 @@ class _Decoder:
 
     def scalar(self, node: Node, shape: Shape) -> object:
         if not isinstance(node, ScalarNode):
-            return self._wrong_type(node, _EXPECTED[shape.type])
+            return self._wrong_type(node, EXPECTED[shape.type])
         tag = node.tag
         value: object
         if shape.type == "string":
@@ -342,7 +346,7 @@ class _Decoder:
                 return self._wrong_type(node, "a string")
             value = node.value
             if len(node.value) < shape.min_length:
-                self.report(node, "schema.empty", "must not be empty")
+                self.report(node, "schema.empty", fault("schema.empty"))
                 return _INVALID
         elif shape.type == "integer":
             value = self.integer(node, shape)
@@ -353,8 +357,7 @@ class _Decoder:
                 return self._wrong_type(node, "a boolean")
             value = _BOOLEANS[node.value]
         if shape.enum is not None and value not in shape.enum:
-            allowed = ", ".join(repr(v) for v in shape.enum if v != "")
-            self.report(node, "schema.enum", f"{value!r} is not one of {allowed}")
+            self.report(node, "schema.enum", fault("schema.enum", value, allowed_text(shape)))
             return _INVALID
         return value
 
@@ -369,7 +372,7 @@ class _Decoder:
             if value is not _INVALID:
                 out.append(value)
         if len(node.value) < shape.min_items:
-            self.report(node, "schema.min-items", f"needs at least {shape.min_items} item(s)")
+            self.report(node, "schema.min-items", fault("schema.min-items", shape.min_items))
         return out
 
     def _pairs(
@@ -411,7 +414,7 @@ class _Decoder:
     def _key(self, key_node: Node) -> str | None:
         if isinstance(key_node, ScalarNode) and key_node.tag == STR:
             return str(key_node.value)
-        self.report(key_node, "parse.key-type", f"keys must be strings, found {describe(key_node)}")
+        self.report(key_node, "parse.key-type", fault("parse.key-type", describe(key_node)))
         return None
 
     def mapping(self, node: Node, shape: Shape) -> object:
@@ -433,11 +436,10 @@ class _Decoder:
             seen[key] = key_node
             canonical = shape.folded.get(key.lower())
             if canonical is None:
-                expected = ", ".join(shape.properties)
                 self.report(
                     key_node,
                     "schema.unknown-field",
-                    f"unknown field {key!r} (expected one of: {expected})",
+                    fault("schema.unknown-field", key, fields_text(shape)),
                     key=key,
                 )
                 continue
@@ -445,7 +447,7 @@ class _Decoder:
                 self.report(
                     key_node,
                     "parse.case-duplicate",
-                    f"key {key!r} differs only in case from {spelled[canonical]!r}",
+                    fault("parse.case-duplicate", key, spelled[canonical]),
                 )
                 continue
             spelled[canonical] = key
@@ -453,7 +455,7 @@ class _Decoder:
                 self.report(
                     key_node,
                     "parse.key-case",
-                    f"key {key!r} is spelled {canonical!r} in the specification",
+                    fault("parse.key-case", key, canonical),
                     warn=True,
                 )
             value = self.value(value_node, shape.properties[canonical])
@@ -461,7 +463,7 @@ class _Decoder:
                 out[canonical] = value
         for name in shape.required:
             if name not in spelled:
-                self.report(node, "schema.required", f"missing required field {name!r}")
+                self.report(node, "schema.required", fault("schema.required", name))
         return out
 
     def map(self, node: Node, shape: Shape) -> object:
@@ -483,22 +485,12 @@ class _Decoder:
                 continue
             seen[key] = key_node
             if len(key) < shape.key_min_length:
-                self.report(key_node, "schema.empty-key", "keys must not be empty", key=key)
+                self.report(key_node, "schema.empty-key", fault("schema.empty-key"), key=key)
                 continue
             value = self.value(value_node, values)
             if value is not _INVALID:
                 out[key] = value
         return out
-
-
-_EXPECTED = {
-    "string": "a string",
-    "integer": "an integer",
-    "boolean": "a boolean",
-    "object": "a mapping",
-    "map": "a mapping",
-    "array": "a list",
-}
 
 
 @dataclass(frozen=True, slots=True)

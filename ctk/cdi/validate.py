@@ -3,18 +3,19 @@
 `validate_text()` / `validate_bytes()` are the public entry points; the doctor and the CLI use
 them. Decoding and the schema (types, required and unknown fields, enums, ranges) happen in
 `ctk.cdi.load`; the rules the schema cannot express are here, one small function each, on the
-decoded values. Each problem names a rule from `RULES`.
+decoded values. Each problem names a rule from `RULES`. `validate_data()` judges a spec ctk built
+as plain data by the same schema and rules, without reading text (so without YAML).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Final, NamedTuple
 
 from ctk.cdi import names, version
-from ctk.cdi.load import load_text, locate
 from ctk.cdi.problems import Path, Problem, ProblemSeverity, format_path
+from ctk.cdi.schema import check_data
 
 RULES: Final[Mapping[str, str]] = {
     "read.error": "the file cannot be read",
@@ -425,8 +426,39 @@ def _bounded(problems: list[Problem]) -> list[Problem]:
     return [*shown, replace(more, severity=severity)]
 
 
+Locate = Callable[[Path, bool], tuple[int | None, int | None]]
+"""Line and column of the node at a path (the key's, with ``True``), in the text judged."""
+
+
+def _report(
+    source: str, spec: dict[str, object], problems: list[Problem], where: Locate | None
+) -> SpecReport:
+    """The report on the decoded ``spec``: the decoder's ``problems`` and the rules' own."""
+    broken = _broken_edits(problems)
+    needs = version.requirements(spec)
+    for issue in _check_spec(spec, broken, needs):
+        line = column = None
+        if where is not None and len(problems) <= PROBLEM_LIMIT:  # past it, only counted
+            line, column = where(issue.path, issue.at_key)
+        problems.append(
+            Problem(issue.rule, issue.message, issue.path, line, column, issue.severity)
+        )
+    declared, kind = spec.get("cdiVersion"), spec.get("kind")
+    return SpecReport(
+        source,
+        spec,
+        tuple(_bounded(problems)),
+        version.highest_version(needs),
+        declared if isinstance(declared, str) else None,
+        kind if isinstance(kind, str) else None,
+        tuple(name for _, name, device in _devices(spec) if "name" in device),
+    )
+
+
 def validate_text(text: str, source: str = "<text>") -> SpecReport:
     """Validate the CDI spec ``text`` (YAML or JSON); ``source`` names it in the report."""
+    from ctk.cdi.load import load_text, locate  # YAML: not for `validate_data`'s callers
+
     loaded = load_text(text, strict_json=source.endswith(".json"))
     problems = list(loaded.problems)
     spec = loaded.value
@@ -434,27 +466,20 @@ def validate_text(text: str, source: str = "<text>") -> SpecReport:
         if loaded.root is not None and not problems:
             problems.append(Problem("parse.type", "a CDI spec must be a mapping"))
         return SpecReport(source, None, tuple(problems), None)
-    broken = _broken_edits(problems)
-    needs = version.requirements(spec)
-    for issue in _check_spec(spec, broken, needs):
-        if len(problems) > PROBLEM_LIMIT:  # not worth locating: only counted
-            problems.append(Problem(issue.rule, issue.message, severity=issue.severity))
-            continue
-        line, column = locate(loaded.root, issue.path, at_key=issue.at_key)
-        problems.append(
-            Problem(issue.rule, issue.message, issue.path, line, column, issue.severity)
-        )
-    problems = _bounded(problems)
-    declared, kind = spec.get("cdiVersion"), spec.get("kind")
-    return SpecReport(
-        source,
-        spec,
-        tuple(problems),
-        version.highest_version(needs),
-        declared if isinstance(declared, str) else None,
-        kind if isinstance(kind, str) else None,
-        tuple(name for _, name, device in _devices(spec) if "name" in device),
-    )
+    root = loaded.root
+    return _report(source, spec, problems, lambda path, at_key: locate(root, path, at_key=at_key))
+
+
+def validate_data(data: object, source: str = "<data>") -> SpecReport:
+    """Validate a spec given as plain data (dicts, lists, str, int, bool), as ctk builds one.
+
+    The same schema and rules as `validate_text`, less what only text shows (syntax, duplicate
+    keys, YAML's scalar types); the problems carry no line or column.
+    """
+    spec, problems = check_data(data)
+    if spec is None:
+        return SpecReport(source, None, tuple(problems), None)
+    return _report(source, spec, problems, None)
 
 
 def validate_bytes(data: bytes, source: str) -> SpecReport:

@@ -303,7 +303,6 @@ def _generate(
 ) -> tuple[Spec, str]:
     """Gather, build, render and check: the spec and its text."""
     from ctk.cdi.generate import build_spec, missing_core_libraries
-    from ctk.cdi.serialize import render
     from ctk.host.driver import SearchPaths, gather
 
     search = SearchPaths(
@@ -328,7 +327,7 @@ def _generate(
             f"warning: {name} (the NVML library) not found under driver root {driver_root}; "
             "nvidia-smi and other NVML tools will fail in containers\n"
         )
-    return spec, _checked(render(spec, spec_format), spec_format)
+    return spec, _checked(spec, spec_format)
 
 
 def _generate_class(
@@ -342,7 +341,6 @@ def _generate_class(
 ) -> tuple[Spec, str]:
     """`_generate` for csv, wsl, imex, gds, gdrcopy, mofed and nvswitch."""
     from ctk.cdi.modes import build_class_spec, class_warnings
-    from ctk.cdi.serialize import render
     from ctk.host.modes import CsvOptions, gather_class
 
     csv = csv or CsvOptions()
@@ -355,21 +353,24 @@ def _generate_class(
     if facts.link_groups or facts.mounts:  # wsl and csv specs carry hooks
         options = _hook_program(options, driver_root)
     spec = build_class_spec(facts, options)
-    return spec, _checked(render(spec, spec_format), spec_format)
+    return spec, _checked(spec, spec_format)
 
 
-def _checked(text: str, spec_format: SpecFormat) -> str:
-    """``text`` after `ctk cdi validate`'s checks: an invalid spec is never written."""
-    from ctk.cdi.validate import validate_text
+def _checked(spec: Spec, spec_format: SpecFormat) -> str:
+    """The text of ``spec`` once it passed `ctk cdi validate`'s checks: an invalid spec is
+    never written. Its data is judged, not the text: the writer's round trip is tested."""
+    from ctk.cdi.serialize import render_data, spec_data
+    from ctk.cdi.validate import validate_data
 
-    report = validate_text(text, f"nvidia.{spec_format.value}")
+    data = spec_data(spec)
+    report = validate_data(data, f"nvidia.{spec_format.value}")
     if not report.valid:
         first = report.errors[0]
         raise CtkError(
             f"the generated spec is invalid ({first.rule}: {first.message}); nothing was written",
             hint="this is a bug in ctk: report it with the output of --debug",
         )
-    return text
+    return render_data(data, spec_format)
 
 
 def _summary(spec: Spec) -> str:

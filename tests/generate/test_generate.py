@@ -6,6 +6,8 @@ Regenerate them with `CTK_UPDATE_GOLDEN=1 pytest tests/generate` and review the 
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import json
 import os
 import shutil
@@ -16,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ctk.cdi.model import Spec
 from ctk.cdi.validate import validate_text
 from ctk.cli.app import main
 from tests.fake_nvml import FakeNode
@@ -534,3 +537,49 @@ def test_summary_counts_one_device_in_the_singular(
         0,
         f"wrote {output} (cdiVersion 0.5.0, kind management.nvidia.com/gpu, 1 device)\n",
     )
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("node_name", "mode", "builder"),
+    [
+        pytest.param("workstation", "management", "ctk.cdi.generate.build_spec", id="management"),
+        pytest.param("gpudirect", "gds", "ctk.cdi.modes.build_class_spec", id="class-mode"),
+    ],
+)
+def test_an_invalid_spec_is_never_written(
+    node_name: str,
+    mode: str,
+    builder: str,
+    *,
+    fake_node: MakeNode,
+    hook_program: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What was built is judged by `ctk cdi validate`'s rules before it is written: a guard
+    against ctk's own bugs, shown here with a builder that names the first device badly."""
+    module_name, _, function = builder.rpartition(".")
+    module = importlib.import_module(module_name)
+    build = getattr(module, function)
+
+    def broken(*args: object, **kwargs: object) -> Spec:
+        spec: Spec = build(*args, **kwargs)
+        first = dataclasses.replace(spec.devices[0], name="-bad")
+        return dataclasses.replace(spec, devices=(first, *spec.devices[1:]))
+
+    monkeypatch.setattr(module, function, broken)
+    node = fake_node(node_name)
+    output = tmp_path / "nvidia.yaml"
+    output.write_bytes(b"# the old spec\n")
+    argv = ["cdi", "generate", "--mode", mode, "--hook-path", str(hook_program), *_roots(node)]
+    code = main([*argv, "-o", str(output)])
+    out, err = capsys.readouterr()
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [
+        "error: the generated spec is invalid (device.name: device name '-bad' must start with "
+        "an ASCII letter or digit); nothing was written",
+        "hint: this is a bug in ctk: report it with the output of --debug",
+    ]
+    assert output.read_bytes() == b"# the old spec\n"
