@@ -8,7 +8,8 @@ from dataclasses import replace
 import pytest
 
 from ctk.doctor.checks.cdi import cdi_consumers
-from ctk.doctor.checks.cdi_readers import CdiReader, cdi_readers, spec_to_keep
+from ctk.doctor.checks.cdi_readers import CdiReader, cdi_readers, engine_cdi_route, spec_to_keep
+from ctk.doctor.checks.engine_cdi import cdi_only
 from ctk.doctor.checks.engine_config import CONFIG_SETTING
 from ctk.doctor.checks.toolkit import cdi_route
 from ctk.doctor.facts import (
@@ -19,7 +20,7 @@ from ctk.doctor.facts import (
     SpecFileFacts,
     ToolkitFacts,
 )
-from ctk.doctor.model import Evidence
+from ctk.doctor.model import Evidence, Severity, Status
 from ctk.runtime_config.engines import Runtime
 
 DOCKER = EngineFacts(
@@ -313,3 +314,97 @@ def test_cdi_route_needs_a_usable_gpu_spec(spec: SpecFileFacts) -> None:
 def test_spec_to_keep(paths: list[str], expected: str) -> None:
     """What a clash keeps is what regenerating rewrites (cdi.spec-conflict, mig.spec_output)."""
     assert spec_to_keep(paths) == expected
+
+
+def gpus_through_cdi(facts: NodeFacts, runtime: Runtime, **kubernetes: str) -> Status | None:
+    """What an engine's runtime check makes of ``facts`` with SPEC in /var/run/cdi and no nvidia
+    runtime (`cdi_only`): ok, a warning of severity info, or None (it fails as before)."""
+    facts = replace(facts, cdi=CdiFacts(dirs=DEFAULT_DIRS, specs=(SPEC,)), kubernetes=kubernetes)
+    result = cdi_only(facts, runtime)
+    if result is None:
+        return None
+    assert result.severity is (Severity.INFO if result.status is Status.WARN else None)
+    return result.status
+
+
+CONTAINERD_DEFAULT_DIRS = replace(CONTAINERD, cdi_spec_dirs=())
+
+
+@pytest.mark.parametrize(
+    ("facts", "runtime", "kubernetes", "expected"),
+    [
+        pytest.param(node(CRIO, mode="auto"), Runtime.CRIO, {}, Status.WARN, id="crio-by-itself"),
+        pytest.param(
+            node(CRIO, mode="auto"),
+            Runtime.CRIO,
+            {"device_list_strategy": "cdi-cri"},
+            Status.OK,
+            id="crio-device-plugin-cdi-cri",
+        ),
+        pytest.param(
+            node(CRIO, mode="auto"),
+            Runtime.CRIO,
+            {"device_list_strategy": "envvar"},
+            None,
+            id="crio-device-plugin-envvar",
+        ),
+        pytest.param(
+            node(CRIO, mode="auto"),
+            Runtime.CRIO,
+            {"device_list_strategy": "envvar, cdi-annotations"},
+            Status.OK,
+            id="crio-device-plugin-cdi-among-others",
+        ),
+        pytest.param(node(CRIO), Runtime.CRIO, {}, Status.OK, id="crio-no-toolkit"),
+        pytest.param(
+            node(replace(CRIO, cdi_spec_dirs=("/etc/cdi",))),
+            Runtime.CRIO,
+            {},
+            None,
+            id="crio-spec-outside-its-dirs",
+        ),
+        pytest.param(
+            node(CONTAINERD_DEFAULT_DIRS, mode="auto"),
+            Runtime.CONTAINERD,
+            {},
+            Status.OK,
+            id="containerd-enable-cdi",
+        ),
+        pytest.param(
+            node(CONTAINERD, mode="auto"), Runtime.CONTAINERD, {}, None, id="containerd-own-dirs"
+        ),
+        pytest.param(
+            node(replace(CONTAINERD_2, cdi_spec_dirs=()), mode="auto"),
+            Runtime.CONTAINERD,
+            {},
+            Status.WARN,
+            id="containerd-2-by-default",
+        ),
+        pytest.param(
+            node(replace(CONTAINERD_DEFAULT_DIRS, cdi_enabled=False), mode="auto"),
+            Runtime.CONTAINERD,
+            {},
+            None,
+            id="containerd-cdi-off",
+        ),
+        pytest.param(node(DOCKER, mode="auto"), Runtime.DOCKER, {}, Status.OK, id="docker-cdi-on"),
+        pytest.param(
+            node(DOCKER_28_2, mode="auto"), Runtime.DOCKER, {}, Status.WARN, id="docker-28.2"
+        ),
+    ],
+)
+def test_cdi_only(
+    facts: NodeFacts, runtime: Runtime, kubernetes: dict[str, str], expected: Status | None
+) -> None:
+    """An engine with no nvidia runtime that reads a usable spec: chosen (a setting, the device
+    plugin, no toolkit) is ok; by default an info finding; a device plugin that hands out GPUs
+    as NVIDIA_VISIBLE_DEVICES, or a spec outside the engine's directories, leaves the failure."""
+    assert gpus_through_cdi(facts, runtime, **kubernetes) is expected
+
+
+def test_no_cdi_route_through_containerd_under_docker_alone() -> None:
+    """containerd that only runs Docker's containers serves no CDI request of its own."""
+    facts = node(DOCKER, CONTAINERD_DEFAULT_DIRS, kubelet=False)
+    facts = replace(facts, cdi=CdiFacts(dirs=DEFAULT_DIRS, specs=(SPEC,)))
+    assert engine_cdi_route(facts, Runtime.DOCKER) == (DOCKER_READER, (SPEC,))
+    assert engine_cdi_route(facts, Runtime.CONTAINERD) is None

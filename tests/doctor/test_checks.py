@@ -25,6 +25,7 @@ from ctk.doctor.facts import (
     NodeFacts,
     NvmlAnswer,
     ProcGpu,
+    RuntimeEntry,
     SpecFileFacts,
     ToolkitFacts,
     Unavailable,
@@ -327,6 +328,7 @@ CASES = [
                     installed=True,
                     config_path="/etc/containerd/config.toml",
                     default_runtime="runc",
+                    runtimes={"nvidia": RuntimeEntry(name="nvidia", binary="/usr/bin/nvidia-ctr")},
                 )
             },
             kubernetes={"runtimeclass_handlers": ["kata"]},
@@ -344,6 +346,25 @@ CASES = [
             notes=("or create a RuntimeClass named nvidia with handler nvidia",),
         ),
         id="no-default-no-runtimeclass",
+    ),
+    pytest.param(
+        "containerd.not-default-no-runtimeclass",
+        NodeFacts(
+            engines={
+                Runtime.CONTAINERD: EngineFacts(
+                    engine="containerd",
+                    installed=True,
+                    config_path="/etc/containerd/config.toml",
+                    default_runtime="runc",
+                )
+            },
+            kubernetes={"runtimeclass_handlers": ["kata"]},
+        ),
+        Result(
+            status=Status.SKIP,
+            summary="containerd has no nvidia runtime (see containerd.runtime-not-configured)",
+        ),
+        id="no-nvidia-runtime-to-reach",
     ),
     pytest.param(
         "k8s.runtimeclass-handler-missing",

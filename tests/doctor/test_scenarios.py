@@ -233,6 +233,42 @@ SCENARIOS = [
         id="crio-cdi-only-no-toolkit-healthy",
     ),
     pytest.param(
+        "containerd-cdi-only",
+        {},
+        set(),
+        id="containerd-cdi-only-no-nvidia-runtime-healthy",
+    ),
+    pytest.param(
+        "containerd-2-cdi-only",
+        {
+            "containerd.runtime-not-configured": "containerd has no nvidia runtime: only CDI requests (a device plugin or DRA driver handing out CDI devices) get GPUs from /var/run/cdi/nvidia.yaml; NVIDIA_VISIBLE_DEVICES and runtimeClassName nvidia get no GPU",
+        },
+        set(),
+        id="containerd-2-cdi-by-default-no-nvidia-runtime-info",
+    ),
+    pytest.param(
+        "crio-cdi-only-no-handler",
+        {},
+        set(),
+        id="crio-cdi-only-no-handler-no-toolkit-healthy",
+    ),
+    pytest.param(
+        "crio-no-runtime-dir-unread",
+        {
+            "crio.runtime-not-configured": "CRI-O has no usable nvidia runtime",
+        },
+        set(),
+        id="crio-no-runtime-spec-outside-its-dirs",
+    ),
+    pytest.param(
+        "docker-cdi-default-no-runtime",
+        {
+            "docker.runtime-not-configured": "Docker has no nvidia runtime: only CDI requests (docker run --device nvidia.com/gpu=...) get GPUs from /var/run/cdi/nvidia.yaml; `docker run --runtime=nvidia` fails with 'unknown or invalid runtime name: nvidia'",
+        },
+        set(),
+        id="docker-28.2-cdi-by-default-no-nvidia-runtime-info",
+    ),
+    pytest.param(
         "ctk-cdi-dir-unread",
         {
             "toolkit.not-installed": "the NVIDIA Container Toolkit is not installed: no engine can inject GPUs",
@@ -607,7 +643,7 @@ SCENARIOS = [
     pytest.param(
         "crio-no-runtime",
         {
-            "crio.runtime-not-configured": "CRI-O has no usable nvidia runtime",
+            "crio.runtime-not-configured": "CRI-O has no nvidia runtime: only CDI requests (a device plugin or DRA driver handing out CDI devices) get GPUs from /var/run/cdi/nvidia.yaml; NVIDIA_VISIBLE_DEVICES and runtimeClassName nvidia get no GPU",
         },
         set(),
         id="crio-no-runtime",

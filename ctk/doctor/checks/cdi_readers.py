@@ -1,5 +1,6 @@
-"""What the cdi, toolkit and mig checks share about CDI: the node's GPU specs and the programs
-that read spec files (registers no check)."""
+"""What the cdi, toolkit, mig and engine checks share about CDI: the node's GPU specs, the
+programs that read spec files, and which of them give containers GPUs through CDI (registers no
+check)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from dataclasses import dataclass
 from typing import Final
 
 from ctk.doctor.checks.engine_config import CONFIG_SETTING, cdi_on, cdi_setting, engines_in_use
-from ctk.doctor.facts import CDI_SPEC_DIRS, NodeFacts, SpecFileFacts
+from ctk.doctor.facts import CDI_SPEC_DIRS, EngineFacts, NodeFacts, SpecFileFacts
 from ctk.doctor.model import Evidence
+from ctk.runtime_config.engines import Runtime
 
 GPU_KIND: Final = "nvidia.com/gpu"
 
@@ -56,24 +58,30 @@ def gpu_specs(facts: NodeFacts) -> tuple[SpecFileFacts, ...]:
     return tuple(spec for spec in facts.cdi.specs if spec.kind == GPU_KIND)
 
 
+def _engine_reader(runtime: Runtime, engine: EngineFacts) -> CdiReader | None:
+    """The engine as a reader of CDI specs; None where it reads none (CDI off, a broken or
+    unreadable config)."""
+    setting = CONFIG_SETTING[runtime]
+    if setting is not None and not cdi_on(runtime, engine):
+        return None
+    if engine.error is not None or engine.needs_root:
+        return None  # a broken config stops the engine; an unreadable one names no directories
+    return CdiReader(
+        name=engine.engine,
+        evidence=Evidence(engine.config_path, cdi_setting(runtime, engine)),
+        dirs=engine.cdi_spec_dirs or CDI_SPEC_DIRS,
+        switched_on=setting is not None and engine.cdi_enabled is True,
+    )
+
+
 def cdi_readers(facts: NodeFacts) -> tuple[CdiReader, ...]:
     """The engines (and podman) that read CDI specs on this node, each with its directories
     (containerd only where its CRI plugin serves: under Docker alone nothing asks it for CDI)."""
-    readers = []
-    for runtime, engine in engines_in_use(facts).items():
-        setting = CONFIG_SETTING[runtime]
-        if setting is not None and not cdi_on(runtime, engine):
-            continue
-        if engine.error is not None or engine.needs_root:
-            continue  # a broken config stops the engine; an unreadable one names no directories
-        readers.append(
-            CdiReader(
-                name=engine.engine,
-                evidence=Evidence(engine.config_path, cdi_setting(runtime, engine)),
-                dirs=engine.cdi_spec_dirs or CDI_SPEC_DIRS,
-                switched_on=setting is not None and engine.cdi_enabled is True,
-            )
-        )
+    readers = [
+        reader
+        for runtime, engine in engines_in_use(facts).items()
+        if (reader := _engine_reader(runtime, engine)) is not None
+    ]
     podman = facts.toolkit.binaries.get("podman")
     if podman is not None:
         readers.append(
@@ -85,3 +93,30 @@ def cdi_readers(facts: NodeFacts) -> tuple[CdiReader, ...]:
             )
         )
     return tuple(readers)
+
+
+def usable_gpu_specs(facts: NodeFacts) -> tuple[SpecFileFacts, ...]:
+    """The nvidia.com/gpu specs a reader can inject from: valid, with every hook program they
+    name present."""
+    return tuple(s for s in gpu_specs(facts) if not s.problems and not s.missing_hook_paths)
+
+
+def cdi_routes(facts: NodeFacts) -> tuple[tuple[CdiReader, tuple[SpecFileFacts, ...]], ...]:
+    """The readers that give containers GPUs through CDI, each with the usable specs it reads
+    (a reader whose directories hold none is left out)."""
+    usable = usable_gpu_specs(facts)
+    found = ((reader, tuple(s for s in usable if reader.reads(s))) for reader in cdi_readers(facts))
+    return tuple((reader, specs) for reader, specs in found if specs)
+
+
+def engine_cdi_route(
+    facts: NodeFacts, runtime: Runtime
+) -> tuple[CdiReader, tuple[SpecFileFacts, ...]] | None:
+    """`cdi_routes` for one engine: the engine reading CDI specs and the usable specs it reads;
+    None where it gives no GPUs through CDI (or serves no containers of its own)."""
+    engine = engines_in_use(facts).get(runtime)
+    reader = None if engine is None else _engine_reader(runtime, engine)
+    if reader is None:
+        return None
+    specs = tuple(s for s in usable_gpu_specs(facts) if reader.reads(s))
+    return (reader, specs) if specs else None

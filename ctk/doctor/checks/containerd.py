@@ -5,6 +5,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 
+from ctk.doctor.checks.engine_cdi import cdi_only
 from ctk.doctor.checks.engine_config import (
     cdi_default_on,
     cdi_setting,
@@ -113,7 +114,8 @@ def drop_in_not_imported(facts: NodeFacts) -> Result:
     where=HOST_ONLY,
 )
 def containerd_runtime(facts: NodeFacts) -> Result:
-    """`no runtime for "nvidia" is configured`."""
+    """`no runtime for "nvidia" is configured`; none needed where containerd reads a usable
+    nvidia.com/gpu spec (`cdi_only`)."""
     containerd = facts.engine(Runtime.CONTAINERD)
     blocked = containerd_unused(facts) or engine_not_installed(containerd)
     if blocked is not None and containerd.error is None:
@@ -131,6 +133,9 @@ def containerd_runtime(facts: NodeFacts) -> Result:
     missing = runtime_binary_missing(containerd, "sudo systemctl restart containerd")
     if missing is not None:
         return missing
+    cdi = cdi_only(facts, Runtime.CONTAINERD)
+    if cdi is not None:
+        return cdi
     return fail(
         "containerd has no usable nvidia runtime: pods fail with "
         "'no runtime for \"nvidia\" is configured'",
@@ -220,6 +225,8 @@ def not_default_no_runtimeclass(facts: NodeFacts) -> Result:
     if isinstance(node, Result):
         return node
     containerd = facts.engine(Runtime.CONTAINERD)
+    if "nvidia" not in containerd.runtimes:  # CDI alone gives GPUs to pods under runc
+        return skip("containerd has no nvidia runtime (see containerd.runtime-not-configured)")
     if containerd.default_runtime == "nvidia":
         return ok("nvidia is containerd's default runtime")
     handlers = set(node.get("runtimeclass_handlers", ()))

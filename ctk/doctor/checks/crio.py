@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ctk.doctor.checks.engine_cdi import cdi_only
 from ctk.doctor.checks.engine_config import (
     configure_fix,
     engine_not_installed,
@@ -32,7 +33,8 @@ from ctk.runtime_config.engines import Runtime
     where=HOST_ONLY,
 )
 def crio_runtime(facts: NodeFacts) -> Result:
-    """No `[crio.runtime.runtimes.nvidia]` and no OCI hook."""
+    """No `[crio.runtime.runtimes.nvidia]`, no OCI hook, and no usable nvidia.com/gpu spec in
+    CRI-O's spec directories (`cdi_only`)."""
     crio = facts.engine(Runtime.CRIO)
     blocked = engine_not_installed(crio)
     if blocked is not None and crio.error is None:
@@ -50,6 +52,9 @@ def crio_runtime(facts: NodeFacts) -> Result:
         return missing
     if facts.toolkit.oci_hooks:
         return ok("the (deprecated) NVIDIA OCI hook is installed")
+    cdi = cdi_only(facts, Runtime.CRIO)
+    if cdi is not None:
+        return cdi
     return fail(
         "CRI-O has no usable nvidia runtime",
         *evidence,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ctk.doctor.checks.engine_cdi import cdi_only
 from ctk.doctor.checks.engine_config import (
     cdi_default_on,
-    cdi_on,
     cdi_setting,
     configure_fix,
     docker_cgroup_driver,
@@ -91,7 +91,8 @@ def docker_snap(facts: NodeFacts) -> Result:
     where=HOST_ONLY,
 )
 def docker_runtime(facts: NodeFacts) -> Result:
-    """`unknown or invalid runtime name: nvidia` / `could not select device driver ""`."""
+    """`unknown or invalid runtime name: nvidia` / `could not select device driver ""`; none
+    needed where Docker reads a usable nvidia.com/gpu spec (`cdi_only`)."""
     docker = facts.engine(Runtime.DOCKER)
     blocked = engine_not_installed(docker)
     if blocked is not None:
@@ -103,13 +104,9 @@ def docker_runtime(facts: NodeFacts) -> Result:
     missing = runtime_binary_missing(docker, "sudo systemctl restart docker")
     if missing is not None:
         return missing
-    if cdi_on(Runtime.DOCKER, docker):
-        # CDI-only Docker (25+): `--device nvidia.com/gpu=...` needs no nvidia runtime; the spec
-        # itself is cdi.spec-missing's business (Docker's CDI counts as a consumer there)
-        return ok(
-            "no nvidia runtime, but CDI is enabled: GPUs come with --device nvidia.com/gpu=...",
-            Evidence(docker.config_path, cdi_setting(Runtime.DOCKER, docker)),
-        )
+    cdi = cdi_only(facts, Runtime.DOCKER)
+    if cdi is not None:
+        return cdi
     return fail(
         "Docker has no usable nvidia runtime: `docker run --runtime=nvidia` fails with "
         "'unknown or invalid runtime name: nvidia'",

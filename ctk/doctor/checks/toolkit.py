@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ctk.doctor.checks.cdi_readers import cdi_readers, gpu_specs
+from ctk.doctor.checks.cdi_readers import cdi_routes, gpu_specs, usable_gpu_specs
 from ctk.doctor.checks.engine_config import engines_in_use
 from ctk.doctor.facts import LDCONFIG_CANDIDATES, TOOLKIT_CONFIG, NodeFacts
 from ctk.doctor.fixes import (
@@ -110,12 +110,11 @@ def cdi_route(facts: NodeFacts) -> str | None:
     """How GPUs reach containers without the toolkit (a node ctk set up): a valid spec of kind
     nvidia.com/gpu whose hook programs exist, in a directory that a program reading CDI specs
     reads (an engine with CDI on, CRI-O, podman); None without one."""
-    usable = [s for s in gpu_specs(facts) if not s.problems and not s.missing_hook_paths]
-    found = [(r, [s for s in usable if r.reads(s)]) for r in cdi_readers(facts)]
-    readers = [f"{reader.name}: {reader.evidence.value}" for reader, specs in found if specs]
-    specs = [s for s in usable if any(s in read for _, read in found)]
-    if not readers:
+    found = cdi_routes(facts)
+    if not found:
         return None
+    readers = [f"{reader.name}: {reader.evidence.value}" for reader, _ in found]
+    specs = [s for s in usable_gpu_specs(facts) if any(s in read for _, read in found)]
     hooks = sorted({hook for spec in specs for hook in spec.hook_paths})
     return f"{specs[0].path} (hooks: {', '.join(hooks) or 'none'}; {', '.join(readers)})"
 
