@@ -1,12 +1,15 @@
-"""The click commands ctk runs (`ctk.cli.declare.to_click`, built without typer) are the ones typer
-builds from the same declarations (`ctk.cli.twin.to_typer`): command by command, parameter by
-parameter, in the values the command functions are called with, and in `--help`."""
+"""The click commands ctk runs (`ctk.cli.click_build.to_click`, built without typer) are the
+ones typer builds from the same declarations (`ctk.cli.twin.to_typer`): command by command,
+parameter by parameter, in the values the command functions are called with, and in `--help`.
+Command lines that `ctk.cli.direct` runs without click give the functions the values click
+gives them."""
 
 from __future__ import annotations
 
 import ast
 import functools
 import importlib
+import os
 from collections.abc import Callable, Iterator
 from enum import Enum
 from pathlib import Path
@@ -16,14 +19,16 @@ import click
 import pytest
 
 import ctk.cli
+from ctk.cli import direct
+from ctk.cli.click_build import DeclaredCommand, GoBoolFlags, to_click
 from ctk.cli.commands import GROUPS
 from ctk.cli.declare import (
     Argument,
     Commands,
     DeclarationError,
-    DeclaredCommand,
+    Declared,
     Option,
-    to_click,
+    parameters,
 )
 from ctk.cli.twin import to_typer
 from ctk.errors import CtkError
@@ -140,9 +145,13 @@ IDS = [path for path, _, _ in PAIRS]
 
 
 def _own_classes(command: click.Command) -> list[str]:
-    """The classes a declaration gave (``cls=``), not the builders' own."""
-    builders = ("click.", "typer.", "ctk.cli.declare", "ctk.cli.twin", "builtins")
-    return [c.__qualname__ for c in type(command).__mro__ if not c.__module__.startswith(builders)]
+    """The classes a declaration gave (``cls=``, ``go_flags=``), not the builders' own."""
+    builders = ("click.", "typer.", "ctk.cli.click_build", "ctk.cli.twin", "builtins")
+    return [
+        c.__qualname__
+        for c in type(command).__mro__
+        if c is GoBoolFlags or not c.__module__.startswith(builders)
+    ]
 
 
 COMMAND_ATTRIBUTES = (
@@ -541,3 +550,174 @@ def test_nothing_in_ctk_imports_the_twin() -> None:
             elif isinstance(node, ast.Import):
                 found += [path.name for a in node.names if a.name == "ctk.cli.twin"]
     assert found == []
+
+
+# --- command lines `ctk.cli.direct` reads without click ------------------------------------
+
+
+def _declared_commands(commands: Commands) -> Iterator[Declared]:
+    yield from commands.commands
+    for group, _ in commands.groups:
+        yield from _declared_commands(group)
+
+
+# Declarations `direct` reads, and each kind it must leave to click, beside the real commands.
+PLAIN = Commands(help="Declarations for ctk.cli.direct.")
+
+
+@PLAIN.command("files")
+def files(
+    names: Annotated[list[str] | None, Argument()] = None,
+    *,
+    inputs: Annotated[list[Path], Option("--input", "-i", exists=True, dir_okay=False)] = [],  # noqa: B006
+    out_dir: Annotated[Path | None, Option("--out-dir", file_okay=False)] = None,
+    level: Annotated[int, Option("--level", "-l", min=0, max=5)] = 1,
+    ratio: Annotated[float, Option("--ratio", min=0.0, max=1.0)] = 0.5,
+    colour: Annotated[Colour, Option("--colour")] = Colour.RED,
+    label: Annotated[str, Option("--label")] = Path("x"),  # type: ignore[assignment]
+    keep: Annotated[bool, Option("--keep/--drop")] = True,
+    force: Annotated[bool, Option("--force")] = False,
+) -> None:
+    """Options of every kind direct reads."""
+
+
+@PLAIN.command("needs")
+def needs(
+    first: Annotated[str, Argument()],
+    rest: Annotated[list[str], Argument()] = [],  # noqa: B006
+    *,
+    name: Annotated[str, Option("--name")],
+) -> None:
+    """A required argument and option, and a list argument after them."""
+
+
+@PLAIN.command("list-first")
+def list_first(
+    many: Annotated[list[str], Argument()],
+    last: Annotated[str, Argument()] = "z",
+) -> None:
+    """A list argument before another: click fills the last one first."""
+
+
+@PLAIN.command("dynamic")
+def dynamic(stamp: Stamp = _today) -> None:  # type: ignore[assignment]
+    """A default made when asked."""
+
+
+@PLAIN.command("counted")
+def counted(level: Level = 0) -> None:
+    """A counted option."""
+
+
+@PLAIN.command("slashed")
+def slashed(
+    words: Annotated[list[str] | None, Argument()] = None, *, slashed: Slashed = False
+) -> None:
+    """Names of another prefix than dashes."""
+
+
+class Shout(click.Command):
+    """Reads its command line in capitals."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, [a if a.startswith("-") else a.upper() for a in args])
+
+
+@PLAIN.command("shout", cls=Shout)
+def shout(words: Annotated[list[str] | None, Argument()] = None) -> None:
+    """A command class of its own."""
+
+
+@PLAIN.command("env", context_settings={"auto_envvar_prefix": "PLAIN"})
+def env(name: Annotated[str, Option("--name")] = "n") -> None:
+    """Context settings of its own."""
+
+
+@PLAIN.command("maybe")
+def maybe(maybe: Annotated[bool | None, Option("--maybe")] = None) -> None:
+    """A flag without a boolean default."""
+
+
+@PLAIN.command("on")
+def on(on: Annotated[bool, Option("--on")] = True) -> None:
+    """A one-named flag that is on."""
+
+
+@PLAIN.command("context")
+def context(ctx: click.Context, *, name: Annotated[str, Option("--name")] = "n") -> None:
+    """A command that takes click's context."""
+
+
+DECLARED = [
+    (module, declared)
+    for module in [*MODULES, "extra", "plain"]
+    for declared in _declared_commands(PLAIN if module == "plain" else _app(module))
+]
+
+
+def _direct_samples(command: click.Command) -> list[tuple[list[str], dict[str, str]]]:
+    """`_samples`, and the same lines with ``--name=value``, arguments first and "-" values."""
+    samples = _samples(command)
+    more: list[tuple[list[str], dict[str, str]]] = []
+    for argv, env in samples:
+        joined: list[str] = []
+        for token in argv:
+            if joined and joined[-1].startswith("--") and "=" not in joined[-1]:
+                option = next((p for p in command.params if joined[-1] in p.opts), None)
+                if isinstance(option, click.Option) and not option.is_flag:
+                    joined[-1] += "=" + token
+                    continue
+            joined.append(token)
+        more.append((joined, env))
+        positional = [t for t in argv if not t.startswith("-")]
+        if positional and len(positional) < len(argv):
+            more.append(([*positional[-1:], *argv[: argv.index(positional[-1])]], env))
+    for param in command.params:
+        if not isinstance(param, click.Option) or param.is_flag:
+            continue
+        for name in (o for o in param.opts if o.startswith("--")):
+            more += [([name, v], {}) for v in _sample_values(param)]
+        prefix = (command.context_settings or {}).get("auto_envvar_prefix")
+        if prefix:
+            more.append(([], {f"{prefix}_{(param.name or '').upper()}": "from-env"}))
+        value = _sample_values(param)[0]
+        more += [([param.opts[-1], "-"], {}), ([param.opts[-1], "--x"], {}), ([param.opts[-1]], {})]
+        for short in (o for o in param.opts if not o.startswith("--")):
+            more += [([short, value], {}), ([f"{short}={value}"], {}), ([short + value], {})]
+    more += [(["a", "b", "c"], {}), (["--", "a"], {}), (["-"], {})]
+    return samples + more
+
+
+@pytest.mark.parametrize(
+    ("module", "declared"), DECLARED, ids=[f"{m}:{d.function.__name__}" for m, d in DECLARED]
+)
+def test_direct_reads_as_click(
+    module: str, declared: Declared, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Every command line `ctk.cli.direct` reads gives the function what click gives it; what
+    click refuses, `direct` leaves to click. Some lines of every plain command are read."""
+    log: list[dict[str, Any]] = []
+    recording = Commands()
+    recording.command(declared.name, **declared.settings)(_recorder(declared.function, log))
+    command = to_click(recording)
+    for param in command.params:
+        for var in [param.envvar] if isinstance(param.envvar, str) else param.envvar or []:
+            monkeypatch.delenv(var, raising=False)
+    monkeypatch.chdir(tmp_path)  # "some/dir", "a", "b": paths that do not exist
+    read = 0
+    for argv, env in _direct_samples(command):
+        with monkeypatch.context() as patch:
+            for var, value in env.items():
+                patch.setenv(var, value)
+            values = direct.read(declared, argv, dict(os.environ))
+            clicks = _outcome(command, argv, log)
+        if values is None:
+            continue
+        assert isinstance(clicks, list), (argv, env, clicks)
+        assert clicks == [{k: repr(v) for k, v in values.items()}], (argv, env)
+        read += 1
+    plain = declared.settings.keys() <= {"help", "hidden", "go_flags"} and all(
+        p.marker is not None for p in parameters(declared.function)
+    )
+    if module != "extra" and (module != "plain" or declared.function in (files, needs)):
+        assert (read > 0) == plain

@@ -25,6 +25,8 @@ NOT_DOCTOR = ("ctk.doctor", "ctk.cli.doctor", "ctk.host.facts")
 NOT_CDI = ("ctk.cdi.generate", "ctk.cdi.discover", "ctk.cli.cdi_generate", "ctk.cli.cdi")
 NOT_RUNTIME = ("ctk.runtime_config", "ctk.cli.runtime")
 CDI_COMMANDS = ("ctk.cli.cdi_check", "ctk.cli.cdi_generate", "ctk.cli.cdi_tools", "ctk.cdi")
+# a plain command line runs without click (ctk.cli.direct)
+NO_CLICK = ("click", "ctk.cli.click_build", "ctk.cli.commands")
 
 
 BUDGET = [
@@ -69,12 +71,12 @@ BUDGET = [
             "{tmp}/c.toml",
             "--dry-run",
         ],
-        ("typer", "rich", "yaml", "pynvml", "jsonschema", *NOT_DOCTOR, *NOT_CDI),
+        ("typer", "rich", "yaml", "pynvml", "jsonschema", *NOT_DOCTOR, *NOT_CDI, *NO_CLICK),
         id="runtime-configure-containerd",
     ),
     pytest.param(
         ["runtime", "configure", "--runtime", "docker", "--config", "{tmp}/d.json", "--dry-run"],
-        ("typer", "rich", "yaml", "pynvml", "jsonschema", *NOT_DOCTOR, *NOT_CDI),
+        ("typer", "rich", "yaml", "pynvml", "jsonschema", *NOT_DOCTOR, *NOT_CDI, *NO_CLICK),
         id="runtime-configure-docker",
     ),
     pytest.param(
@@ -91,7 +93,7 @@ BUDGET = [
     ),
     pytest.param(
         ["cdi", "validate", "--json", str(SPEC)],
-        ("typer", "rich", "tomlkit", "pynvml", *NOT_DOCTOR, *NOT_RUNTIME),
+        ("typer", "rich", "tomlkit", "pynvml", *NOT_DOCTOR, *NOT_RUNTIME, *NO_CLICK),
         id="cdi-validate-json",
     ),
     pytest.param(
@@ -108,6 +110,7 @@ BUDGET = [
             "ctk.host.root",  # so is the HostRoot they are read through
             "ctk.host.cdi_specs",  # and their records (SpecDir, SpecDirs): the file is spec_files'
             "decimal",  # only for a float where an integer goes
+            *NO_CLICK,
         ),
         id="cdi-validate-no-generate",
     ),
@@ -134,6 +137,7 @@ BUDGET = [
             # health, the /dev nodes a driver implies, the other discovery modes' facts
             *("ctk.node.nvml", "ctk.node.dev", "ctk.node.classes"),
             "ctk.host.driver_numbers",  # /proc/devices, GPU information files: system, doctor
+            *NO_CLICK,
         ),
         id="cdi-generate-management",
     ),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ctk.enums import StrEnum
 
@@ -29,9 +29,11 @@ def format_path(path: Path) -> str:
     return text or "(document)"
 
 
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """One thing wrong with a spec file; ``line`` and ``column`` are 1-based when known."""
+class Problem(NamedTuple):
+    """One thing wrong with a spec file; ``line`` and ``column`` are 1-based when known.
+
+    A NamedTuple: every `cdi generate` and `cdi validate` defines it (a frozen dataclass costs
+    ten times as much), most make none."""
 
     rule: str
     message: str

@@ -15,8 +15,7 @@ import functools
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Final, Protocol, cast
+from typing import Final, NamedTuple, Protocol, cast
 
 from ctk.cdi.problems import Path, Problem, ProblemSeverity
 
@@ -44,14 +43,15 @@ _CHECKED: Final = frozenset(
 )
 
 
-@dataclass(slots=True, eq=False)
-class Shape:
-    """One schema node, in the form the decoder needs."""
+class Shape(NamedTuple):
+    """One schema node, in the form the decoder needs. A NamedTuple: `cdi generate` and `cdi
+    validate` define it at every start (a dataclass costs ten times as much)."""
 
     type: str
     where: str
-    properties: dict[str, Shape] = field(default_factory=dict)
-    folded: dict[str, str] = field(default_factory=dict)
+    properties: dict[str, Shape]
+    folded: dict[str, str]
+    """The properties by their lower-case spelling."""
     required: tuple[str, ...] = ()
     values: Shape | None = None
     items: Shape | None = None
@@ -117,40 +117,44 @@ def _compile(root: dict[str, object], node: dict[str, object], where: str) -> Sh
     if type_ not in ("object", "array", "string", "integer", "boolean"):
         raise SchemaError(f"{where}: unsupported type {type_!r}")
     additional = node.get("additionalProperties", True)
-    shape = Shape(
-        type="map" if type_ == "object" and additional is not False else str(type_), where=where
-    )
+    kind = "map" if type_ == "object" and additional is not False else str(type_)
     props = node.get("properties", {})
     assert isinstance(props, dict)
-    for key, sub in props.items():
-        shape.properties[key] = _compile(root, sub, f"{where}.{key}")
-        shape.folded[key.lower()] = key
-    if shape.type == "map":
+    properties = {key: _compile(root, sub, f"{where}.{key}") for key, sub in props.items()}
+    values, key_min_length = None, 0
+    if kind == "map":
         if props or not isinstance(additional, dict):
             raise SchemaError(f"{where}: an open object needs additionalProperties as a schema")
-        shape.values = _compile(root, additional, f"{where}.*")
+        values = _compile(root, additional, f"{where}.*")
         names = node.get("propertyNames", {})
         assert isinstance(names, dict)
         if set(names) - {"minLength"}:
             raise SchemaError(f"{where}: propertyNames supports only minLength")
-        shape.key_min_length = int(names.get("minLength", 0))
+        key_min_length = int(names.get("minLength", 0))
     required = node.get("required", [])
     assert isinstance(required, list)
-    shape.required = tuple(str(r) for r in required)
+    items = None
     if "items" in node:
-        items = node["items"]
-        assert isinstance(items, dict)
-        shape.items = _compile(root, items, f"{where}[]")
-    shape.min_items = int(node.get("minItems", 0))  # type: ignore[call-overload]
-    shape.min_length = int(node.get("minLength", 0))  # type: ignore[call-overload]
-    enum = node.get("enum")
-    shape.enum = tuple(enum) if isinstance(enum, list) else None
-    minimum, maximum = node.get("minimum"), node.get("maximum")
-    shape.minimum = minimum if isinstance(minimum, int) else None
-    shape.maximum = maximum if isinstance(maximum, int) else None
+        assert isinstance(node["items"], dict)
+        items = _compile(root, node["items"], f"{where}[]")
+    enum, minimum, maximum = node.get("enum"), node.get("minimum"), node.get("maximum")
     pattern = node.get("pattern")
-    shape.pattern = pattern if isinstance(pattern, str) else None
-    return shape
+    return Shape(
+        type=kind,
+        where=where,
+        properties=properties,
+        folded={key.lower(): key for key in properties},
+        required=tuple(str(r) for r in required),
+        values=values,
+        items=items,
+        min_items=int(node.get("minItems", 0)),  # type: ignore[call-overload]
+        min_length=int(node.get("minLength", 0)),  # type: ignore[call-overload]
+        key_min_length=key_min_length,
+        enum=tuple(enum) if isinstance(enum, list) else None,
+        minimum=minimum if isinstance(minimum, int) else None,
+        maximum=maximum if isinstance(maximum, int) else None,
+        pattern=pattern if isinstance(pattern, str) else None,
+    )
 
 
 @functools.cache

@@ -10,7 +10,6 @@ as plain data by the same schema and rules, without reading text (so without YAM
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
 from typing import Final, NamedTuple
 
 from ctk.cdi import names, version
@@ -68,9 +67,9 @@ RULES: Final[Mapping[str, str]] = {
 """Every rule id that a `Problem` can carry, with what it means."""
 
 
-@dataclass(frozen=True, slots=True)
-class SpecReport:
-    """The verdict on one spec file."""
+class SpecReport(NamedTuple):
+    """The verdict on one spec file. A NamedTuple: every `cdi generate` and `cdi validate`
+    defines it (a frozen dataclass costs ten times as much)."""
 
     source: str
     spec: Mapping[str, object] | None
@@ -87,7 +86,7 @@ class SpecReport:
 
     def without_spec(self) -> SpecReport:
         """The same verdict without the decoded spec (to keep many reports cheaply)."""
-        return replace(self, spec=None)
+        return self._replace(spec=None)
 
     @property
     def valid(self) -> bool:
@@ -423,7 +422,7 @@ def _bounded(problems: list[Problem]) -> list[Problem]:
 
     counts = f"{count(errors, 'error')}, {count(len(rest) - errors, 'warning')}"
     more = Problem("problems.more", f"{count(len(rest), 'more problem')} not listed ({counts})")
-    return [*shown, replace(more, severity=severity)]
+    return [*shown, more._replace(severity=severity)]
 
 
 Locate = Callable[[Path, bool], tuple[int | None, int | None]]

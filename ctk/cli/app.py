@@ -1,7 +1,8 @@
 """Entry point of the `ctk` command: the one place where errors become messages and exit codes.
 
 `ctk --version` is answered before click or any command module is imported, so that the most
-common probe of the tool costs little more than starting Python.
+common probe of the tool costs little more than starting Python; a plain command line runs
+without click too (`ctk.cli.direct`), and click reads the rest.
 """
 
 from __future__ import annotations
@@ -74,6 +75,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: list[str]) -> int:
+    from ctk.cli import compat, direct
+
+    compat.set_global_options(compat.GlobalOptions())
+    call = direct.plan(args, os.environ)
+    if call is None:
+        return _run_click(args)
+    try:
+        return direct.run(call)
+    except direct.Aborted:
+        sys.stderr.write("error: aborted\n")
+        return 1
+
+
+def _run_click(args: list[str]) -> int:
+    """Run ``args`` through click: what `ctk.cli.direct` leaves to it (help, errors, the rest)."""
     import click
 
     from ctk.cli import compat

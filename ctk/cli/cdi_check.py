@@ -9,8 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Annotated, TextIO
 
-import click
-
 from ctk.cli import render
 from ctk.cli.declare import Argument, Commands, Option
 from ctk.cli.options import Json, SpecDirOption
@@ -84,7 +82,7 @@ def validate(
     spec_dir: SpecDirOption = None,
     root: Root = None,
     as_json: Json = False,
-) -> None:
+) -> int:
     """Check CDI spec files against the CDI specification; exit 1 when any is invalid.
 
     FILES are spec files ('-' reads standard input); without them, every spec in the spec
@@ -111,8 +109,7 @@ def validate(
         render.dump_json(_validate_json(entries, dirs, valid=valid), sys.stdout)
     else:
         _validate_text(entries, dirs, dir_problems, sys.stdout)
-    if not valid:
-        raise click.exceptions.Exit(1)
+    return 0 if valid else 1
 
 
 @contextlib.contextmanager
@@ -145,7 +142,7 @@ def _validate_one(path: Path) -> SpecReport:
     return validate_file(path).without_spec()
 
 
-def list_devices(spec_dir: SpecDirOption = None, root: Root = None, as_json: Json = False) -> None:
+def list_devices(spec_dir: SpecDirOption = None, root: Root = None, as_json: Json = False) -> int:
     """List the CDI devices that container runtimes resolve from the spec directories.
 
     Problems go to standard error; the valid devices are listed even when other specs are
@@ -160,8 +157,7 @@ def list_devices(spec_dir: SpecDirOption = None, root: Root = None, as_json: Jso
         )
     else:
         _list_text(found.registry, dir_problems, sys.stdout, sys.stderr)
-    if not valid:
-        raise click.exceptions.Exit(1)
+    return 0 if valid else 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
-
-import click
+from typing import TYPE_CHECKING
 
 from ctk.errors import UsageError
+
+if TYPE_CHECKING:  # click is imported by the functions that walk click's commands
+    from collections.abc import Sequence
+
+    import click
 
 # Go's strconv.ParseBool, which urfave/cli (nvidia-ctk) uses for flags and variables
 GO_TRUE = frozenset({"1", "t", "T", "true", "TRUE", "True"})
@@ -59,12 +62,16 @@ def warn(message: str) -> None:
 
 
 def _subcommand(command: click.Command, name: str) -> click.Command | None:
+    import click
+
     if isinstance(command, click.Group):
         return command.commands.get(name)
     return None
 
 
 def _bool_flag(command: click.Command, name: str) -> click.Option | None:
+    import click
+
     for param in command.params:
         if isinstance(param, click.Option) and param.is_flag and name in param.opts:
             return param
@@ -75,6 +82,8 @@ def _takes_value(command: click.Command, arg: str) -> bool:
     """Whether ``arg`` is an option of ``command`` whose value is the next argument."""
     if not arg.startswith("-") or "=" in arg:
         return False
+    import click
+
     return any(
         isinstance(p, click.Option) and not p.is_flag and not p.count and arg in p.opts
         for p in command.params
@@ -83,6 +92,8 @@ def _takes_value(command: click.Command, arg: str) -> bool:
 
 def normalize(command: click.Command, args: Sequence[str]) -> list[str]:
     """``args`` with nvidia-ctk's spellings turned into ctk's (see the module docstring)."""
+    import click
+
     out: list[str] = []
     current = command
     rest = list(args)
@@ -123,11 +134,18 @@ class GlobalOptions:
         self.config = config
 
 
+_CURRENT: dict[str, GlobalOptions] = {}
+"""The global options of the command line being run, under "options"."""
+
+
+def set_global_options(given: GlobalOptions) -> None:
+    """Record the global options of the command line being run (the root's options)."""
+    _CURRENT["options"] = given
+
+
 def global_options() -> GlobalOptions:
-    """The global options of the running command (defaults outside a command)."""
-    context = click.get_current_context(silent=True)
-    obj = context.find_root().obj if context is not None else None
-    return obj if isinstance(obj, GlobalOptions) else GlobalOptions()
+    """The global options of the running command line (defaults before one has set them)."""
+    return _CURRENT.get("options") or GlobalOptions()
 
 
 def info(message: str) -> None:

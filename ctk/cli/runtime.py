@@ -8,8 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-import click
-
 from ctk.cli.declare import Commands, Option
 from ctk.errors import UsageError
 from ctk.runtime_config.engines import (
@@ -24,42 +22,6 @@ if TYPE_CHECKING:  # the editors (tomlkit) load only when a command runs, not fo
     from ctk.host.engine_files import Place
     from ctk.runtime_config.editor import Inputs
     from ctk.runtime_config.plan import FileChange, Plan
-
-# Go's strconv.ParseBool, which urfave/cli (nvidia-ctk) uses for `--flag=value`.
-GO_TRUE = frozenset({"1", "t", "T", "true", "TRUE", "True"})
-GO_FALSE = frozenset({"0", "f", "F", "false", "FALSE", "False"})
-
-
-class _GoBoolFlags(click.Command):
-    """A command that also takes `--flag=true|false` for its boolean flags, as nvidia-ctk does.
-
-    Given as ``cls=``, it is mixed into the command that runs (`ctk.cli.declare`) and into
-    typer's twin the tests compare it with (`ctk.cli.twin`).
-    """
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        options = [p for p in self.params if isinstance(p, click.Option)]
-        flags = {opt for param in options if param.is_flag for opt in param.opts}
-        long_names = {opt for param in options for opt in param.opts if opt.startswith("--")}
-        out: list[str] = []
-        for index, given in enumerate(args):
-            if given == "--":
-                out.extend(args[index:])
-                break
-            # Go's flag package (urfave/cli) takes -name as --name.
-            go_long = given[:1] == "-" and "-" + given.partition("=")[0] in long_names
-            arg = "-" + given if go_long else given
-            flag, eq, value = arg.partition("=")
-            if not eq or flag not in flags:
-                out.append(arg)
-            elif value in GO_TRUE:
-                out.append(flag)
-            elif value not in GO_FALSE:
-                raise UsageError(
-                    f"invalid value {value!r} for {flag}", hint="use true or false (or 1 / 0)"
-                )
-        return super().parse_args(ctx, out)
-
 
 app = Commands(no_args_is_help=True, help="Configure container engines for the nvidia runtime.")
 
@@ -431,7 +393,7 @@ def _gather(
     return inputs
 
 
-@app.command(cls=_GoBoolFlags)
+@app.command(go_flags=True)
 def configure(
     *,
     runtime: RuntimeOption = Runtime.DOCKER,
@@ -505,7 +467,7 @@ def configure(
         _apply(runtime, plan, place, dry_run=dry_run, diff=diff, backup=backup, verb="configure")
 
 
-@app.command(cls=_GoBoolFlags)
+@app.command(go_flags=True)
 def unconfigure(
     *,
     runtime: RuntimeOption = Runtime.DOCKER,

@@ -20,12 +20,12 @@ import typer.core
 import typer.main
 from typer.core import TyperCommand, TyperGroup
 
+from ctk.cli.click_build import GoBoolFlags, no_positional_section
 from ctk.cli.declare import (
     Argument,
     Commands,
     Declared,
     Marker,
-    no_positional_section,
     parameters,
 )
 
@@ -92,6 +92,8 @@ def _app(commands: Commands) -> typer.Typer:
         app.callback(**commands.group_callback.settings)(_function(commands.group_callback))
     for declared in commands.commands:
         settings = dict(declared.settings)
+        if settings.pop("go_flags", False):
+            settings["cls"] = GoBoolFlags
         settings["cls"] = _typer_class(settings["cls"]) if "cls" in settings else TwinCommand
         app.command(declared.name, **settings)(_function(declared))
     for group, group_settings in commands.groups:
