@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterator
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args, get_origin
 
 import click
 import pytest
@@ -23,6 +23,7 @@ from ctk.cli import direct
 from ctk.cli.click_build import DeclaredCommand, GoBoolFlags, to_click
 from ctk.cli.commands import GROUPS
 from ctk.cli.declare import (
+    REQUIRED,
     Argument,
     Commands,
     DeclarationError,
@@ -552,6 +553,46 @@ def test_nothing_in_ctk_imports_the_twin() -> None:
     assert found == []
 
 
+def _all_functions() -> list[Callable[..., Any]]:
+    def walk(commands: Commands) -> Iterator[Callable[..., Any]]:
+        yield from (d.function for d in commands.commands)
+        if commands.group_callback is not None:
+            yield commands.group_callback.function
+        for group, _ in commands.groups:
+            yield from walk(group)
+
+    return [f for m in [*MODULES, "extra"] for f in walk(_app(m))]
+
+
+@pytest.mark.parametrize("function", _all_functions(), ids=lambda f: f.__qualname__)
+def test_parameters_read_as_inspect_reads_them(function: Callable[..., Any]) -> None:
+    """`parameters` reads the code object (no `inspect` at start-up): the names, kinds,
+    annotations and defaults `inspect.signature(eval_str=True)` gives."""
+    import inspect
+
+    def marked(annotation: Any) -> object:  # a marker by what it says (eval makes new ones)
+        if get_origin(annotation) is not Annotated:
+            return annotation
+        kept, *extra = get_args(annotation)
+        return kept, [(type(m).__name__, m.args, m.kwargs) for m in extra]
+
+    seen = inspect.signature(functools.wraps(function)(lambda: None), eval_str=True)
+    expected = [
+        (p.name, p.kind is p.KEYWORD_ONLY, marked(p.annotation), p.default)
+        for p in seen.parameters.values()
+    ]
+    mine = [
+        (
+            p.name,
+            p.keyword_only,
+            marked(p.annotation if p.marker is None else Annotated[p.annotation, p.marker]),
+            inspect.Parameter.empty if p.default is REQUIRED else p.default,
+        )
+        for p in parameters(functools.wraps(function)(lambda: None))
+    ]
+    assert mine == expected
+
+
 # --- command lines `ctk.cli.direct` reads without click ------------------------------------
 
 
@@ -721,3 +762,14 @@ def test_direct_reads_as_click(
     )
     if module != "extra" and (module != "plain" or declared.function in (files, needs)):
         assert (read > 0) == plain
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["def f(*names): pass", "def f(**names): pass", "def f(name, /): pass"],
+)
+def test_parameters_refuse_what_a_command_line_cannot_fill(source: str) -> None:
+    namespace: dict[str, Any] = {}
+    exec(source, namespace)  # the test's own literal source
+    with pytest.raises(DeclarationError, match="not supported"):
+        parameters(namespace["f"])

@@ -5,9 +5,8 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Annotated, TextIO
+from typing import TYPE_CHECKING, Annotated, NamedTuple, TextIO
 
 from ctk.cli import render
 from ctk.cli.declare import Argument, Commands, Option
@@ -160,9 +159,12 @@ def list_devices(spec_dir: SpecDirOption = None, root: Root = None, as_json: Jso
     return 0 if valid else 1
 
 
-@dataclass(frozen=True, slots=True)
-class SpecEntry:
-    """One spec to show: its report, its priority (spec-dir mode) and its conflicts."""
+class SpecEntry(NamedTuple):
+    """One spec to show: its report, its priority (spec-dir mode) and its conflicts.
+
+    A NamedTuple: `cdi validate` defines it at every start, and dataclasses (with the `inspect`
+    they import) would be its only use of them.
+    """
 
     report: SpecReport
     priority: int | None

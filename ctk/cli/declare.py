@@ -12,7 +12,6 @@ build with typer's (`ctk.cli.twin`) and the direct reading with click's.
 
 from __future__ import annotations
 
-import inspect
 import sys
 import types
 from collections.abc import Callable, Mapping, Sequence
@@ -99,7 +98,8 @@ class Parameter(NamedTuple):
     """A parameter of a command function, its ``Annotated`` marker taken off."""
 
     name: str
-    kind: inspect._ParameterKind
+    keyword_only: bool
+    """Whether it comes after ``*`` (positional-or-keyword otherwise: no other kind is taken)."""
     annotation: Any
     marker: Marker | None
     """None: the `click.Context` the command is called with."""
@@ -107,14 +107,46 @@ class Parameter(NamedTuple):
     """`REQUIRED` where the signature gives none."""
 
 
-REQUIRED: Final = inspect.Parameter.empty
+class _Required:
+    """The default of a parameter that has none."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Final = _Required()
+
+_VARIABLE = 0x04 | 0x08  # CO_VARARGS | CO_VARKEYWORDS
 
 
 def parameters(function: Callable[..., Any]) -> list[Parameter]:
-    """The parameters of a command function, as declared."""
+    """The parameters of a command function, as declared (what `inspect.signature` with
+    ``eval_str=True`` gives, read from the function's code object: `inspect` costs a command's
+    start more than this)."""
+    while hasattr(function, "__wrapped__"):  # functools.wraps, as inspect.signature follows it
+        function = function.__wrapped__
+    code = function.__code__
+    if code.co_flags & _VARIABLE or code.co_posonlyargcount:
+        raise DeclarationError(f"{function.__name__}: *args, **kwargs and / are not supported")
+    count = code.co_argcount + code.co_kwonlyargcount
+    positional = function.__defaults__ or ()
+    first_default = code.co_argcount - len(positional)
+    keyword = function.__kwdefaults__ or {}
+    annotations = function.__annotations__
     found = []
-    for name, param in inspect.signature(function, eval_str=True).parameters.items():
-        annotation, marker = param.annotation, None
+    for index, name in enumerate(code.co_varnames[:count]):
+        keyword_only = index >= code.co_argcount
+        if keyword_only:
+            default = keyword.get(name, REQUIRED)
+        else:
+            default = positional[index - first_default] if index >= first_default else REQUIRED
+        annotation = annotations.get(name)
+        if isinstance(annotation, str):  # `from __future__ import annotations`
+            # the annotation's source text, evaluated as inspect.signature(eval_str=True) does
+            annotation = eval(annotation, function.__globals__)
+        marker = None
         if get_origin(annotation) is Annotated:
             annotation, *extra = get_args(annotation)
             markers = [m for m in extra if isinstance(m, Marker)]
@@ -123,7 +155,7 @@ def parameters(function: Callable[..., Any]) -> list[Parameter]:
             marker = markers[0]
         elif not _is_context(annotation):
             raise DeclarationError(f"{name}: declare it with Annotated[..., Option(...)]")
-        found.append(Parameter(name, param.kind, annotation, marker, param.default))
+        found.append(Parameter(name, keyword_only, annotation, marker, default))
     return found
 
 

@@ -285,7 +285,7 @@ def _default(
         if var in environ:
             raise _Unsure
     default = parameter.default
-    if callable(default):
+    if default is REQUIRED or callable(default):
         raise _Unsure  # missing (click says so) or made when asked
     if main_type is bool:
         value: Any = default

@@ -22,6 +22,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from ctk.cli.click_build import GoBoolFlags, no_positional_section
 from ctk.cli.declare import (
+    REQUIRED,
     Argument,
     Commands,
     Declared,
@@ -114,8 +115,10 @@ def _function(declared: Declared) -> Callable[..., Any]:
     signature = [
         inspect.Parameter(
             p.name,
-            p.kind,
-            default=p.default,
+            inspect.Parameter.KEYWORD_ONLY
+            if p.keyword_only
+            else inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=inspect.Parameter.empty if p.default is REQUIRED else p.default,
             annotation=p.annotation
             if p.marker is None
             else Annotated[p.annotation, _marker(p.marker)],
