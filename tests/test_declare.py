@@ -19,7 +19,7 @@ import click
 import pytest
 
 import ctk.cli
-from ctk.cli import direct
+from ctk.cli import plain_args
 from ctk.cli.click_build import DeclaredCommand, GoBoolFlags, to_click
 from ctk.cli.commands import GROUPS
 from ctk.cli.declare import (
@@ -750,7 +750,7 @@ def test_direct_reads_as_click(
         with monkeypatch.context() as patch:
             for var, value in env.items():
                 patch.setenv(var, value)
-            values = direct.read(declared, argv, dict(os.environ))
+            values = plain_args.read(declared, argv, dict(os.environ))
             clicks = _outcome(command, argv, log)
         if values is None:
             continue

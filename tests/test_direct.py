@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import click
 import pytest
 
-from ctk.cli import direct
+from ctk.cli import direct, plain_args
 from ctk.cli.commands import GROUPS, build_app, load_group
 from ctk.cli.compat import GlobalOptions, global_options
 from ctk.cli.declare import Argument, Commands, Declared, Option
@@ -143,10 +143,10 @@ def _declared(name: str) -> Declared:
 def test_flags_click_versions_disagree_on_are_left_to_click() -> None:
     """click 8.2 to 8.5 differ on flags without a boolean default and one-named flags that are
     on; direct reads neither (not even when absent), so every click version reads its own."""
-    assert direct.read(_declared("maybe"), [], {}) is None
-    assert direct.read(_declared("on"), [], {}) is None
-    assert direct.read(_declared("both"), [], {}) == {"keep": True}
-    assert direct.read(_declared("both"), ["--drop"], {}) == {"keep": False}
+    assert plain_args.read(_declared("maybe"), [], {}) is None
+    assert plain_args.read(_declared("on"), [], {}) is None
+    assert plain_args.read(_declared("both"), [], {}) == {"keep": True}
+    assert plain_args.read(_declared("both"), ["--drop"], {}) == {"keep": False}
 
 
 def test_a_list_argument_takes_the_rest() -> None:
@@ -160,8 +160,8 @@ def test_a_list_argument_takes_the_rest() -> None:
         """Take."""
 
     declared = app.commands[0]
-    assert direct.read(declared, ["a", "b", "c"], {}) == {"first": "a", "rest": ["b", "c"]}
-    assert direct.read(declared, [], {}) is None  # missing: click says so
+    assert plain_args.read(declared, ["a", "b", "c"], {}) == {"first": "a", "rest": ["b", "c"]}
+    assert plain_args.read(declared, [], {}) is None  # missing: click says so
 
 
 # --- running ------------------------------------------------------------------------------

@@ -27,24 +27,35 @@ NOT_RUNTIME = ("ctk.runtime_config", "ctk.cli.runtime")
 CDI_COMMANDS = ("ctk.cli.cdi_check", "ctk.cli.cdi_generate", "ctk.cli.cdi_tools", "ctk.cdi")
 # a plain command line runs without click (ctk.cli.direct)
 NO_CLICK = ("click", "ctk.cli.click_build", "ctk.cli.commands")
+# help is click's to show: nothing of the plain reading of a command line
+NOT_PLAIN = ("ctk.cli.plain_args", "ctk.cli.declare")
 
 
 BUDGET = [
     pytest.param(["--version"], (*HEAVY, "ctk.cli.commands"), id="version"),
     pytest.param(
         ["--help"],
-        ("typer", "rich", "dataclasses", *NOT_DOCTOR, *NOT_CDI, *NOT_RUNTIME),
+        ("typer", "rich", "dataclasses", *NOT_DOCTOR, *NOT_CDI, *NOT_RUNTIME, *NOT_PLAIN),
         id="help",
     ),
     # a group's --help lists its commands from GROUPS: no typer, no command module
     pytest.param(
         ["runtime", "--help"],
-        ("typer", "rich", "dataclasses", *NOT_DOCTOR, *NOT_CDI, *NOT_RUNTIME),
+        ("typer", "rich", "dataclasses", *NOT_DOCTOR, *NOT_CDI, *NOT_RUNTIME, *NOT_PLAIN),
         id="runtime-help",
     ),
     pytest.param(
         ["cdi", "--help"],
-        ("typer", "rich", "yaml", "dataclasses", *NOT_DOCTOR, *NOT_RUNTIME, *CDI_COMMANDS),
+        (
+            "typer",
+            "rich",
+            "yaml",
+            "dataclasses",
+            *NOT_DOCTOR,
+            *NOT_RUNTIME,
+            *CDI_COMMANDS,
+            *NOT_PLAIN,
+        ),
         id="cdi-help",
     ),
     pytest.param(
@@ -58,7 +69,7 @@ BUDGET = [
     ),
     pytest.param(
         ["system", "--help"],
-        ("typer", "rich", "dataclasses", *NOT_DOCTOR, *NOT_RUNTIME, "ctk.cli.system"),
+        ("typer", "rich", "dataclasses", *NOT_DOCTOR, *NOT_RUNTIME, "ctk.cli.system", *NOT_PLAIN),
         id="system-help",
     ),
     pytest.param(

@@ -392,7 +392,7 @@ def _command(declared: Declared) -> DeclaredCommand:
     if unknown:
         raise DeclarationError(f"command {declared.name}: {', '.join(unknown)} not supported")
     settings = dict(declared.settings)
-    name = declared.name or declared.function.__name__.lower().replace("_", "-")
+    name = declared.command_name
     params, callback = _callback(declared.function)
     cls = settings.pop("cls", None)
     if settings.pop("go_flags", False):

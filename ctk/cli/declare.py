@@ -52,6 +52,11 @@ class Declared(NamedTuple):
     name: str | None
     settings: Mapping[str, Any]
 
+    @property
+    def command_name(self) -> str:
+        """The name the command is called by: the one given, or its function's, dashed."""
+        return self.name or self.function.__name__.lower().replace("_", "-")
+
 
 class Commands:
     """A group of commands as a module declares it: the part of `typer.Typer` ctk uses.
