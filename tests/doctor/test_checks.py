@@ -52,6 +52,15 @@ DRIVER = KernelFacts(
 )
 
 
+CONTAINERD_CDI_OFF = EngineFacts(
+    engine="containerd",
+    installed=True,
+    config_path="/etc/containerd/config.toml",
+    cdi_enabled=False,
+)
+"""containerd 1.7 as `containerd config default` leaves it: default directories, CDI off."""
+
+
 def nvml(*gpus: Gpu, health: Iterable[GpuHealth] = ()) -> NvmlAnswer:
     found = NvmlFacts(driver_version="550.54.15", cuda_driver_version=12040, gpus=gpus)
     return NvmlAnswer(found=found, health=tuple(health))
@@ -320,6 +329,34 @@ CASES = [
         id="cdi-disabled-default-dirs-spelled-otherwise",
     ),
     pytest.param(
+        "containerd.cdi-disabled",
+        NodeFacts(
+            engines={Runtime.CONTAINERD: CONTAINERD_CDI_OFF},
+            kubernetes={"device_list_strategy": "cdi-annotations,cdi-cri"},
+        ),
+        Result(
+            status=Status.WARN,
+            summary="the device plugin hands out GPUs as CDI devices (cdi-cri) but enable_cdi "
+            "is not true",
+            evidence=(
+                Evidence("/etc/containerd/config.toml", "enable_cdi = false"),
+                Evidence("device plugin", "deviceListStrategy=cdi-annotations,cdi-cri"),
+            ),
+            commands=("sudo systemctl restart containerd",),
+            fixes=(ConfigureRuntime(runtime=Runtime.CONTAINERD, enable_cdi=True),),
+        ),
+        id="cdi-disabled-cdi-cri-in-the-device-plugin-list",
+    ),
+    pytest.param(
+        "containerd.cdi-disabled",
+        NodeFacts(
+            engines={Runtime.CONTAINERD: CONTAINERD_CDI_OFF},
+            kubernetes={"device_list_strategy": "envvar, cdi-annotations"},
+        ),
+        Result(status=Status.OK, summary="native CDI is not requested"),
+        id="cdi-disabled-device-plugin-list-without-cdi-cri",
+    ),
+    pytest.param(
         "containerd.not-default-no-runtimeclass",
         NodeFacts(
             engines={
@@ -423,6 +460,29 @@ CASES = [
             ),
         ),
         id="management-spec-missing",
+    ),
+    *(
+        pytest.param(
+            "cdi.management-spec-missing",
+            NodeFacts(kubernetes={"device_list_strategy": strategies}),
+            Result(
+                status=Status.FAIL,
+                summary="the device plugin uses CDI but no management.nvidia.com/gpu spec exists",
+                evidence=(Evidence("", "no management.nvidia.com/gpu spec"),),
+                commands=(
+                    "kubectl -n gpu-operator rollout restart "
+                    "daemonset/nvidia-container-toolkit-daemonset",
+                ),
+            ),
+            id=f"management-spec-missing-{strategies.replace(',', '-')}",
+        )
+        for strategies in ("cdi-annotations,cdi-cri", "envvar,cdi-cri")
+    ),
+    pytest.param(
+        "cdi.management-spec-missing",
+        NodeFacts(kubernetes={"device_list_strategy": "envvar,volume-mounts"}),
+        Result(status=Status.SKIP, summary="no Kubernetes device plugin in CDI mode"),
+        id="management-spec-not-needed-without-cdi-strategies",
     ),
     pytest.param(
         "hami.memory-limit-not-enforced",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 
 from ctk.doctor.checks.cdi_readers import cdi_readers, gpu_specs, spec_to_keep
+from ctk.doctor.checks.engine_cdi import CDI_STRATEGIES, plugin_strategies
 from ctk.doctor.checks.mig import kube, regenerate
 from ctk.doctor.checks.toolkit import runtime_mode, toolkit_version
 from ctk.doctor.expected import expected_devices, missing_from, unknown_uuids
@@ -373,7 +374,7 @@ def management_spec_missing(facts: NodeFacts) -> Result:
     node = kube(facts)
     if isinstance(node, Result):
         return node
-    if node.get("device_list_strategy") not in ("cdi-cri", "cdi-annotations"):
+    if not plugin_strategies(facts) & CDI_STRATEGIES:
         return skip("no Kubernetes device plugin in CDI mode")
     if any(spec.kind == "management.nvidia.com/gpu" for spec in facts.cdi.specs):
         return ok("management.nvidia.com/gpu spec present")

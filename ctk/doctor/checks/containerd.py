@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
 
-from ctk.doctor.checks.engine_cdi import cdi_only, cdi_unusable
+from ctk.doctor.checks.engine_cdi import cdi_only, cdi_unusable, plugin_strategies
 from ctk.doctor.checks.engine_config import (
     cdi_default_on,
     cdi_setting,
@@ -254,7 +253,8 @@ def not_default_no_runtimeclass(facts: NodeFacts) -> Result:
     where=HOST_ONLY,
 )
 def containerd_cdi(facts: NodeFacts) -> Result:
-    """`cdi_spec_dirs` changed from the default (or cdi-cri requested) but `enable_cdi` off.
+    """`cdi_spec_dirs` changed from the default (or cdi-cri among the device plugin's list
+    strategies) but `enable_cdi` off.
 
     `containerd config default` (1.7) writes the default directories with `enable_cdi = false`:
     those say nothing about CDI being wanted."""
@@ -263,20 +263,25 @@ def containerd_cdi(facts: NodeFacts) -> Result:
     if unused is not None:
         return unused
     dirs = {posixpath.normpath(d) for d in containerd.cdi_spec_dirs or ()}
-    wanted = bool(dirs and dirs != set(CDI_SPEC_DIRS)) or bool(
-        isinstance(facts.kubernetes, Mapping)
-        and facts.kubernetes.get("device_list_strategy") == "cdi-cri"
-    )
-    if not wanted:
+    own_dirs = bool(dirs and dirs != set(CDI_SPEC_DIRS))
+    strategies = plugin_strategies(facts)
+    if not own_dirs and "cdi-cri" not in strategies:
         return ok("native CDI is not requested")
     if containerd.cdi_enabled:
         return ok("enable_cdi = true")
     default = cdi_default_on(Runtime.CONTAINERD, containerd)
     if containerd.cdi_enabled is None and default is not None:
         return ok(f"CDI enabled by default ({default}); the config does not turn it off")
+    setting = Evidence(containerd.config_path, cdi_setting(Runtime.CONTAINERD, containerd))
+    if own_dirs:
+        summary, evidence = "containerd is set up for CDI (cdi_spec_dirs)", (setting,)
+    else:
+        listed = "deviceListStrategy=" + ",".join(sorted(strategies))
+        summary = "the device plugin hands out GPUs as CDI devices (cdi-cri)"
+        evidence = (setting, Evidence("device plugin", listed))
     return warn(
-        "containerd is set up for CDI (cdi_spec_dirs) but enable_cdi is not true",
-        Evidence(containerd.config_path, cdi_setting(Runtime.CONTAINERD, containerd)),
+        f"{summary} but enable_cdi is not true",
+        *evidence,
         commands=("sudo systemctl restart containerd",),
         fixes=(configure_fix("containerd", enable_cdi=True),),
     )

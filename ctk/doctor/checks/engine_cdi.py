@@ -45,8 +45,9 @@ engine injects them); `envvar` and `volume-mounts` leave the injection to the nv
 
 
 def plugin_strategies(facts: NodeFacts) -> frozenset[str]:
-    """The device plugin's list strategies on this node (it takes a comma-separated list); empty
-    where no Kubernetes facts name one."""
+    """The device plugin's list strategies on this node (it takes a comma-separated list, e.g.
+    `cdi-annotations,cdi-cri`); empty where no Kubernetes facts name one. Every check reads
+    DEVICE_LIST_STRATEGY through this, never as one whole string."""
     found = (
         facts.kubernetes.get("device_list_strategy")
         if isinstance(facts.kubernetes, Mapping)
