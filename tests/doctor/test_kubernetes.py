@@ -161,7 +161,7 @@ def test_host_checks_run_on_the_api_servers_view(
         ),
         "containerd.cdi-disabled": (
             "warn",
-            "containerd is set up for CDI (cdi_spec_dirs) but enable_cdi is not true",
+            "the device plugin hands out GPUs as CDI devices (cdi-cri) but enable_cdi is not true",
         ),
         "cdi.management-spec-missing": (
             "fail",

@@ -712,6 +712,22 @@ SCENARIOS = [
         id="docker-28.2-reads-cdi-by-default-healthy",
     ),
     pytest.param(
+        "docker-cdi-on-no-dirs",
+        {
+            "docker.cdi-not-enabled": "Docker's CDI support is on but cdi-spec-dirs names no directory: `--device nvidia.com/gpu=...` fails with 'CDI device injection failed: no CDI specification directories specified'",
+        },
+        set(),
+        id="docker-cdi-on-spec-dirs-empty-list-reads-none",
+    ),
+    pytest.param(
+        "docker-cdi-default-blank-dirs",
+        {
+            "docker.cdi-not-enabled": "Docker's CDI support is on but cdi-spec-dirs names no directory: `--device nvidia.com/gpu=...` fails with 'CDI device injection failed: no CDI specification directories specified'",
+        },
+        set(),
+        id="docker-28.2-cdi-by-default-spec-dirs-blank-entry-reads-none",
+    ),
+    pytest.param(
         "docker-cdi-before-default",
         {
             "docker.cdi-not-enabled": "the toolkit uses CDI but Docker's CDI support is off: `--device nvidia.com/gpu=...` fails with 'could not select device driver \"cdi\"'",
@@ -1050,6 +1066,40 @@ def test_runtime_check_says_where_the_engine_looks_for_cdi_specs(
     _, document = run_doctor(built.root, capsys, "--check", check_id)
     [finding] = document["checks"]
     assert [e["value"] for e in finding["evidence"]] == evidence
+
+
+@pytest.mark.parametrize(
+    ("node", "evidence"),
+    [
+        pytest.param(
+            "docker-cdi-on-no-dirs",
+            ["features.cdi = true", "cdi-spec-dirs = []"],
+            id="empty-list",
+        ),
+        pytest.param(
+            "docker-cdi-default-blank-dirs",
+            ["docker 28.2.0: CDI on by default since 28.2", 'cdi-spec-dirs = [""]'],
+            id="blank-entry",
+        ),
+    ],
+)
+def test_docker_cdi_reading_no_directory_is_an_error(
+    node: str,
+    evidence: list[str],
+    fake_node: Callable[[str], FakeNode],  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """CDI on, no spec directory: CDI requests fail now (error), and the remedy says which key
+    to drop; the nvidia runtime is there, so docker.runtime-not-configured has nothing to say."""
+    built = fake_node(node)
+    code, document = run_doctor(built.root, capsys, "--check", "docker.cdi-not-enabled")
+    [finding] = document["checks"]
+    assert (code, finding["status"], finding["severity"]) == (1, "fail", "error")
+    assert [e["value"] for e in finding["evidence"]] == evidence
+    assert finding["remedy"]["notes"] == [
+        'remove "cdi-spec-dirs" from /etc/docker/daemon.json (dockerd then reads /etc/cdi and '
+        "/var/run/cdi) or list the directories that hold the spec"
+    ]
 
 
 @pytest.mark.parametrize(

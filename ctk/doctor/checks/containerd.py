@@ -273,8 +273,9 @@ def containerd_cdi(facts: NodeFacts) -> Result:
     if containerd.cdi_enabled is None and default is not None:
         return ok(f"CDI enabled by default ({default}); the config does not turn it off")
     setting = Evidence(containerd.config_path, cdi_setting(Runtime.CONTAINERD, containerd))
+    evidence: tuple[Evidence, ...] = (setting,)
     if own_dirs:
-        summary, evidence = "containerd is set up for CDI (cdi_spec_dirs)", (setting,)
+        summary = "containerd is set up for CDI (cdi_spec_dirs)"
     else:
         listed = "deviceListStrategy=" + ",".join(sorted(strategies))
         summary = "the device plugin hands out GPUs as CDI devices (cdi-cri)"

@@ -11,9 +11,10 @@ from ctk.doctor.checks.engine_config import (
     engine_not_installed,
     nvidia_runtime_entry,
     runtime_binary_missing,
+    spec_dirs,
 )
 from ctk.doctor.checks.toolkit import INSTALL_GUIDE, runtime_mode
-from ctk.doctor.facts import NodeFacts
+from ctk.doctor.facts import CDI_SPEC_DIRS, NodeFacts
 from ctk.doctor.fixes import ConfigureRuntime
 from ctk.doctor.model import (
     HOST_ONLY,
@@ -165,18 +166,35 @@ def docker_cdi(facts: NodeFacts) -> Result:
         return blocked
     if not _cdi_wanted(facts):
         return ok("CDI is not required (toolkit mode is not cdi)")
-    if docker.cdi_enabled:
-        return ok("CDI enabled in daemon.json")
     default = cdi_default_on(Runtime.DOCKER, docker)
-    if docker.cdi_enabled is None and default is not None:
-        return ok(f"CDI enabled by default ({default}); daemon.json does not turn it off")
-    return warn(
-        "the toolkit uses CDI but Docker's CDI support is off: `--device nvidia.com/gpu=...` "
-        "fails with 'could not select device driver \"cdi\"'",
-        Evidence(docker.config_path, cdi_setting(Runtime.DOCKER, docker)),
-        commands=("sudo systemctl restart docker",),
-        fixes=(configure_fix("docker", enable_cdi=True),),
-    )
+    if docker.cdi_enabled:
+        on = "CDI enabled in daemon.json"
+    elif docker.cdi_enabled is None and default is not None:
+        on = f"CDI enabled by default ({default}); daemon.json does not turn it off"
+    else:
+        return warn(
+            "the toolkit uses CDI but Docker's CDI support is off: `--device nvidia.com/gpu=...` "
+            "fails with 'could not select device driver \"cdi\"'",
+            Evidence(docker.config_path, cdi_setting(Runtime.DOCKER, docker)),
+            commands=("sudo systemctl restart docker",),
+            fixes=(configure_fix("docker", enable_cdi=True),),
+        )
+    if not spec_dirs(Runtime.DOCKER, docker):
+        listed = ", ".join(f'"{d}"' for d in docker.cdi_spec_dirs or ())
+        return fail(
+            "Docker's CDI support is on but cdi-spec-dirs names no directory: "
+            "`--device nvidia.com/gpu=...` fails with 'CDI device injection failed: no CDI "
+            "specification directories specified'",
+            Evidence(docker.config_path, cdi_setting(Runtime.DOCKER, docker)),
+            Evidence(docker.config_path, f"cdi-spec-dirs = [{listed}]"),
+            commands=("sudo systemctl restart docker",),
+            severity=Severity.ERROR,
+            notes=(
+                f'remove "cdi-spec-dirs" from {docker.config_path} (dockerd then reads '
+                f"{' and '.join(CDI_SPEC_DIRS)}) or list the directories that hold the spec",
+            ),
+        )
+    return ok(on)
 
 
 @check(
