@@ -234,3 +234,24 @@ def test_a_closed_pipe_ends_quietly_with_1() -> None:
     )
     assert (result.returncode, result.stderr) == (1, "")
     assert result.stdout == ""  # what was still buffered went to /dev/null
+
+
+def test_help_is_left_to_click_before_any_command_module_loads() -> None:
+    """`ctk doctor --help` must not pay for importing the doctor's module twice over (direct
+    would import it to find the command, then click shows the help)."""
+    code = (
+        "import sys\n"
+        "from ctk.cli import direct\n"
+        "assert direct.plan(['doctor', '--verbose', '--help'], {}) is None\n"
+        "assert direct.plan(['doctor', '-h'], {}) is None\n"
+        "print(sorted(m for m in sys.modules if m.startswith('ctk.cli.')))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=True,
+    )
+    assert "ctk.cli.doctor" not in result.stdout
+    assert "ctk.cli.plain_args" not in result.stdout

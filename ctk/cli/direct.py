@@ -35,6 +35,8 @@ ROOT_VALUES = {"--config": "NVIDIA_CTK_CONFIG"}
 """The root's options with a value, and their variables."""
 COMPLETION_VARIABLE = "_CTK_COMPLETE"
 """click's shell-completion request for the program `ctk`."""
+_CLICKS_OWN = frozenset({"--help", "-h", "--"})
+"""Words only click reads (the root's help names hold for every command)."""
 
 
 class Call(NamedTuple):
@@ -58,8 +60,8 @@ def plan(args: Sequence[str], environ: Mapping[str, str]) -> Call | None:
 
 
 def _plan(rest: list[str], environ: Mapping[str, str]) -> Call:
-    if COMPLETION_VARIABLE in environ:
-        raise _Unsure
+    if COMPLETION_VARIABLE in environ or any(a in _CLICKS_OWN for a in rest):
+        raise _Unsure  # before any command module is imported: help costs nothing more
     quiet, config = _root_options(rest, environ)
     if not rest:
         raise _Unsure

@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-import click
-
+from ctk.cli import render
 from ctk.cli.declare import Commands
 
 
@@ -28,7 +27,7 @@ def info() -> None:
     ]
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
-        click.echo(f"{name + ':':<{width + 1}} {value}")
+        render.echo(f"{name + ':':<{width + 1}} {value}")
 
 
 def _hook() -> str:

@@ -10,8 +10,7 @@ import sys
 from pathlib import Path, PurePosixPath
 from typing import Annotated
 
-import click
-
+from ctk.cli import render
 from ctk.cli.declare import Commands, Option
 from ctk.cli.options import Json
 from ctk.errors import CtkError
@@ -76,7 +75,7 @@ def install(
     )
     outcome = installation.install(root, where, plan)  # write
     if as_json:
-        click.echo(
+        render.echo(
             json.dumps(
                 {
                     "written": [{"path": str(f.path), "sha256": f.sha256} for f in outcome.written],
@@ -90,11 +89,11 @@ def install(
         )
         return
     for item in outcome.written:
-        click.echo(f"wrote {item.path}")
+        render.echo(f"wrote {item.path}")
     if not outcome.written:
-        click.echo("already installed; nothing written")
+        render.echo("already installed; nothing written")
     elif str(root) == "/":
-        click.echo(
+        render.echo(
             "next: systemctl daemon-reload && systemctl enable --now ctk-cdi-refresh.path "
             "ctk-cdi-refresh.service ctk-dev-char-symlinks.service && udevadm control --reload"
         )
@@ -112,7 +111,7 @@ def uninstall(root: Root = Path("/"), prefix: Prefix = "/usr/local", as_json: Js
             hint="pass the --prefix (and --root) that ctk install was given",
         )
     if as_json:
-        click.echo(
+        render.echo(
             json.dumps(
                 {
                     "removed": [str(p) for p in outcome.removed],
@@ -123,6 +122,6 @@ def uninstall(root: Root = Path("/"), prefix: Prefix = "/usr/local", as_json: Js
         )
         return
     for path in outcome.removed:
-        click.echo(f"removed {path}")
+        render.echo(f"removed {path}")
     for path in outcome.kept:
-        click.echo(f"kept {path}: changed since ctk install wrote it")
+        render.echo(f"kept {path}: changed since ctk install wrote it")

@@ -41,6 +41,15 @@ def console(stream: TextIO) -> Console:
     return Console(file=stream, highlight=False, soft_wrap=True, emoji=False)
 
 
+def echo(text: str) -> None:
+    """One line on standard output, flushed at once (what ``click.echo`` does with a string),
+    so that it keeps its place among warnings on standard error; no click to import."""
+    import sys
+
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
 def dump_json(value: object, stream: TextIO) -> None:
     """Write ``value`` as one indented JSON document and a newline (non-ASCII kept as is)."""
     import json

@@ -6,8 +6,7 @@ import os
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Annotated
 
-import click
-
+from ctk.cli import render
 from ctk.cli.declare import Commands, Option
 from ctk.errors import CtkError
 
@@ -49,7 +48,7 @@ def _load_kernel_modules(*, dry_run: bool) -> None:
     modprobe = shutil.which("modprobe") or "/sbin/modprobe"
     for module in KERNEL_MODULES:
         if dry_run:
-            click.echo(f"{'would load':<13} {module}")
+            render.echo(f"{'would load':<13} {module}")
             continue
         try:
             done = subprocess.run(
@@ -65,7 +64,7 @@ def _load_kernel_modules(*, dry_run: bool) -> None:
                 f"cannot load kernel module {module}: {why[-1] if why else done.returncode}",
                 hint="is the NVIDIA driver installed for this kernel?",
             )
-        click.echo(f"{'loaded':<13} {module}")
+        render.echo(f"{'loaded':<13} {module}")
 
 
 def _create_nodes(
@@ -100,12 +99,12 @@ def _create_nodes(
     for node, host_path in plan:
         numbers = f"c {node.major}:{node.minor}"
         if node_state(host_path, node) == "ok":
-            click.echo(f"{'exists':<13} {host_path} ({numbers})")
+            render.echo(f"{'exists':<13} {host_path} ({numbers})")
         elif dry_run:
-            click.echo(f"{'would create':<13} {host_path} ({numbers})")
+            render.echo(f"{'would create':<13} {host_path} ({numbers})")
         else:
             make_node(host_path, node)
-            click.echo(f"{'created':<13} {host_path} ({numbers})")
+            render.echo(f"{'created':<13} {host_path} ({numbers})")
     return [DevNode(PurePosixPath(host_path), node.major, node.minor) for node, host_path in plan]
 
 
@@ -229,7 +228,7 @@ def create_dev_char_symlinks(
     # A dry run links the nodes it would have created, as the real run links those it created.
     nodes = sorted(set(dev_nodes(root, read_driver_numbers(root).majors)) | set(planned))
     if not nodes:
-        click.echo(f"No NVIDIA device nodes found in {driver_root}")
+        render.echo(f"No NVIDIA device nodes found in {driver_root}")
         return
     links = char_links(nodes, PurePosixPath(dev_char_path))
     if _inside(dev_char_path, driver_root):
@@ -256,4 +255,4 @@ def create_dev_char_symlinks(
                 verb = "would create " if state == "missing" else "would replace"
             else:
                 make_link(Path(link.link), link.target)
-        click.echo(f"{verb:<13} {link.link} -> {link.target}")
+        render.echo(f"{verb:<13} {link.link} -> {link.target}")
