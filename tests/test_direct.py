@@ -210,6 +210,18 @@ def test_run_lets_other_errors_through() -> None:
         direct.run(_call(broken))
 
 
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` run by a fresh Python with this checkout's ctk, standard output buffered."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**env, "PYTHONPATH": str(REPO)},
+        check=False,
+    )
+
+
 def test_a_closed_pipe_ends_quietly_with_1() -> None:
     """A reader that went away (`ctk ... | head`): exit 1, and no complaint from Python's last
     flush of standard output."""
@@ -222,16 +234,7 @@ def test_a_closed_pipe_ends_quietly_with_1() -> None:
         "    raise BrokenPipeError(errno.EPIPE, 'Broken pipe')\n"
         "sys.exit(direct.run(direct.Call(write, {}, GlobalOptions())))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env={
-            **{k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},
-            "PYTHONPATH": str(REPO),
-        },
-        check=False,
-    )
+    result = _python(code)  # buffered: what it still holds is flushed at exit
     assert (result.returncode, result.stderr) == (1, "")
     assert result.stdout == ""  # what was still buffered went to /dev/null
 
@@ -246,12 +249,7 @@ def test_help_is_left_to_click_before_any_command_module_loads() -> None:
         "assert direct.plan(['doctor', '-h'], {}) is None\n"
         "print(sorted(m for m in sys.modules if m.startswith('ctk.cli.')))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        check=True,
-    )
+    result = _python(code)
+    assert result.returncode == 0, result.stderr
     assert "ctk.cli.doctor" not in result.stdout
     assert "ctk.cli.plain_args" not in result.stdout

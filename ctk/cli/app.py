@@ -84,8 +84,13 @@ def _run(args: list[str]) -> int:
     try:
         return direct.run(call)
     except direct.Aborted:
-        sys.stderr.write("error: aborted\n")
-        return 1
+        return _aborted()
+
+
+def _aborted() -> int:
+    """An interrupted command, whichever way it ran."""
+    sys.stderr.write("error: aborted\n")
+    return 1
 
 
 def _run_click(args: list[str]) -> int:
@@ -106,8 +111,7 @@ def _run_click(args: list[str]) -> int:
         exc.show()
         return 2 if isinstance(exc, click.UsageError) else 1
     except click.exceptions.Abort:
-        sys.stderr.write("error: aborted\n")
-        return 1
+        return _aborted()
     return result if isinstance(result, int) else 0
 
 

@@ -218,7 +218,7 @@ def click_parameter(parameter: Parameter) -> tuple[click.Parameter, Convertor | 
     main_type, many = value_type(parameter)
     settings = settings_of(parameter, main_type)
     required = parameter.default is REQUIRED
-    default = None if required else parameter.default
+    default = parameter.given_default
     click_type = _click_type(parameter.name, main_type, settings)
     convertor = value_convertor(main_type, many=many, default=default)
     shared: dict[str, Any] = {
@@ -239,10 +239,7 @@ def click_parameter(parameter: Parameter) -> tuple[click.Parameter, Convertor | 
         )
         return argument, convertor
     flag = main_type is bool
-    cli_name = parameter.name.lower().replace("_", "-")
-    names = parameter.marker.args or (
-        (f"--{cli_name}/--no-{cli_name}",) if flag else (f"--{cli_name}",)
-    )
+    names = parameter.option_declarations(flag)
     option = DeclaredOption(
         [parameter.name, *names],
         type=None if flag else click_type,

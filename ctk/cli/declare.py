@@ -111,6 +111,19 @@ class Parameter(NamedTuple):
     default: Any
     """`REQUIRED` where the signature gives none."""
 
+    @property
+    def given_default(self) -> Any:
+        """The default click is given (and convertors know): None where there is none."""
+        return None if self.default is REQUIRED else self.default
+
+    def option_declarations(self, flag: bool) -> tuple[str, ...]:
+        """An option's names as declared, or typer's: ``--name`` (``--name/--no-name`` for a
+        flag) from the parameter's name, dashed."""
+        if self.marker is not None and self.marker.args:
+            return self.marker.args
+        cli_name = self.name.lower().replace("_", "-")
+        return (f"--{cli_name}/--no-{cli_name}",) if flag else (f"--{cli_name}",)
+
 
 class _Required:
     """The default of a parameter that has none."""

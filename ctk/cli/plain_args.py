@@ -111,9 +111,7 @@ def _table(params: list[Parameter]) -> tuple[dict[str, _Option], list[Parameter]
         flag = main_type is bool
         if flag and not isinstance(parameter.default, bool):
             raise _NotPlain  # click's versions read a flag without a default differently
-        cli_name = parameter.name.lower().replace("_", "-")
-        default_names = (f"--{cli_name}/--no-{cli_name}",) if flag else (f"--{cli_name}",)
-        for declaration in parameter.marker.args or default_names:
+        for declaration in parameter.option_declarations(flag):
             first, second = _split_names(declaration) if flag else (declaration, "")
             for name, value in ((first, True), (second, False)):
                 if not name:
@@ -158,20 +156,15 @@ def _argument_values(
         settings = settings_of(parameter, main_type)
         if many and index != len(arguments) - 1:
             raise _NotPlain  # click fills a list argument before others from the end
-        if many:
-            taken, positional = positional, []
-            value: Any = tuple(_convert(main_type, settings, raw) for raw in taken)
-            if not taken:
-                value = _default(parameter, main_type, many, settings, environ)
-            else:
-                value = _finish(parameter, main_type, many, value)
-        elif positional:
-            value = _finish(
-                parameter, main_type, many, _convert(main_type, settings, positional.pop(0))
-            )
-        else:
-            value = _default(parameter, main_type, many, settings, environ)
-        values[parameter.name] = value
+        if not positional:
+            values[parameter.name] = _default(parameter, main_type, many, settings, environ)
+            continue
+        taken = positional if many else positional[:1]
+        positional = positional[len(taken) :]
+        converted = tuple(_convert(main_type, settings, raw) for raw in taken)
+        values[parameter.name] = _finish(
+            parameter, main_type, many, converted if many else converted[0]
+        )
     if positional:
         raise _NotPlain  # extra arguments: click says so
     return values
@@ -205,12 +198,8 @@ def _default(
 
 def _finish(parameter: Parameter, main_type: Any, many: bool, value: Any) -> Any:
     """``value`` as click hands it over, turned into what the function takes."""
-    convert = value_convertor(main_type, many=many, default=_declared_default(parameter))
+    convert = value_convertor(main_type, many=many, default=parameter.given_default)
     return convert(value) if convert is not None else value
-
-
-def _declared_default(parameter: Parameter) -> Any:
-    return None if parameter.default is REQUIRED else parameter.default
 
 
 def _convert(main_type: Any, settings: Mapping[str, Any], raw: Any) -> Any:
