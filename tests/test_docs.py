@@ -8,25 +8,14 @@ import importlib
 import re
 import shlex
 from pathlib import Path
-
-import click
+from typing import Any
 
 from ctk.cli import compat
-from ctk.cli.app import _split_debug
 from ctk.cli.commands import build_app
+from tests.cli_tree import Command, is_group, is_usage_error, leaves
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
-
-
-def _leaf_commands(command: click.Command, path: tuple[str, ...]) -> list[str]:
-    if isinstance(command, click.Group):
-        return [
-            name
-            for sub_name, sub in sorted(command.commands.items())
-            for name in _leaf_commands(sub, (*path, sub_name))
-        ]
-    return [" ".join(path)]
 
 
 def _example_lines() -> list[str]:
@@ -35,7 +24,7 @@ def _example_lines() -> list[str]:
 
 
 def test_every_command_has_an_example() -> None:
-    commands = _leaf_commands(build_app(), ("ctk",))
+    commands = [" ".join(("ctk", *path)) for path, _ in leaves(build_app())]
     assert len(commands) >= 10
     examples = _example_lines()
     missing = [c for c in commands if not any(e == c or e.startswith(c + " ") for e in examples)]
@@ -93,7 +82,7 @@ def _parse_error(line: str) -> str | None:
     """Why click would refuse ``line`` (no such command or option, a missing option value, an
     extra argument, a value outside a choice), or None; nothing runs, no callback is called."""
     root = build_app()
-    args = compat.normalize(root, _split_debug(_arguments(line))[1])
+    args = compat.normalize(root, _arguments(line))
     if {"--help", "-h", "--version", "-V", "-v"} & set(args):
         return None
     command, name, ctx = root, "ctk", None
@@ -103,7 +92,7 @@ def _parse_error(line: str) -> str | None:
             ctx = command.make_context(name, list(args), parent=ctx, resilient_parsing=True)
             ctx.resilient_parsing = False
             opts, rest, _ = command.make_parser(ctx).parse_args(list(args))
-            if not isinstance(command, click.Group):
+            if not is_group(command):
                 break
             if not rest:
                 return None
@@ -111,11 +100,13 @@ def _parse_error(line: str) -> str | None:
             if sub is None or found is None:
                 return f"no command {rest[0]}"
             command, name = sub, found
-    except click.UsageError as exc:
-        return exc.format_message()
+    except Exception as exc:
+        if not is_usage_error(exc):
+            raise
+        return str(getattr(exc, "format_message", exc.__str__)())
     if rest and not ctx.allow_extra_args:  # what no argument took
         return f"unexpected arguments {rest}"
-    return _choice_error(command, opts)
+    return _choice_error(command, ctx, opts)
 
 
 def _arguments(line: str) -> list[str]:
@@ -129,13 +120,19 @@ def _arguments(line: str) -> list[str]:
     return args
 
 
-def _choice_error(command: click.Command, opts: dict[str, object]) -> str | None:
+def _choice_error(command: Command, ctx: Any, opts: dict[str, object]) -> str | None:
+    """Why a value given would be refused (a choice not offered, a number that is not one):
+    each given value goes through its parameter's own conversion."""
     for param in command.params:
-        if isinstance(param.type, click.Choice) and opts.get(param.name or "") is not None:
-            given = opts[param.name or ""]
-            for value in given if isinstance(given, list) else [given]:
-                if value not in param.type.choices:
-                    return f"{param.opts[0]} {value}: not one of {', '.join(param.type.choices)}"
+        given = opts.get(param.name or "")
+        if given is None:
+            continue
+        try:
+            param.process_value(ctx, given)
+        except Exception as exc:
+            if not is_usage_error(exc):
+                raise
+            return str(getattr(exc, "format_message", exc.__str__)())
     return None
 
 

@@ -10,10 +10,11 @@ from pathlib import Path, PurePosixPath
 from types import FrameType
 from typing import Annotated, Any
 
-import click
+import typer
+from typer import Option
 
 from ctk.agent.model import RestartMode, RuntimeChoice
-from ctk.cli.declare import Commands, Option
+from ctk.cli.options import new_app
 from ctk.errors import UsageError
 
 ENV = "CTK_AGENT_"
@@ -215,17 +216,17 @@ def agent(
                 host_agent.write_state(host, left)
             else:
                 host_agent.forget_state(host)
-            raise click.exceptions.Exit(0)
+            raise typer.Exit(0)
         while True:
             outcome = reconcile(settings, state)
             if host_agent.read_state(host) != outcome.state:
                 host_agent.write_state(host, outcome.state)
             state = outcome.state
             if once:
-                raise click.exceptions.Exit(0 if outcome.ok else 1)
+                raise typer.Exit(0 if outcome.ok else 1)
             if stop.wait(interval):
-                raise click.exceptions.Exit(0)
+                raise typer.Exit(0)
 
 
-app = Commands()
+app = new_app()
 app.command("agent")(agent)

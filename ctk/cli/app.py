@@ -1,8 +1,8 @@
 """Entry point of the `ctk` command: the one place where errors become messages and exit codes.
 
-`ctk --version` is answered before click or any command module is imported, so that the most
-common probe of the tool costs little more than starting Python; a plain command line runs
-without click too (`ctk.cli.direct`), and click reads the rest.
+typer reads every command line (`ctk.cli.commands`). Only `ctk --version`, the most common probe
+of the tool, is answered before typer is imported, so that it costs little more than starting
+Python.
 """
 
 from __future__ import annotations
@@ -26,18 +26,16 @@ def _print_error(exc: CtkError) -> None:
         sys.stderr.write(f"hint: {exc.hint}\n")
 
 
-def _split_debug(args: list[str]) -> tuple[bool, list[str]]:
-    """Take `--debug` (`-d` as in nvidia-ctk, before the command) out of ``args``.
+VERSION_WORDS = frozenset({"--version", "-V", "-v"})
+DEBUG_WORDS = frozenset({"--debug", "-d"})
 
-    After the command `--debug` counts too, except for `ctk hook`, whose arguments belong to the
-    hook program (which has a `--debug` of its own).
-    """
-    debug = False
-    while args and args[0] in ("--debug", "-d"):
-        debug, args = True, args[1:]
-    if args[:1] != ["hook"] and "--debug" in args:
-        debug, args = True, [a for a in args if a != "--debug"]
-    return debug, args
+
+def _is_version(args: Sequence[str]) -> bool:
+    """Whether ``args`` asks for the version alone (after `--debug`, which changes nothing)."""
+    words = list(args)
+    while words[:1] and words[0] in DEBUG_WORDS:
+        del words[0]
+    return len(words) == 1 and words[0] in VERSION_WORDS
 
 
 def _env_debug() -> bool:
@@ -47,15 +45,15 @@ def _env_debug() -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ctk with ``argv`` (default: the process arguments) and return its exit code."""
-    debug, args = _split_debug(list(sys.argv[1:] if argv is None else argv))
-    if args in (["--version"], ["-V"], ["-v"]):
+    args = list(sys.argv[1:] if argv is None else argv)
+    if _is_version(args):
         sys.stdout.write(f"ctk {__version__}\n")
         return 0
-    debug = debug or os.environ.get("CTK_DEBUG", "") not in ("", "0") or _env_debug()
+    debug = os.environ.get("CTK_DEBUG", "") not in ("", "0") or _env_debug()
     try:
         return _run(args)
     except CtkError as exc:
-        if debug:
+        if debug or _debug_given():
             raise
         _print_error(exc)
         return exc.exit_code
@@ -65,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 1
     except Exception as exc:  # a bug: one line, the traceback only with --debug
-        if debug:
+        if debug or _debug_given():
             raise
         sys.stderr.write(
             f"error: internal error ({type(exc).__name__}: {exc}); "
@@ -74,45 +72,56 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERNAL
 
 
+def _debug_given() -> bool:
+    from ctk.cli.compat import global_options
+
+    return global_options().debug
+
+
 def _run(args: list[str]) -> int:
-    from ctk.cli import compat, direct
-
-    compat.set_global_options(compat.GlobalOptions())
-    call = direct.plan(args, os.environ)
-    if call is None:
-        return _run_click(args)
-    try:
-        return direct.run(call)
-    except direct.Aborted:
-        return _aborted()
-
-
-def _aborted() -> int:
-    """An interrupted command, whichever way it ran."""
-    sys.stderr.write("error: aborted\n")
-    return 1
-
-
-def _run_click(args: list[str]) -> int:
-    """Run ``args`` through click: what `ctk.cli.direct` leaves to it (help, errors, the rest)."""
-    import click
+    import typer
 
     from ctk.cli import compat
     from ctk.cli.commands import build_app
 
+    compat.set_global_options(compat.GlobalOptions())
     command = build_app()
     try:
-        args = compat.normalize(command, args)  # nvidia-ctk's help/h and --flag=true
+        args = compat.normalize(command, args)  # nvidia-ctk's spellings
         result = command.main(args=args, prog_name="ctk", standalone_mode=False)
-    except click.exceptions.NoArgsIsHelpError as exc:
-        exc.show()
-        return 2
-    except click.ClickException as exc:
-        exc.show()
-        return 2 if isinstance(exc, click.UsageError) else 1
-    except click.exceptions.Abort:
+    except typer.Abort:
         return _aborted()
+    except typer.TyperException as exc:
+        return _typer_error(exc)
     return result if isinstance(result, int) else 0
+
+
+def _aborted() -> int:
+    """An interrupted prompt (Ctrl-C, or standard input closed)."""
+    sys.stderr.write("error: aborted\n")
+    return 1
+
+
+def _typer_error(exc: Exception) -> int:
+    """What typer refused (a usage error: exit 2), said as every other error is."""
+    if type(exc).__name__ == "NoArgsIsHelpError":  # a group run bare: its help, exit 2
+        show = getattr(exc, "show")  # noqa: B009
+        show()
+        return 2
+    message = getattr(exc, "format_message", lambda: str(exc))()
+    code = getattr(exc, "exit_code", 1)
+    ctx = getattr(exc, "ctx", None)
+    hint = None
+    if ctx is not None:
+        hint = f"run '{ctx.command_path} --help' for its usage"
+    _print_error(CtkError(_sentence(message), hint=hint))
+    return int(code)
+
+
+def _sentence(message: str) -> str:
+    """click's message as ctk's are written: a lower-case start, no closing full stop."""
+    message = message.strip().rstrip(".")
+    return message[:1].lower() + message[1:]
 
 
 if __name__ == "__main__":

@@ -8,9 +8,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Annotated, NamedTuple, TextIO
 
+import typer
+from typer import Argument, Option
+
 from ctk.cli import render
-from ctk.cli.declare import Argument, Commands, Option
-from ctk.cli.options import Json, SpecDirOption
+from ctk.cli.options import Json, SpecDirOption, new_app
 from ctk.errors import UsageError
 
 if TYPE_CHECKING:
@@ -350,11 +352,11 @@ def _list_json(
     }
 
 
-def register(app: Commands) -> None:
+def register(app: typer.Typer) -> None:
     """Add validate and list to the cdi group."""
     app.command("validate")(validate)
     app.command("list")(list_devices)
 
 
-app = Commands()
+app = new_app()
 register(app)

@@ -7,6 +7,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
+import typer
+from typer import Option
+
 from ctk.cdi.options import (
     DEFAULT_HOOKS,
     DEFAULT_KINDS,
@@ -17,7 +20,7 @@ from ctk.cdi.options import (
     SpecFormat,
 )
 from ctk.cli import compat
-from ctk.cli.declare import Commands, Option
+from ctk.cli.options import new_app
 from ctk.enums import StrEnum
 from ctk.errors import CtkError, UsageError
 from ctk.host.hook_program import default_hook_path, hook_path_warning
@@ -575,7 +578,7 @@ LibrarySearchPaths = Annotated[
 ]
 
 
-def register(app: Commands) -> None:
+def register(app: typer.Typer) -> None:
     """Add generate and refresh to the cdi group."""
 
     @app.command("generate")
@@ -724,5 +727,5 @@ def register(app: Commands) -> None:
             compat.info(refresh_message(plan, str(output_path), _summary(spec)))
 
 
-app = Commands()
+app = new_app()
 register(app)

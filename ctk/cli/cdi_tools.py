@@ -7,10 +7,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-import click
+import typer
+from typer import Argument, Option
 
 from ctk.cdi.transform import RelativeTo
-from ctk.cli.declare import Argument, Commands, Option
+from ctk.cli.options import new_app
 from ctk.errors import CtkError
 
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from ctk.cdi.inject import HostDevice
     from ctk.cdi.options import SpecFormat
 
-transform_app = Commands(no_args_is_help=True, help="Transform a CDI spec (nvidia-ctk's).")
+transform_app = new_app(no_args_is_help=True, help="Transform a CDI spec (nvidia-ctk's).")
 
 
 def _read_input(path: str, what: str) -> tuple[bytes, str]:
@@ -219,15 +220,15 @@ def diff(
         for line in diff_lines(found) or ["same"]:
             sys.stdout.write(line + "\n")
     if not found.same:
-        raise click.exceptions.Exit(1)
+        raise typer.Exit(1)
 
 
-def register(app: Commands) -> None:
+def register(app: typer.Typer) -> None:
     """Add transform, inject and diff to the cdi group."""
-    app.add_group(transform_app, name="transform")
+    app.add_typer(transform_app, name="transform")
     app.command("inject")(inject)
     app.command("diff")(diff)
 
 
-app = Commands()
+app = new_app()
 register(app)

@@ -1,49 +1,64 @@
-"""The `ctk` command tree: one table of command groups, each imported only when it runs.
+"""The `ctk` command tree: typer's, with each command's module imported when that command runs.
 
-Every group is a module of `ctk.cli` that defines ``app``, a `ctk.cli.declare.Commands` (a group
-of commands, or a single command such as `doctor`), which builds its click command without
-typer. The root is a plain click group that knows the groups by name and one-line help from
-`GROUPS` alone, so `ctk --help` imports no group. A group whose
-commands are listed in its `CommandGroup.commands` is a plain click group too: its `--help`
-imports neither typer nor a command module, and `ctk cdi validate` imports the module of
-`validate` only (no generate code, no doctor code, no runtime code).
+click's lazy-group pattern ("Lazily Loading Subcommands" in click's documentation), handed to
+typer as ``cls=``: the root, and each group whose commands `ctk.cli.groups` lists, is a
+`LazyGroup` that knows its commands' names and one-line help from that table. A command's
+module is imported when the command is looked up to run (or for its own `--help`); listing a
+group's commands in its help imports nothing. So `ctk --help` and `ctk cdi --help` import no
+command module, and `ctk cdi validate` imports the module of `validate` only (no generate, doctor
+or runtime code).
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-import click
+import typer
+import typer.core
+import typer.main
+from typer import Option
 
 from ctk import __version__
 from ctk.cli.groups import GROUPS, CommandGroup, Subcommand
+from ctk.cli.options import markup_mode
 
-__all__ = ["GROUPS", "CommandGroup", "Subcommand", "build_app", "load_group"]
+if TYPE_CHECKING:  # typer's own click (typer >= 0.26 carries it): for annotations only
+    from typer._click import Command, Context, HelpFormatter
+
+__all__ = ["GROUPS", "CommandGroup", "LazyGroup", "Subcommand", "build_app", "load_group"]
+
+ROOT_HELP = "ctk: CDI specs, container runtime configuration and diagnosis for GPU nodes."
 
 
-def _module_command(module: str) -> click.Command:
-    """Import ``module`` and return the click command of its ``app`` (no typer: declare.py)."""
-    from ctk.cli.click_build import to_click
-
-    return to_click(importlib.import_module(module).app)
+def module_command(module: str) -> Command:
+    """The command typer builds from the ``app`` of ``module`` (imported here)."""
+    return typer.main.get_command(importlib.import_module(module).app)
 
 
-def load_group(group: CommandGroup, *, lazy: bool = True) -> click.Command:
-    """The click command of ``group``; ``lazy=False`` builds it whole from the group's module."""
+def _subcommands(command: Command) -> MutableMapping[str, Command] | None:
+    """A group's commands by name (None: ``command`` is not a group)."""
+    commands = getattr(command, "commands", None)
+    return commands if isinstance(commands, MutableMapping) else None
+
+
+def load_group(group: CommandGroup, *, lazy: bool = True) -> Command:
+    """The command of ``group``; ``lazy=False`` builds it whole from the group's module."""
     if group.commands and lazy:
-        return LazySubgroup(
+        return LazyGroup(
             name=group.name,
-            commands=LazyCommands(
-                [(c.name, c.summary) for c in group.commands], _CommandLoader(group.commands)
-            ),
             help=group.summary,
             no_args_is_help=True,
+            rich_markup_mode=markup_mode(),
+            listed=[(c.name, c.summary) for c in group.commands],
+            load=_CommandLoader(group.commands),
         )
-    command = _module_command(group.module)
+    command = module_command(group.module)
     if group.command is not None:
-        assert isinstance(command, click.Group)
-        command = command.commands[group.command]
+        commands = _subcommands(command)
+        assert commands is not None, f"{group.module}: no group of commands"
+        command = commands[group.command]
     command.name = group.name
     return command
 
@@ -53,45 +68,43 @@ class _CommandLoader:
 
     def __init__(self, commands: Sequence[Subcommand]) -> None:
         self._modules = {c.name: c.module for c in commands}
-        self._loaded: dict[str, dict[str, click.Command]] = {}
+        self._loaded: dict[str, MutableMapping[str, Command]] = {}
 
-    def __call__(self, name: str) -> click.Command:
+    def __call__(self, name: str) -> Command:
         module = self._modules[name]  # KeyError: no such command
         if module not in self._loaded:
-            command = _module_command(module)
-            self._loaded[module] = (
-                dict(command.commands)
-                if isinstance(command, click.Group)
-                else {command.name or name: command}
-            )
+            command = module_command(module)
+            self._loaded[module] = _subcommands(command) or {command.name or name: command}
         command = self._loaded[module][name]
         command.name = name
         return command
 
 
-class LazyCommands(MutableMapping[str, click.Command]):
+class LazyCommands(MutableMapping[str, "Command"]):
     """A group's commands by name: a command's module is imported when the command is looked up.
 
-    Code that walks the tree the click way (``group.commands.get(name)``, ``.items()``) works
-    unchanged; only what it touches is loaded.
+    While the group's help is written (`listing`), a command not yet loaded is stood for by a
+    command that has only its name and its one-line help from the table.
     """
 
-    def __init__(
-        self, listed: Sequence[tuple[str, str]], load: Callable[[str], click.Command]
-    ) -> None:
+    def __init__(self, listed: Sequence[tuple[str, str]], load: Callable[[str], Command]) -> None:
         self.listed = tuple(listed)
         """(name, summary) of each command, in `--help` order."""
         self._load = load
-        self._loaded: dict[str, click.Command] = {}
+        self._loaded: dict[str, Command] = {}
+        self.listing = False
 
-    def __getitem__(self, name: str) -> click.Command:
+    def __getitem__(self, name: str) -> Command:
         if name not in self._loaded:
-            if name not in (n for n, _ in self.listed):
+            summary = next((s for n, s in self.listed if n == name), None)
+            if summary is None:
                 raise KeyError(name)
+            if self.listing:
+                return typer.core.TyperCommand(name=name, help=summary)
             self._loaded[name] = self._load(name)
         return self._loaded[name]
 
-    def __setitem__(self, name: str, command: click.Command) -> None:
+    def __setitem__(self, name: str, command: Command) -> None:
         self._loaded[name] = command
 
     def __delitem__(self, name: str) -> None:
@@ -105,82 +118,91 @@ class LazyCommands(MutableMapping[str, click.Command]):
         return len(list(iter(self)))
 
 
-class LazyGroup(click.Group):
-    """A group that lists its commands from a table and imports only the one that runs."""
+class LazyGroup(typer.core.TyperGroup):
+    """A typer group whose commands come from a table and load when looked up (`LazyCommands`).
 
-    commands: LazyCommands
+    The root is built by typer (``typer.Typer(cls=...)``), so its table is a class attribute
+    (`root_group`); a group under it is made here with ``listed`` and ``load``.
+    """
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(self.commands)  # in the table's order, not sorted
+    listed: ClassVar[Sequence[tuple[str, str]]] = ()
+    load: ClassVar[Callable[[str], Command] | None] = None
 
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        with formatter.section("Commands"):
-            formatter.write_dl(list(self.commands.listed))
+    def __init__(
+        self,
+        *,
+        listed: Sequence[tuple[str, str]] | None = None,
+        load: Callable[[str], Command] | None = None,
+        **settings: Any,
+    ) -> None:
+        super().__init__(**settings)
+        loader = load or type(self).load
+        assert loader is not None, "a LazyGroup needs a table and a loader"
+        self.commands: LazyCommands = LazyCommands(
+            self.listed if listed is None else listed, loader
+        )
+
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
+        self.commands.listing = True  # the listing shows the table: no module is imported
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self.commands.listing = False
 
 
-class LazySubgroup(LazyGroup):
-    """A group under the root: its listing is shortened to the terminal as click's own is."""
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        listed = self.commands.listed
-        limit = formatter.width - 6 - max(len(name) for name, _ in listed)
-        with formatter.section("Commands"):
-            formatter.write_dl(
-                [(name, click.utils.make_default_short_help(s, limit)) for name, s in listed]
-            )
-
-
-def _load_root_group(name: str) -> click.Command:
+def _load_root_group(name: str) -> Command:
     return load_group(next(g for g in GROUPS if g.name == name))
 
 
-def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+class RootGroup(LazyGroup):
+    """`ctk` itself: the groups of `ctk.cli.groups.GROUPS`."""
+
+    listed = tuple((g.name, g.summary) for g in GROUPS)
+    load = staticmethod(_load_root_group)
+
+
+def _version(value: bool) -> None:
     if value:
-        click.echo(f"ctk {__version__}")
-        ctx.exit(0)
+        typer.echo(f"ctk {__version__}")
+        raise typer.Exit(0)
 
 
-def _root(quiet: bool, config: str | None) -> None:
+def _root(
+    version: Annotated[
+        bool,
+        Option("--version", "-V", "-v", is_eager=True, callback=_version, help="Show the version."),
+    ] = False,
+    debug: Annotated[
+        bool, Option("--debug", "-d", help="Show the traceback of an unexpected error.")
+    ] = False,
+    quiet: Annotated[
+        bool,
+        Option("--quiet", envvar="NVIDIA_CTK_QUIET", help="Only errors and warnings on stderr."),
+    ] = False,
+    config: Annotated[
+        str | None,
+        Option(
+            "--config",
+            envvar="NVIDIA_CTK_CONFIG",
+            help="The toolkit's config.toml (nvidia-ctk's): cdi generate takes its driver root "
+            "from nvidia-container-cli.root.",
+        ),
+    ] = None,
+) -> None:
     from ctk.cli.compat import GlobalOptions, set_global_options
 
-    set_global_options(GlobalOptions(quiet=quiet, config=config))
+    set_global_options(GlobalOptions(quiet=quiet, config=config, debug=debug))
 
 
-def build_app() -> click.Command:
-    """Return the click command behind `ctk`."""
-    return LazyGroup(
+def build_app() -> Command:
+    """Return the command behind `ctk`."""
+    root = typer.Typer(
         name="ctk",
-        commands=LazyCommands([(g.name, g.summary) for g in GROUPS], _load_root_group),
-        help="ctk: CDI specs, container runtime configuration and diagnosis for GPU nodes.",
+        cls=RootGroup,
+        help=ROOT_HELP,
         no_args_is_help=True,
+        rich_markup_mode=markup_mode(),
         context_settings={"help_option_names": ["-h", "--help"]},
-        params=[
-            click.Option(
-                ["--version", "-V", "-v"],
-                is_flag=True,
-                expose_value=False,
-                is_eager=True,
-                callback=_version,
-                help="Show the version.",
-            ),
-            click.Option(
-                ["--debug", "-d"],
-                is_flag=True,
-                expose_value=False,
-                help="Show the traceback of an unexpected error.",
-            ),
-            click.Option(
-                ["--quiet"],
-                is_flag=True,
-                envvar="NVIDIA_CTK_QUIET",
-                help="Only errors and warnings on stderr.",
-            ),
-            click.Option(
-                ["--config"],
-                envvar="NVIDIA_CTK_CONFIG",
-                help="The toolkit's config.toml (nvidia-ctk's): cdi generate takes its driver "
-                "root from nvidia-container-cli.root.",
-            ),
-        ],
-        callback=_root,
     )
+    root.callback()(_root)
+    return typer.main.get_command(root)

@@ -3,6 +3,7 @@
 - `help` / `h` as a command at any level: `ctk help`, `ctk cdi help`, `ctk help cdi generate`.
 - Boolean flags with a value, as Go's flag packages take them: `--no-all-device=true`,
   `--dry-run=false` (Go's spellings: 1, t, T, true, TRUE, True and the same for false).
+- Long options with one dash, as urfave/cli takes them: `-dry-run`, `-config=F`.
 - Environment variables: list values separated by commas, as nvidia-ctk splits them; a
   variable applies only when its flag is not given (a flag beats its variable).
 """
@@ -11,14 +12,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from ctk.errors import UsageError
 
-if TYPE_CHECKING:  # click is imported by the functions that walk click's commands
-    from collections.abc import Sequence
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
 
-    import click
+    from typer._click import Command  # typer's own click, for annotations only
 
 # Go's strconv.ParseBool, which urfave/cli (nvidia-ctk) uses for flags and variables
 GO_TRUE = frozenset({"1", "t", "T", "true", "TRUE", "True"})
@@ -61,39 +63,54 @@ def warn(message: str) -> None:
     sys.stderr.write(f"warning: {message}\n")
 
 
-def _subcommand(command: click.Command, name: str) -> click.Command | None:
-    import click
-
-    if isinstance(command, click.Group):
-        return command.commands.get(name)
-    return None
+def _subcommand(command: Command, name: str) -> Command | None:
+    commands = getattr(command, "commands", None)
+    return commands.get(name) if isinstance(commands, Mapping) else None
 
 
-def _bool_flag(command: click.Command, name: str) -> click.Option | None:
-    import click
+def _options(command: Command) -> Iterator[Any]:
+    return (p for p in command.params if getattr(p, "param_type_name", "") == "option")
 
-    for param in command.params:
-        if isinstance(param, click.Option) and param.is_flag and name in param.opts:
+
+def _bool_flag(command: Command, name: str) -> Any:
+    """The boolean flag of ``command`` that ``name`` names (its on or its off name), or None."""
+    for param in _options(command):
+        if param.is_flag and not param.count and name in (*param.opts, *param.secondary_opts):
             return param
     return None
 
 
-def _takes_value(command: click.Command, arg: str) -> bool:
+def _takes_value(command: Command, arg: str) -> bool:
     """Whether ``arg`` is an option of ``command`` whose value is the next argument."""
     if not arg.startswith("-") or "=" in arg:
         return False
-    import click
-
-    return any(
-        isinstance(p, click.Option) and not p.is_flag and not p.count and arg in p.opts
-        for p in command.params
-    )
+    return any(not p.is_flag and not p.count and arg in p.opts for p in _options(command))
 
 
-def normalize(command: click.Command, args: Sequence[str]) -> list[str]:
-    """``args`` with nvidia-ctk's spellings turned into ctk's (see the module docstring)."""
-    import click
+def _long_names(command: Command) -> set[str]:
+    return {
+        name
+        for param in _options(command)
+        for name in (*param.opts, *param.secondary_opts)
+        if name.startswith("--")
+    }
 
+
+def _go_option(command: Command, arg: str) -> str:
+    """``-name`` or ``-name=value`` as ``--name...`` where ``--name`` is an option of
+    ``command`` (urfave/cli, nvidia-ctk's reader, takes one dash or two); else ``arg``."""
+    if arg.startswith("--") or len(arg.partition("=")[0]) <= 2:
+        return arg
+    return "-" + arg if "-" + arg.partition("=")[0] in _long_names(command) else arg
+
+
+def normalize(command: Command, args: Sequence[str]) -> list[str]:
+    """``args`` with nvidia-ctk's spellings turned into ctk's (see the module docstring).
+
+    Only option names and the `help` word are rewritten: a word that is the value of the option
+    before it is passed on as it is, whatever it looks like, as Go's flag package (and click)
+    take the next word as an option's value.
+    """
     out: list[str] = []
     current = command
     rest = list(args)
@@ -102,36 +119,42 @@ def normalize(command: click.Command, args: Sequence[str]) -> list[str]:
         if arg == "--":
             return [*out, arg, *rest]
         if _takes_value(current, out[-1] if out else ""):
-            out.append(arg)  # the value of the option before it, never a command
+            out.append(arg)  # the value of the option before it, never a command or an option
             continue
         if not arg.startswith("-"):
             sub = _subcommand(current, arg)
-            if sub is None and arg in HELP_WORDS and isinstance(current, click.Group):
+            if sub is None and arg in HELP_WORDS and getattr(current, "commands", None) is not None:
                 # `help [command...]`: the help of the named command, or of this group
                 return [*out, *(a for a in rest if not a.startswith("-")), "--help"]
             current = sub or current
             out.append(arg)
             continue
+        arg = _go_option(current, arg)
         name, has_value, value = arg.partition("=")
         flag = _bool_flag(current, name) if has_value and name.startswith("--") else None
         if flag is None:
             out.append(arg)
-        elif parse_bool(value, name):
-            out.append(name)
+            continue
+        on = parse_bool(value, name) == (name in flag.opts)  # --no-x=true: x off
+        if on:
+            out.append(flag.opts[0])
         elif flag.secondary_opts:
             out.append(flag.secondary_opts[0])
-        # false for a flag without a --no- form is its default: nothing to pass
+        # off for a flag without a --no- form is its default: nothing to pass
     return out
 
 
 class GlobalOptions:
     """nvidia-ctk's global options given before the command (`ctk --quiet cdi generate`)."""
 
-    __slots__ = ("config", "quiet")
+    __slots__ = ("config", "debug", "quiet")
 
-    def __init__(self, *, quiet: bool = False, config: str | None = None) -> None:
+    def __init__(
+        self, *, quiet: bool = False, config: str | None = None, debug: bool = False
+    ) -> None:
         self.quiet = quiet
         self.config = config
+        self.debug = debug
 
 
 _CURRENT: dict[str, GlobalOptions] = {}

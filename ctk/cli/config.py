@@ -6,12 +6,13 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import click
+import typer
+from typer import Option
 
 from ctk.cli import compat
-from ctk.cli.declare import Commands, Option
+from ctk.cli.options import new_app
 
-app = Commands(help="Show or edit the NVIDIA Container Toolkit's config.toml (nvidia-ctk config).")
+app = new_app(help="Show or edit the NVIDIA Container Toolkit's config.toml (nvidia-ctk config).")
 
 Output = Annotated[
     Path | None, Option("--output", "-o", help="Write here instead of standard output.")
@@ -30,7 +31,7 @@ def _emit(text: str, output: Path | None) -> None:
 
 @app.callback(invoke_without_command=True)
 def config(
-    ctx: click.Context,
+    ctx: typer.Context,
     config_file: Annotated[
         Path,
         Option("--config-file", "--config", "-c", help="The toolkit's config file to read."),

@@ -7,11 +7,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-import click
+import typer
+from typer import Option
 
 from ctk import __version__
 from ctk.cli import render
-from ctk.cli.declare import Commands, Option
+from ctk.cli.options import new_app
 from ctk.doctor.groups import Group
 from ctk.errors import CtkError, UsageError
 
@@ -94,7 +95,7 @@ def doctor(
 
     if list_checks:
         _print_list(as_json=as_json)
-        raise click.exceptions.Exit(0)
+        raise typer.Exit(0)
     unknown_ids = [c for c in check if c not in REGISTRY]
     if unknown_ids:
         raise UsageError(
@@ -117,20 +118,20 @@ def doctor(
 
         code, line = npd_report(findings)
         sys.stdout.write(line + "\n")
-        raise click.exceptions.Exit(code)
+        raise typer.Exit(code)
     from ctk.doctor.run import summarize
 
     summary = summarize(findings, strict=strict)
     if as_json:
         render.dump_json(to_json(facts, findings, timings, strict=strict), sys.stdout)
-        raise click.exceptions.Exit(summary.exit_code)
+        raise typer.Exit(summary.exit_code)
     from ctk.cli import doctor_render
 
     doctor_render.report(facts, findings, verbose=verbose, strict=strict)
     if fix:
         code = _fix(root, need, shown, findings, yes=yes, nvml_timeout=nvml_timeout)
-        raise click.exceptions.Exit(code)
-    raise click.exceptions.Exit(summary.exit_code)
+        raise typer.Exit(code)
+    raise typer.Exit(summary.exit_code)
 
 
 def _diagnose(
@@ -343,7 +344,7 @@ def _fix(
             todo.append((fix, line))
     if not todo:
         return summarize(findings).exit_code
-    if not yes and not click.confirm("Apply these fixes?", default=False):
+    if not yes and not typer.confirm("Apply these fixes?", default=False):
         out.write("Nothing changed.\n")
         return summarize(findings).exit_code
     for fix, line in todo:
@@ -370,5 +371,5 @@ def _fix(
     return summarize(after).exit_code
 
 
-app = Commands()
+app = new_app()
 app.command("doctor")(doctor)

@@ -14,9 +14,8 @@ import shlex
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from ctk.cli.declare import REQUIRED, Commands, parameters
 from ctk.doctor.fixes import (
     APPLIABLE,
     REFUSED,
@@ -31,6 +30,9 @@ from ctk.doctor.fixes import (
     argv,
 )
 from ctk.doctor.model import Finding, Status
+
+if TYPE_CHECKING:
+    import typer
 
 
 def planned(findings: Sequence[Finding]) -> list[tuple[Fix, list[str]]]:
@@ -146,7 +148,7 @@ def _set_toolkit_config(path: Path, fix: SetToolkitConfig) -> None:
 
 
 NO_SUBCOMMAND: Final = SimpleNamespace(invoked_subcommand=None)
-"""The `click.Context` `ctk config` is called with when run without a sub-command."""
+"""The `typer.Context` `ctk config` is called with when run without a sub-command."""
 
 
 def _generate(output: Path) -> None:
@@ -155,21 +157,23 @@ def _generate(output: Path) -> None:
     call(command_function(cdi.app, "generate"), output=output)
 
 
-def command_function(app: Commands, name: str) -> Callable[..., Any]:
+def command_function(app: typer.Typer, name: str) -> Callable[..., Any]:
     """The function behind the sub-command ``name`` of ``app``."""
-    for declared in app.commands:
-        if declared.name == name:
-            return declared.function
+    for command in app.registered_commands:
+        if command.name == name and command.callback is not None:
+            return command.callback
     raise AssertionError(f"no command {name}")  # a renamed command: the tests say so
 
 
 def call(command: Callable[..., Any], **given: Any) -> Any:
     """Call a command function with ``given`` and every other option at its declared default."""
+    import inspect
+
     kwargs = {}
-    for parameter in parameters(command):
+    for parameter in inspect.signature(command).parameters.values():
         if parameter.name in given:
             kwargs[parameter.name] = given[parameter.name]
-        elif parameter.default is REQUIRED:
+        elif parameter.default is inspect.Parameter.empty:
             raise AssertionError(f"{parameter.name} has no default: give it")
         else:
             kwargs[parameter.name] = parameter.default

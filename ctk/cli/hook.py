@@ -3,11 +3,11 @@ arguments."""
 
 from __future__ import annotations
 
-import click
+import typer
 
-from ctk.cli.declare import Commands
+from ctk.cli.options import new_app
 
-app = Commands()
+app = new_app()
 
 
 @app.command(
@@ -15,7 +15,7 @@ app = Commands()
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
     add_help_option=False,
 )
-def hook(ctx: click.Context) -> None:
+def hook(ctx: typer.Context) -> None:
     """Run an OCI hook (the native `ctk-hook` program)."""
     from ctk.host import hook_program
 

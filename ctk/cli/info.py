@@ -6,7 +6,7 @@ import os
 import sys
 
 from ctk.cli import render
-from ctk.cli.declare import Commands
+from ctk.cli.options import new_app
 
 
 def info() -> None:
@@ -44,5 +44,5 @@ def _state(path: str) -> str:
     return "present" if os.path.isfile(path) else "absent: the toolkit's defaults apply"
 
 
-app = Commands()
+app = new_app()
 app.command("info")(info)

@@ -10,9 +10,10 @@ import sys
 from pathlib import Path, PurePosixPath
 from typing import Annotated
 
+from typer import Option
+
 from ctk.cli import render
-from ctk.cli.declare import Commands, Option
-from ctk.cli.options import Json
+from ctk.cli.options import Json, new_app
 from ctk.errors import CtkError
 
 Root = Annotated[
@@ -51,7 +52,7 @@ def _prefix(text: str) -> PurePosixPath:
     return prefix
 
 
-app = Commands()
+app = new_app()
 
 
 @app.command("install")

@@ -8,7 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-from ctk.cli.declare import Commands, Option
+from typer import Option
+
+from ctk.cli.options import new_app
 from ctk.errors import UsageError
 from ctk.runtime_config.engines import (
     DEFAULT_RUNTIME_NAME,
@@ -23,7 +25,7 @@ if TYPE_CHECKING:  # the editors (tomlkit) load only when a command runs, not fo
     from ctk.runtime_config.editor import Inputs
     from ctk.runtime_config.plan import FileChange, Plan
 
-app = Commands(no_args_is_help=True, help="Configure container engines for the nvidia runtime.")
+app = new_app(no_args_is_help=True, help="Configure container engines for the nvidia runtime.")
 
 RuntimeOption = Annotated[
     Runtime,
@@ -393,7 +395,7 @@ def _gather(
     return inputs
 
 
-@app.command(go_flags=True)
+@app.command()
 def configure(
     *,
     runtime: RuntimeOption = Runtime.DOCKER,
@@ -467,7 +469,7 @@ def configure(
         _apply(runtime, plan, place, dry_run=dry_run, diff=diff, backup=backup, verb="configure")
 
 
-@app.command(go_flags=True)
+@app.command()
 def unconfigure(
     *,
     runtime: RuntimeOption = Runtime.DOCKER,

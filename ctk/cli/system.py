@@ -6,14 +6,16 @@ import os
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Annotated
 
+from typer import Option
+
 from ctk.cli import render
-from ctk.cli.declare import Commands, Option
+from ctk.cli.options import new_app
 from ctk.errors import CtkError
 
 if TYPE_CHECKING:
     from ctk.node.dev import DevNode
 
-app = Commands(no_args_is_help=True, help="Prepare the node: device nodes and /dev/char links.")
+app = new_app(no_args_is_help=True, help="Prepare the node: device nodes and /dev/char links.")
 
 DRIVER_ROOT_ENV = ["NVIDIA_DRIVER_ROOT", "DRIVER_ROOT"]
 DriverRoot = Annotated[
