@@ -15,7 +15,7 @@ from typing import Any
 import tomlkit
 from tomlkit.container import Container, OutOfOrderTableProxy
 from tomlkit.exceptions import TOMLKitError
-from tomlkit.items import AoT, Comment, InlineTable, Item, Table, Whitespace
+from tomlkit.items import AoT, Comment, InlineTable, Item, String, StringType, Table, Whitespace
 from tomlkit.toml_document import TOMLDocument
 
 from ctk.errors import CtkError
@@ -121,13 +121,28 @@ def set_key(table: Parent, keys: tuple[str, ...], value: JSONValue, changes: lis
     if existed and before == value and type(before) is type(value):
         return
     if existed:
-        table[key] = value
+        table[key] = quoted_like(table[key], value)
     else:
         if isinstance(table, Table) and table.is_super_table():
             # The table was implied by a [sub.table] header and now needs its own header.
             changes.append(header(keys[:-1]))
         _insert_key(table, key, value)
     changes.append(Change(keys, existed, before, value))
+
+
+def quoted_like(old: object, value: JSONValue) -> JSONValue | String:
+    """``value``, a string written with the quotes of ``old`` (`'single'` or `"double"`).
+
+    containerd 2.x writes 'literal' strings; a replaced value keeps them, so that undoing the
+    change gives back the bytes of the line. A value the old kind cannot hold gets tomlkit's.
+    """
+    if not isinstance(old, String) or not isinstance(value, str) or old.type is StringType.SLB:
+        return value
+    literal = old.type in (StringType.SLL, StringType.MLL)
+    try:
+        return tomlkit.string(value, literal=literal, multiline=old.type.is_multiline())
+    except TOMLKitError:  # e.g. a quote or a control character in a literal string
+        return value
 
 
 def _insert_key(table: Parent, key: str, value: JSONValue) -> None:
@@ -261,7 +276,7 @@ def undo_changes(doc: TOMLDocument, changes: Sequence[Change]) -> None:
         if plain(current) != change.after:
             continue
         if change.existed:
-            parent[key] = change.before
+            parent[key] = quoted_like(current, change.before)
         else:
             del parent[key]
 

@@ -53,12 +53,20 @@ def _emit_table(
         header = ".".join(tomlkit.key(p).as_string().strip() for p in path)
         lines.append(f"{indent}[{header}]" + ("  # section" if style["comments"] else ""))
     for key, value in simple.items():
-        item = tomlkit.item(value).as_string()
+        item = _value_text(value, literal=style["literal"])
         comment = " # note" if style["comments"] and isinstance(value, bool) else ""
         key_text = tomlkit.key(key).as_string().strip()
         lines.append(f"{indent}{style['indent'] if path else ''}{key_text} = {item}{comment}")
     for key, value in tables.items():
         _emit_table(lines, [*path, key], value, style)
+
+
+def _value_text(value: object, *, literal: bool) -> str:
+    """TOML for ``value``; ``literal``: strings in 'single quotes' where they can be, as
+    containerd 2.x writes them."""
+    if literal and isinstance(value, str) and "'" not in value and value.isprintable():
+        return f"'{value}'"
+    return tomlkit.item(value).as_string()
 
 
 def render_toml(data: dict[str, Any], style: dict[str, Any]) -> str:
@@ -75,6 +83,7 @@ STYLES = st.fixed_dictionaries(
         "blank": st.booleans(),
         "comments": st.booleans(),
         "final_newline": st.booleans(),
+        "literal": st.booleans(),
     }
 )
 

@@ -1,0 +1,316 @@
+"""The doctor checks at their limits: equal to a limit, one below, one above.
+
+Each table pins a comparison that a one-character change (`>=` for `>`, `all` for `any`) would
+break without any other test noticing (issue 26: hand-made mutations that survived the suite).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from ctk.doctor.checks.cdi import MAX_EVIDENCE
+from ctk.doctor.facts import (
+    CdiFacts,
+    CompatLibrary,
+    ContainerFacts,
+    DevFacts,
+    EngineFacts,
+    KernelFacts,
+    NodeFacts,
+    NvmlAnswer,
+    ProcGpu,
+    RuntimeEntry,
+    SpecFileFacts,
+    ToolkitFacts,
+)
+from ctk.doctor.model import REGISTRY, Evidence, Result, Status, Where
+from ctk.node import CharDevice
+from ctk.node.nvml import Gpu, GpuHealth, MigDevice, MigMode, NvmlFacts
+from ctk.runtime_config.engines import Runtime
+
+MIB = 1 << 20
+GPU = Gpu(index=0, minor=0, uuid="GPU-0", name="NVIDIA A100-SXM4-80GB", pci_bus_id="")
+MIG = MigDevice(
+    parent_index=0, index=0, gpu_instance=1, compute_instance=0, uuid="MIG-1", profile="3g.40gb"
+)
+
+
+def run(check_id: str, facts: NodeFacts) -> Result:
+    return REGISTRY[check_id].run(facts)
+
+
+def gpu_node(minor: int) -> CharDevice:
+    path = f"/dev/nvidia{minor}"
+    return CharDevice(container_path=path, host_path=path, major=195, minor=minor, file_mode=0o666)
+
+
+def in_container(gpus: int, env: dict[str, str]) -> NodeFacts:
+    """A container that sees ``gpus`` GPU device nodes, with ``env``."""
+    nodes = {f"/dev/nvidia{i}": gpu_node(i) for i in range(gpus)}
+    return NodeFacts(
+        where=Where.CONTAINER, dev=DevFacts(nodes=nodes), container=ContainerFacts(env=env)
+    )
+
+
+# container.visible-devices-misuse: an index is flagged from the GPU count on (indices count
+# from 0), and CUDA_VISIBLE_DEVICES only when *every* index is past the count.
+@pytest.mark.parametrize(
+    ("env", "flagged"),
+    [
+        pytest.param({"NVIDIA_VISIBLE_DEVICES": "1"}, None, id="nvidia-index-one-below-count"),
+        pytest.param(
+            {"NVIDIA_VISIBLE_DEVICES": "2"},
+            Evidence("NVIDIA_VISIBLE_DEVICES", "2: index 2 does not exist"),
+            id="nvidia-index-equal-to-count",
+        ),
+        pytest.param(
+            {"NVIDIA_VISIBLE_DEVICES": "0,3"},
+            Evidence("NVIDIA_VISIBLE_DEVICES", "0,3: index 3 does not exist"),
+            id="nvidia-index-above-count",
+        ),
+        pytest.param({"CUDA_VISIBLE_DEVICES": "1"}, None, id="cuda-index-one-below-count"),
+        pytest.param(
+            {"CUDA_VISIBLE_DEVICES": "2"},
+            Evidence(
+                "CUDA_VISIBLE_DEVICES",
+                "2: counts inside the container, which has 2 GPU(s); this hides every GPU",
+            ),
+            id="cuda-index-equal-to-count",
+        ),
+        pytest.param(
+            {"CUDA_VISIBLE_DEVICES": "0,2"}, None, id="cuda-one-index-valid-one-past-count"
+        ),
+        pytest.param(
+            {"CUDA_VISIBLE_DEVICES": "2,3"},
+            Evidence(
+                "CUDA_VISIBLE_DEVICES",
+                "2,3: counts inside the container, which has 2 GPU(s); this hides every GPU",
+            ),
+            id="cuda-every-index-past-count",
+        ),
+    ],
+)
+def test_visible_devices_limits(env: dict[str, str], flagged: Evidence | None) -> None:
+    result = run("container.visible-devices-misuse", in_container(2, env))
+    if flagged is None:
+        assert result.status is Status.OK, result
+    else:
+        assert result.status is Status.WARN
+        assert result.evidence == (flagged,)
+
+
+# cuda.forward-compat-unusable: a compat libcuda as new as the host driver is not used.
+@pytest.mark.parametrize(
+    ("compat_version", "status"),
+    [
+        pytest.param("550.54.14", Status.OK, id="compat-one-below-driver"),
+        pytest.param("550.54.15", Status.OK, id="compat-equal-to-driver"),
+        pytest.param("550.54.16", Status.FAIL, id="compat-one-above-driver"),
+    ],
+)
+def test_forward_compat_against_the_driver(compat_version: str, status: Status) -> None:
+    facts = NodeFacts(
+        where=Where.CONTAINER,
+        kernel=KernelFacts(driver_version="550.54.15"),
+        nvml=NvmlAnswer(
+            found=NvmlFacts(driver_version="550.54.15", cuda_driver_version=12040, gpus=(GPU,)),
+            health=(GpuHealth(0, brand="geforce"),),
+        ),
+        container=ContainerFacts(
+            compat=CompatLibrary(
+                path=f"/usr/local/cuda/compat/libcuda.so.{compat_version}",
+                version=compat_version,
+                on_path="LD_LIBRARY_PATH",
+            )
+        ),
+    )
+    result = run("cuda.forward-compat-unusable", facts)
+    assert result.status is status, result
+    if status is Status.OK:
+        assert "the compat libraries are not used" in result.summary
+
+
+# mig.strategy-mismatch: `single` takes exactly one profile (or none).
+@pytest.mark.parametrize(
+    ("profiles", "status"),
+    [
+        pytest.param((), Status.OK, id="no-profile"),
+        pytest.param(("3g.40gb",), Status.OK, id="one-profile"),
+        pytest.param(("3g.40gb", "3g.40gb"), Status.OK, id="one-profile-twice"),
+        pytest.param(("3g.40gb", "1g.10gb"), Status.FAIL, id="two-profiles"),
+    ],
+)
+def test_single_strategy_profiles(profiles: tuple[str, ...], status: Status) -> None:
+    migs = tuple(replace(MIG, index=i, profile=p) for i, p in enumerate(profiles))
+    gpu = replace(GPU, mig_mode=MigMode.ENABLED, migs=migs)
+    facts = NodeFacts(
+        nvml=NvmlAnswer(
+            found=NvmlFacts(driver_version="550.54.15", cuda_driver_version=12040, gpus=(gpu,))
+        ),
+        kubernetes={"labels": {"nvidia.com/mig.strategy": "single"}},
+    )
+    assert run("mig.strategy-mismatch", facts).status is status
+
+
+# toolkit.too-old: a rule applies from its driver branch on (530: 1.13, 545: 1.14).
+@pytest.mark.parametrize(
+    ("driver", "library", "status"),
+    [
+        pytest.param("529.11", "1.12.1-1", Status.OK, id="branch-one-below-530"),
+        pytest.param("530.30.02", "1.12.1-1", Status.FAIL, id="branch-equal-to-530"),
+        pytest.param("531.18", "1.12.1-1", Status.FAIL, id="branch-one-above-530"),
+        pytest.param("530.30.02", "1.13-1", Status.OK, id="library-equal-to-1.13"),
+        pytest.param("544.01", "1.13.5-1", Status.OK, id="branch-one-below-545"),
+        pytest.param("545.23.06", "1.13.5-1", Status.FAIL, id="branch-equal-to-545"),
+        pytest.param("545.23.06", "1.14-1", Status.OK, id="library-equal-to-1.14"),
+    ],
+)
+def test_toolkit_driver_rules(driver: str, library: str, status: Status) -> None:
+    facts = NodeFacts(
+        kernel=KernelFacts(driver_version=driver, cgroup_version=1),
+        toolkit=ToolkitFacts(packages={"libnvidia-container1": library}),
+    )
+    assert run("toolkit.too-old", facts).status is status
+
+
+# host.cgroup-v2-legacy-stack: 1.8 is enough, whether written 1.8.0 or 1.8.
+@pytest.mark.parametrize(
+    ("library", "status"),
+    [
+        pytest.param("1.7.0-1", Status.FAIL, id="one-below"),
+        pytest.param("1.8-1", Status.OK, id="two-part-equal"),
+        pytest.param("1.8.0-1", Status.OK, id="three-part-equal"),
+        pytest.param("1.9-1", Status.OK, id="one-above"),
+    ],
+)
+def test_cgroup_v2_minimum(library: str, status: Status) -> None:
+    facts = NodeFacts(
+        kernel=KernelFacts(cgroup_version=2),
+        toolkit=ToolkitFacts(packages={"libnvidia-container1": library}),
+    )
+    assert run("host.cgroup-v2-legacy-stack", facts).status is status
+
+
+# hami.memory-limit-not-enforced: NVML's total equal to the limit is the limit enforced.
+@pytest.mark.parametrize(
+    ("total_mib", "status"),
+    [
+        pytest.param(4095, Status.OK, id="total-one-below-limit"),
+        pytest.param(4096, Status.OK, id="total-equal-to-limit"),
+        pytest.param(4097, Status.FAIL, id="total-one-above-limit"),
+    ],
+)
+def test_hami_memory_limit(total_mib: int, status: Status) -> None:
+    facts = NodeFacts(
+        where=Where.POD,
+        nvml=NvmlAnswer(
+            found=NvmlFacts(driver_version="550.54.15", cuda_driver_version=12040, gpus=(GPU,)),
+            health=(GpuHealth(0, memory_total=total_mib * MIB),),
+        ),
+        container=ContainerFacts(env={"CUDA_DEVICE_MEMORY_LIMIT_0": "4096m"}),
+    )
+    assert run("hami.memory-limit-not-enforced", facts).status is status
+
+
+def test_rootless_config_that_does_not_parse_fails_even_with_a_runtime() -> None:
+    """The runtimes read from a broken daemon.json are not what Docker will load."""
+    rootless = EngineFacts(
+        engine="docker",
+        installed=True,
+        config_path="/home/u/.config/docker/daemon.json",
+        runtimes={"nvidia": RuntimeEntry(name="nvidia", binary="nvidia-container-runtime")},
+        error="line 3 column 1: trailing comma",
+    )
+    result = run("docker.rootless-config", NodeFacts(docker_rootless=rootless))
+    assert result.status is Status.FAIL
+    assert result.evidence == (
+        Evidence("/home/u/.config/docker/daemon.json", "line 3 column 1: trailing comma"),
+    )
+    fine = replace(rootless, error=None)
+    assert run("docker.rootless-config", NodeFacts(docker_rootless=fine)).status is Status.OK
+
+
+# cdi.spec-stale: MAX_EVIDENCE missing paths are listed; the rest are counted.
+@pytest.mark.parametrize(
+    ("missing", "more"),
+    [
+        pytest.param(MAX_EVIDENCE - 1, None, id="one-below-limit"),
+        pytest.param(MAX_EVIDENCE, None, id="equal-to-limit"),
+        pytest.param(MAX_EVIDENCE + 1, "... and 1 more missing host paths", id="one-above-limit"),
+    ],
+)
+def test_stale_spec_evidence_limit(missing: int, more: str | None) -> None:
+    paths = tuple(f"/usr/lib/libnvidia-{i}.so.550.54.15" for i in range(missing))
+    spec = SpecFileFacts(
+        path="/etc/cdi/nvidia.yaml",
+        kind="nvidia.com/gpu",
+        devices=("0",),
+        host_paths=paths,
+        missing_host_paths=paths,
+        driver_versions=frozenset({"550.54.15"}),
+    )
+    facts = NodeFacts(
+        kernel=KernelFacts(driver_version="550.54.15"),
+        cdi=CdiFacts(dirs=("/etc/cdi",), specs=(spec,)),
+    )
+    result = run("cdi.spec-stale", facts)
+    assert result.status is Status.FAIL
+    listed = [e.value for e in result.evidence if e.value.endswith("(missing)")]
+    assert len(listed) == min(missing, MAX_EVIDENCE)
+    counted = [e.value for e in result.evidence if e.value.startswith("...")]
+    assert counted == ([more] if more else [])
+
+
+# cdi.refresh-disabled: the refresh unit matters from toolkit 1.18 on, also written `1.18-1`.
+@pytest.mark.parametrize(
+    ("toolkit", "status"),
+    [
+        pytest.param("1.17.8-1", Status.OK, id="one-below"),
+        pytest.param("1.18-1", Status.WARN, id="two-part-equal"),
+        pytest.param("1.18.0-1", Status.WARN, id="three-part-equal"),
+        pytest.param("1.19-1", Status.WARN, id="one-above"),
+    ],
+)
+def test_refresh_toolkit_version(toolkit: str, status: Status) -> None:
+    spec = SpecFileFacts(path="/etc/cdi/nvidia.yaml", kind="nvidia.com/gpu", devices=("0",))
+    facts = NodeFacts(
+        cdi=CdiFacts(dirs=("/etc/cdi",), specs=(spec,)),
+        toolkit=ToolkitFacts(packages={"nvidia-container-toolkit": toolkit}),
+    )
+    assert run("cdi.refresh-disabled", facts).status is status
+
+
+# dev.char-symlinks-missing: mode auto is CDI (no /dev/char links needed) from 1.18 on.
+@pytest.mark.parametrize(
+    ("toolkit", "status"),
+    [
+        pytest.param("1.17.8-1", Status.WARN, id="one-below"),
+        pytest.param("1.18-1", Status.OK, id="two-part-equal"),
+        pytest.param("1.18.0-1", Status.OK, id="three-part-equal"),
+        pytest.param("1.19-1", Status.OK, id="one-above"),
+    ],
+)
+def test_auto_mode_is_cdi_from_1_18(toolkit: str, status: Status) -> None:
+    facts = NodeFacts(
+        kernel=KernelFacts(
+            driver_version="550.54.15",
+            gpus=(ProcGpu(bdf="0000:62:00.0", minor=0, uuid="GPU-0", model="A100"),),
+            char_majors={"nvidia-frontend": 195},
+        ),
+        dev=DevFacts(nodes={"/dev/nvidia0": gpu_node(0)}),
+        engines={
+            Runtime.DOCKER: EngineFacts(
+                engine="docker",
+                installed=True,
+                config_path="/etc/docker/daemon.json",
+                cgroup_driver="systemd",
+            )
+        },
+        toolkit=ToolkitFacts(packages={"nvidia-container-toolkit": toolkit}),
+    )
+    result = run("dev.char-symlinks-missing", facts)
+    assert result.status is status, result
+    if status is Status.WARN:
+        assert Evidence("toolkit", "1.17.8 resolves mode auto to legacy") in result.evidence
