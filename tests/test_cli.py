@@ -26,13 +26,18 @@ def test_help_lists_groups(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_unknown_command_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["frobnicate"]) == 2
-    assert "No such command 'frobnicate'" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        "error: no such command 'frobnicate'\nhint: run 'ctk --help' for its usage\n"
+    )
 
 
 def test_unknown_option_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["cdi", "validate", "--no-such-flag"]) == 2
     err = capsys.readouterr().err
-    assert re.search(r"^Error: No such option:? '?--no-such-flag'?\.?$", err, re.M), err
+    assert re.fullmatch(
+        r"error: no such option: --no-such-flag\nhint: run 'ctk cdi validate --help' for its usage\n",
+        err,
+    ), err
 
 
 @pytest.mark.parametrize(
@@ -53,8 +58,6 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     assert main(argv) == 1
     with pytest.raises(CtkError):
         main(["-d", *argv])
-    with pytest.raises(CtkError):
-        main([*argv, "--debug"])
 
 
 def test_hook_keeps_its_own_debug_flag(
