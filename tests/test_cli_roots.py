@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
 import pytest
 
 from ctk.cli.app import main
 from ctk.cli.commands import GROUPS, load_group
+from tests.cli_tree import Command, is_group, is_option
 
 ROOT_FLAGS = ("--root", "--driver-root", "--dev-root", "--host-root")
 NOT_CHECKED = {
@@ -96,17 +96,17 @@ def test_an_empty_root(args: list[str], capsys: pytest.CaptureFixture[str]) -> N
     assert capsys.readouterr() == ("", "error: --root is empty\nhint: pass an existing directory\n")
 
 
-def _root_options(command: click.Command, path: str) -> set[tuple[str, str]]:
-    if isinstance(command, click.Group):
+def _root_options(command: Command, path: str) -> set[tuple[str, str]]:
+    if is_group(command):
         return {
             found
-            for name in command.list_commands(click.Context(command))
+            for name in list(command.commands)
             for found in _root_options(command.commands[name], f"{path} {name}".strip())
         }
     return {
         (path, opt)
         for param in command.params
-        if isinstance(param, click.Option)
+        if is_option(param)
         for opt in param.opts
         if opt in ROOT_FLAGS
     }
