@@ -14,11 +14,12 @@ import shlex
 from collections.abc import Callable
 from pathlib import Path
 
-import click
 import pytest
+import typer
 
 from ctk.cli.app import main
 from ctk.cli.commands import build_app
+from tests.cli_tree import is_group
 from tests.doctor.test_checks import CASES, run
 from tests.fake_nvml.fixtures import fake_node, fake_nvml_library  # noqa: F401  (pytest fixtures)
 from tests.nodes import DOCTOR_NODES, FakeNode, load_spec, names
@@ -63,10 +64,10 @@ SEPARATORS = ("|", "&&", ";")
 
 def parse_ctk(args: list[str]) -> str:
     """The ctk command ``args`` names, parsed by ctk's click app (raises on any bad option)."""
-    command: click.Command = build_app()
+    command = build_app()
     ctx = command.make_context("ctk", list(args))
     path = []
-    while isinstance(command, click.Group):
+    while is_group(command):
         given = [*ctx._protected_args, *ctx.args]
         if not given and command.invoke_without_command:  # `ctk config --set ...`
             break
@@ -102,7 +103,7 @@ def problems(line: str, *, ctk_installed: bool) -> list[str]:
         elif words[0] == "ctk":
             try:
                 parse_ctk(words[1:])
-            except click.ClickException as exc:
+            except typer.TyperException as exc:
                 found.append(f"ctk cannot parse {line!r}: {exc.format_message()}")
         elif words[0] == "nvidia-ctk":
             key = (words[1], words[2])
@@ -157,8 +158,8 @@ def test_every_hand_built_case_remedy_runs_as_written() -> None:
         pytest.param(
             "sudo ctk runtime configure --runtme=docker",
             [
-                "ctk cannot parse 'sudo ctk runtime configure --runtme=docker': No such option "
-                "'--runtme'. (Did you mean one of: '--runtime', '--runtime-path'?)"
+                "ctk cannot parse 'sudo ctk runtime configure --runtme=docker': No such option: "
+                "--runtme (Possible options: --runtime, --runtime-path)"
             ],
             id="ctk-typo",
         ),
