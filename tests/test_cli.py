@@ -35,7 +35,8 @@ def test_unknown_option_is_usage_error(capsys: pytest.CaptureFixture[str]) -> No
     assert main(["cdi", "validate", "--no-such-flag"]) == 2
     err = capsys.readouterr().err
     assert re.fullmatch(
-        r"error: no such option: --no-such-flag\nhint: run 'ctk cdi validate --help' for its usage\n",
+        r"error: no such option: --no-such-flag\n"
+        r"hint: run 'ctk cdi validate --help' for its usage\n",
         err,
     ), err
 

@@ -81,7 +81,7 @@ def _command_lines(text: str) -> list[str]:
 def _parse_error(line: str) -> str | None:
     """Why click would refuse ``line`` (no such command or option, a missing option value, an
     extra argument, a value outside a choice), or None; nothing runs, no callback is called."""
-    root = build_app()
+    root: Command = build_app()
     args = compat.normalize(root, _arguments(line))
     if {"--help", "-h", "--version", "-V", "-v"} & set(args):
         return None

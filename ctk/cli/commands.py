@@ -126,7 +126,8 @@ class LazyGroup(typer.core.TyperGroup):
     """
 
     listed: ClassVar[Sequence[tuple[str, str]]] = ()
-    load: ClassVar[Callable[[str], Command] | None] = None
+    load: ClassVar[Any] = None
+    """The table's loader (a `staticmethod` in a subclass): a name to its command."""
 
     def __init__(
         self,

@@ -55,8 +55,8 @@ def test_a_symlink_loop_named_yaml_hides_no_good_spec(
 
 def _main_as_nobody(argv: list[str]) -> tuple[int, str, str]:
     """`main_as_nobody`, after importing as root what the command needs."""
-    import typer._click._textwrap  # noqa: F401  (imported lazily; nobody cannot read site-packages)
     import rich.console  # noqa: F401
+    import typer._click._textwrap  # noqa: F401  (imported lazily; nobody cannot read site-packages)
 
     main(["cdi", "list", "--spec-dir", "/nonexistent"])  # import the rest as root
     return main_as_nobody(argv)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -387,7 +388,7 @@ def test_every_nvidia_ctk_flag_exists(path: tuple[str, ...], flags: str) -> None
     from ctk.cli.commands import build_app
     from tests.cli_tree import is_group
 
-    command = build_app()
+    command: Any = build_app()
     for name in path:
         assert is_group(command)
         command = command.commands[name]

@@ -13,6 +13,7 @@ import json
 import shlex
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -64,7 +65,7 @@ SEPARATORS = ("|", "&&", ";")
 
 def parse_ctk(args: list[str]) -> str:
     """The ctk command ``args`` names, parsed by ctk's click app (raises on any bad option)."""
-    command = build_app()
+    command: Any = build_app()
     ctx = command.make_context("ctk", list(args))
     path = []
     while is_group(command):
