@@ -4,17 +4,17 @@ run loads, and every command has modules it must not load. The start-up *time* t
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-import click
 import pytest
 
 from ctk.cli.commands import GROUPS, CommandGroup, load_group
+from tests.cli_tree import context, is_group
 from tests.fake_nvml import materialise
 
 REPO = Path(__file__).resolve().parents[1]
@@ -25,32 +25,30 @@ NOT_DOCTOR = ("ctk.doctor", "ctk.cli.doctor", "ctk.host.facts")
 NOT_CDI = ("ctk.cdi.generate", "ctk.cdi.discover", "ctk.cli.cdi_generate", "ctk.cli.cdi")
 NOT_RUNTIME = ("ctk.runtime_config", "ctk.cli.runtime")
 CDI_COMMANDS = ("ctk.cli.cdi_check", "ctk.cli.cdi_generate", "ctk.cli.cdi_tools", "ctk.cdi")
-# a plain command line runs without click (ctk.cli.direct)
-NO_CLICK = ("click", "ctk.cli.click_build", "ctk.cli.commands")
-# help is click's to show: nothing of the plain reading of a command line
-NOT_PLAIN = ("ctk.cli.plain_args", "ctk.cli.declare")
+# typer carries its own click: a separate click would be a second, different one
+NO_CLICK = ("click",)
+NOT_PLAIN: tuple[str, ...] = ()
 
 
 BUDGET = [
     pytest.param(["--version"], (*HEAVY, "ctk.cli.commands"), id="version"),
     pytest.param(
         ["--help"],
-        ("typer", "rich", "dataclasses", *NOT_DOCTOR, *NOT_CDI, *NOT_RUNTIME, *NOT_PLAIN),
+        ("click", "rich", *NOT_DOCTOR, *NOT_CDI, *NOT_RUNTIME, *NOT_PLAIN),
         id="help",
     ),
     # a group's --help lists its commands from GROUPS: no typer, no command module
     pytest.param(
         ["runtime", "--help"],
-        ("typer", "rich", "dataclasses", *NOT_DOCTOR, *NOT_CDI, *NOT_RUNTIME, *NOT_PLAIN),
+        ("click", "rich", *NOT_DOCTOR, *NOT_CDI, *NOT_RUNTIME, *NOT_PLAIN),
         id="runtime-help",
     ),
     pytest.param(
         ["cdi", "--help"],
         (
-            "typer",
+            "click",
             "rich",
             "yaml",
-            "dataclasses",
             *NOT_DOCTOR,
             *NOT_RUNTIME,
             *CDI_COMMANDS,
@@ -61,15 +59,15 @@ BUDGET = [
     pytest.param(
         ["doctor", "--help"],
         (
-            *("typer", "rich", "pynvml", "yaml", "ctk.doctor.facts", "ctk.host"),
+            *("click", "rich", "pynvml", "yaml", "ctk.doctor.facts", "ctk.host"),
             *(*NOT_CDI, *NOT_RUNTIME),
-            *("ctk.doctor.model", "dataclasses", "json"),  # --group's choices: ctk.doctor.groups
+            *("ctk.doctor.model",),  # --group's choices: ctk.doctor.groups
         ),
         id="doctor-help",
     ),
     pytest.param(
         ["system", "--help"],
-        ("typer", "rich", "dataclasses", *NOT_DOCTOR, *NOT_RUNTIME, "ctk.cli.system", *NOT_PLAIN),
+        ("click", "rich", *NOT_DOCTOR, *NOT_RUNTIME, "ctk.cli.system", *NOT_PLAIN),
         id="system-help",
     ),
     pytest.param(
@@ -82,12 +80,12 @@ BUDGET = [
             "{tmp}/c.toml",
             "--dry-run",
         ],
-        ("typer", "rich", "yaml", "pynvml", "jsonschema", *NOT_DOCTOR, *NOT_CDI, *NO_CLICK),
+        ("rich", "yaml", "pynvml", "jsonschema", *NOT_DOCTOR, *NOT_CDI, *NO_CLICK),
         id="runtime-configure-containerd",
     ),
     pytest.param(
         ["runtime", "configure", "--runtime", "docker", "--config", "{tmp}/d.json", "--dry-run"],
-        ("typer", "rich", "yaml", "pynvml", "jsonschema", *NOT_DOCTOR, *NOT_CDI, *NO_CLICK),
+        ("rich", "yaml", "pynvml", "jsonschema", *NOT_DOCTOR, *NOT_CDI, *NO_CLICK),
         id="runtime-configure-docker",
     ),
     pytest.param(
@@ -104,13 +102,12 @@ BUDGET = [
     ),
     pytest.param(
         ["cdi", "validate", "--json", str(SPEC)],
-        ("typer", "rich", "tomlkit", "pynvml", *NOT_DOCTOR, *NOT_RUNTIME, *NO_CLICK),
+        ("rich", "tomlkit", "pynvml", *NOT_DOCTOR, *NOT_RUNTIME, *NO_CLICK),
         id="cdi-validate-json",
     ),
     pytest.param(
         ["cdi", "validate", str(SPEC)],  # plain text (not a terminal): no rich
         (
-            "typer",
             "rich",
             "tomlkit",
             "pynvml",
@@ -122,8 +119,6 @@ BUDGET = [
             "ctk.host.cdi_specs",  # and their records (SpecDir, SpecDirs): the file is spec_files'
             "decimal",  # only for a float where an integer goes
             *NO_CLICK,
-            # no dataclass is defined, so neither dataclasses nor the inspect it imports
-            *("dataclasses", "inspect"),
         ),
         id="cdi-validate-no-generate",
     ),
@@ -141,7 +136,7 @@ BUDGET = [
             "/usr/bin/nvidia-cdi-hook",
         ],
         (
-            *("typer", "rich", "tomlkit", "pynvml", "jsonschema", *NOT_DOCTOR, *NOT_RUNTIME),
+            *("rich", "tomlkit", "pynvml", "jsonschema", *NOT_DOCTOR, *NOT_RUNTIME),
             *("ctk.cli.cdi_check", "ctk.cdi.registry", "decimal"),
             # the spec is judged as data (validate_data), not read back from its text
             *("yaml", "ctk.cdi.load"),
@@ -157,7 +152,7 @@ BUDGET = [
     pytest.param(
         ["system", "create-dev-char-symlinks", "--driver-root", "{tmp}", "--dry-run"],
         (
-            *("typer", "rich", "tomlkit", "yaml", "pynvml"),
+            *("rich", "tomlkit", "yaml", "pynvml"),
             *(*NOT_DOCTOR, *NOT_CDI, *NOT_RUNTIME, *NO_CLICK),  # the udev rule runs it
         ),
         id="system-dev-char",
@@ -201,39 +196,10 @@ def _help_lines() -> list[list[str]]:
         while found:
             path, command = found.pop()
             lines.append([*path, "--help"])
-            if isinstance(command, click.Group):
+            if is_group(command):
                 lines += [path] if command.no_args_is_help else []
                 found += [([*path, name], c) for name, c in command.commands.items()]
     return lines
-
-
-HELP_RUN = """
-import contextlib, io, json, sys
-from ctk.cli.app import main
-for argv in json.loads(sys.argv[1]):
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        assert main(argv) in (0, 2), argv
-loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("typer", "rich"))
-with open(sys.argv[2], "w") as out:  # `ctk hook --help` is the native hook's, on fd 1
-    json.dump(loaded, out)
-"""
-
-
-def test_no_help_loads_typer(tmp_path: Path) -> None:
-    """Every help ctk shows is rendered without typer (or rich), in one process."""
-    lines = _help_lines()
-    assert ["doctor", "--help"] in lines and ["cdi", "generate", "--help"] in lines
-    result = subprocess.run(
-        [sys.executable, "-c", HELP_RUN, json.dumps(lines), tmp_path / "loaded.json"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(REPO), "CTK_STATE_DIR": str(tmp_path / "state")},
-        timeout=120,
-        check=False,
-    )
-    assert (result.returncode, result.stderr) == (0, "")
-    assert json.loads((tmp_path / "loaded.json").read_text()) == []
 
 
 def test_root_help_matches_each_group() -> None:
@@ -255,9 +221,8 @@ def test_lazy_group_help_is_the_whole_group_help(group: CommandGroup, width: int
     assert list(lazy.commands) == list(whole.commands)  # type: ignore[attr-defined]
 
 
-def _context(command: click.Command, width: int) -> click.Context:
-    parent = click.Context(click.Group("ctk"), info_name="ctk")
-    return click.Context(command, info_name=command.name, parent=parent, terminal_width=width)
+def _context(command: Any, width: int) -> Any:
+    return context(command, width=width)
 
 
 def test_groups_have_no_completion_options() -> None:
