@@ -296,10 +296,6 @@ class SpecFileFacts:
     problems: tuple[str, ...] = ()
 
 
-CDI_SPEC_DIRS = ("/etc/cdi", "/var/run/cdi")
-"""The spec directories CDI readers use when their config names none, lowest priority first."""
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CdiFacts:
     """The spec directories and what they hold."""

@@ -27,10 +27,13 @@ class ChangeKind(StrEnum):
     FINAL_NEWLINE = "final-newline"  # ctk added the file's final newline
     WHOLE_FILE = "whole-file"  # the file was missing (or blank: `before` holds its text)
     BLANK_INSIDE = "blank-inside"  # the whitespace of an empty JSON object at `keys` (`{ }`)
+    # The JSON text of the value ctk replaced at `keys` (`before`; `after` holds its value), where
+    # writing the value back would not give those bytes (`[ ]`, `[""]` in an indented file).
+    VALUE_TEXT = "value-text"
 
 
 # Kinds about the file or an object's layout, not a key: never a "created" key path.
-LAYOUT = frozenset({ChangeKind.FINAL_NEWLINE, ChangeKind.BLANK_INSIDE})
+LAYOUT = frozenset({ChangeKind.FINAL_NEWLINE, ChangeKind.BLANK_INSIDE, ChangeKind.VALUE_TEXT})
 
 # Changes that unconfigure takes back after removing the runtime: tables emptied by that go.
 TABLE_KINDS = frozenset({ChangeKind.NEW_TABLE, ChangeKind.HEADER})

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 
 from ctk.errors import CtkError
 from ctk.runtime_config import jsonedit
@@ -18,7 +19,7 @@ from ctk.runtime_config.changes import (
     without_inside,
 )
 from ctk.runtime_config.editor import DropIn, EngineEditor, InPlace, Inputs, RecordKeys
-from ctk.runtime_config.engines import RuntimeRequest
+from ctk.runtime_config.engines import CDI_SPEC_DIRS, RuntimeRequest
 from ctk.runtime_config.inspect import EngineView, inspect_docker
 from ctk.runtime_config.parse import JSONValue, load_json_object, type_name
 
@@ -45,6 +46,7 @@ def configure(name: str, text: str | None, request: RuntimeRequest) -> Edit:
     source = "{}\n" if text is None else text
     data = load_json_object(name, source)
     changes: list[Change] = []
+    notes: list[str] = []
     current = source
 
     def put(keys: tuple[str, ...], value: JSONValue, existed: bool, before: JSONValue) -> None:
@@ -54,7 +56,15 @@ def configure(name: str, text: str | None, request: RuntimeRequest) -> Edit:
             # `{ }` becomes `{}` when its last member goes: keep the blank inside to restore.
             inner = current[parent.open + 1 : parent.close]
             changes.append(Change(keys[:-1], True, inner, None, ChangeKind.BLANK_INSIDE))
+        old = current
         current = jsonedit.set_member(current, keys, value, default_unit=DEFAULT_INDENT)
+        if (
+            existed
+            and jsonedit.set_member(current, keys, before, default_unit=DEFAULT_INDENT) != old
+        ):
+            # Writing the old value back would change its layout: keep its text to restore.
+            raw = _value_text(old, keys)
+            changes.append(Change(keys, True, raw, before, ChangeKind.VALUE_TEXT))
         changes.append(Change(keys, existed, before, value))
 
     runtimes = _object(name, data, "runtimes")
@@ -73,20 +83,53 @@ def configure(name: str, text: str | None, request: RuntimeRequest) -> Edit:
         before = data.get("default-runtime")
         put(("default-runtime",), request.name, "default-runtime" in data, before)
     if request.enable_cdi:
-        features = _object(name, data, "features")
-        if features is None:
-            put(("features",), {}, False, None)
-            changes[-1] = new_table(("features",))
-            features = {}
-        if features.get("cdi") is not True:
-            put(("features", "cdi"), True, "cdi" in features, features.get("cdi"))
+        notes.extend(_enable_cdi(name, data, put, changes))
     if changes and not current.endswith("\n"):
         current += newline_of(source)
         changes.append(FINAL_NEWLINE_ADDED)
     rt_keys = ("runtimes", request.name)
     # A runtime ctk created goes as a whole on unconfigure; in the user's own, undo the edits.
     recorded = without_inside(changes, rt_keys) if created else tuple(changes)
-    return Edit(keep_line_ends(source, current) if changes else source, recorded)
+    return Edit(keep_line_ends(source, current) if changes else source, recorded, tuple(notes))
+
+
+Put = Callable[[tuple[str, ...], JSONValue, bool, JSONValue], None]
+
+
+def _enable_cdi(
+    name: str, data: dict[str, JSONValue], put: Put, changes: list[Change]
+) -> tuple[str, ...]:
+    """Turn on dockerd's CDI support, and give it spec directories where it has none."""
+    features = _object(name, data, "features")
+    if features is None:
+        put(("features",), {}, False, None)
+        changes[-1] = new_table(("features",))
+        features = {}
+    if features.get("cdi") is not True:
+        put(("features", "cdi"), True, "cdi" in features, features.get("cdi"))
+    dirs = data.get("cdi-spec-dirs")
+    if not isinstance(dirs, list) or any(dirs):
+        return ()
+    # dockerd takes [] and [""] as no directory (not its defaults): CDI would fail.
+    put(("cdi-spec-dirs",), list(CDI_SPEC_DIRS), True, dirs)
+    return (empty_spec_dirs_note(name, dirs),)
+
+
+def empty_spec_dirs_note(name: str, dirs: JSONValue) -> str:
+    """What configure says when it sets the `cdi-spec-dirs` that named no directory."""
+    defaults = json.dumps(list(CDI_SPEC_DIRS))
+    return (
+        f"{name}: cdi-spec-dirs = {json.dumps(dirs)} names no directory, so dockerd would fail "
+        f"every CDI device request; setting it to {defaults}, dockerd's defaults (unconfigure "
+        "puts it back)"
+    )
+
+
+def _value_text(text: str, keys: tuple[str, ...]) -> str:
+    parent = jsonedit.find_object(text, keys[:-1])
+    assert parent is not None
+    member = next(m for m in parent.members if m.key == keys[-1])
+    return text[member.value_start : member.value_end]
 
 
 def unconfigure(
@@ -110,6 +153,8 @@ def unconfigure(
 
 
 def _undo(text: str, change: Change, runtime_name: str | None) -> str:
+    if change.kind is ChangeKind.VALUE_TEXT:
+        return _restore_value_text(text, change)
     if change.kind is ChangeKind.BLANK_INSIDE:
         span = jsonedit.find_object(text, change.keys)
         if span is None or span.members or not isinstance(change.before, str):
@@ -135,6 +180,23 @@ def _undo(text: str, change: Change, runtime_name: str | None) -> str:
     if change.existed:
         return jsonedit.set_member(text, change.keys, change.before, default_unit=DEFAULT_INDENT)
     return jsonedit.delete_member(text, change.keys)
+
+
+def _restore_value_text(text: str, change: Change) -> str:
+    """Put back the old text of a value that undo has restored (and the user has not changed)."""
+    parent = jsonedit.find_object(text, change.keys[:-1])
+    member = next((m for m in parent.members if m.key == change.keys[-1]), None) if parent else None
+    raw = change.before
+    if member is None or not isinstance(raw, str):
+        return text
+    current = text[member.value_start : member.value_end]
+    try:
+        # as JSON text, so that 1 and true differ
+        values = {json.dumps(v, sort_keys=True) for v in (json.loads(raw), json.loads(current))}
+    except ValueError:  # a record's text that is not JSON: leave the value as it is
+        return text
+    same = values == {json.dumps(change.after, sort_keys=True)}
+    return text[: member.value_start] + raw + text[member.value_end :] if same else text
 
 
 class DockerEditor:

@@ -54,6 +54,8 @@ ENGINES: Final[Mapping[Runtime, Engine]] = {
 }
 
 DEFAULT_RUNTIME_NAME: Final = "nvidia"
+CDI_SPEC_DIRS: Final = ("/etc/cdi", "/var/run/cdi")
+"""The spec directories CDI readers use when their config names none, lowest priority first."""
 DEFAULT_RUNTIME_PATH: Final = "/usr/bin/nvidia-container-runtime"
 
 # The CRI plugin table that holds runtimes, per containerd config version.

@@ -16,9 +16,9 @@ from ctk.doctor.checks.engine_config import (
     engines_in_use,
     spec_dirs,
 )
-from ctk.doctor.facts import CDI_SPEC_DIRS, EngineFacts, NodeFacts, SpecFileFacts
+from ctk.doctor.facts import EngineFacts, NodeFacts, SpecFileFacts
 from ctk.doctor.model import Evidence
-from ctk.runtime_config.engines import Runtime
+from ctk.runtime_config.engines import CDI_SPEC_DIRS, Runtime
 
 GPU_KIND: Final = "nvidia.com/gpu"
 

@@ -15,7 +15,7 @@ from ctk.doctor.checks.engine_config import (
     runtime_binary_missing,
 )
 from ctk.doctor.checks.mig import kube
-from ctk.doctor.facts import CDI_SPEC_DIRS, NodeFacts, Unavailable
+from ctk.doctor.facts import NodeFacts, Unavailable
 from ctk.doctor.model import (
     HOST_ONLY,
     Evidence,
@@ -30,7 +30,7 @@ from ctk.doctor.model import (
 )
 from ctk.errors import CtkError
 from ctk.runtime_config import imports as containerd_imports
-from ctk.runtime_config.engines import Runtime
+from ctk.runtime_config.engines import CDI_SPEC_DIRS, Runtime
 
 KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
 

@@ -14,7 +14,7 @@ from ctk.doctor.checks.engine_config import (
     spec_dirs,
 )
 from ctk.doctor.checks.toolkit import INSTALL_GUIDE, runtime_mode
-from ctk.doctor.facts import CDI_SPEC_DIRS, NodeFacts
+from ctk.doctor.facts import NodeFacts
 from ctk.doctor.fixes import ConfigureRuntime
 from ctk.doctor.model import (
     HOST_ONLY,
@@ -27,7 +27,7 @@ from ctk.doctor.model import (
     skip,
     warn,
 )
-from ctk.runtime_config.engines import Runtime
+from ctk.runtime_config.engines import CDI_SPEC_DIRS, Runtime
 
 
 @check(

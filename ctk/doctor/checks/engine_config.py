@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
-from ctk.doctor.facts import CDI_SPEC_DIRS, EngineFacts, NodeFacts, RuntimeEntry
+from ctk.doctor.facts import EngineFacts, NodeFacts, RuntimeEntry
 from ctk.doctor.fixes import ConfigureRuntime
 from ctk.doctor.model import (
     Evidence,
@@ -15,7 +15,7 @@ from ctk.doctor.model import (
     skip,
     unknown,
 )
-from ctk.runtime_config.engines import Runtime
+from ctk.runtime_config.engines import CDI_SPEC_DIRS, Runtime
 
 
 def configure_fix(

@@ -6,7 +6,6 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ctk.doctor.facts import (
-    CDI_SPEC_DIRS,
     CdiFacts,
     SpecFileFacts,
     Unavailable,
@@ -16,6 +15,7 @@ from ctk.host.facts.gatherer import (
     REFRESH_UNITS,
     Gatherer,
 )
+from ctk.runtime_config.engines import CDI_SPEC_DIRS
 
 if TYPE_CHECKING:
     from ctk.cdi.registry import SpecFile as RegistryFile
