@@ -6,7 +6,8 @@ import pytest
 
 from ctk.agent.model import State, Written, digest, spec_fresh, untouched
 from ctk.agent.outlets import NPD_OK, NPD_PROBLEM, NPD_UNKNOWN, NPD_WIDTH, npd_report
-from ctk.doctor.model import Finding, Group, Severity, Status
+from ctk.doctor.groups import Group
+from ctk.doctor.model import Finding, Severity, Status
 
 
 def finding(check: str, status: Status, severity: Severity, summary: str = "x") -> Finding:
