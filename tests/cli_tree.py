@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import typer
+import typer.core
 
 Command = Any
 """A command typer built (its click classes are typer's own: `typer._click`)."""
@@ -28,7 +29,7 @@ def is_usage_error(exc: BaseException) -> bool:
 def context(command: Command, *, width: int | None = None, parent: Any = None) -> Any:
     """A context for ``command`` (under a root named `ctk`) without parsing a command line."""
     if parent is None:
-        root = typer.main.get_command(typer.Typer(name="ctk", add_completion=False))
+        root = typer.core.TyperGroup(name="ctk")
         parent = root.context_class(root, info_name="ctk")
     return command.context_class(
         command, info_name=command.name, parent=parent, terminal_width=width
