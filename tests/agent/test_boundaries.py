@@ -6,19 +6,8 @@ import pytest
 
 from ctk.agent.model import State, Written, digest, spec_fresh, untouched
 from ctk.agent.outlets import NPD_OK, NPD_PROBLEM, NPD_UNKNOWN, NPD_WIDTH, npd_report
-from ctk.doctor.groups import Group
-from ctk.doctor.model import Finding, Severity, Status
-
-
-def finding(check: str, status: Status, severity: Severity, summary: str = "x") -> Finding:
-    return Finding(
-        check=check,
-        group=Group.DRIVER,
-        status=status,
-        severity=severity,
-        title=check,
-        summary=summary,
-    )
+from ctk.doctor.model import Severity, Status
+from tests.agent.test_outlets import finding
 
 
 def test_nothing_changed_is_not_untouched() -> None:
@@ -52,11 +41,11 @@ def test_unknown_is_never_fresh() -> None:
 def test_npd_ignores_warnings() -> None:
     """A failed warning-severity check is not a node problem."""
     findings = [
-        finding("cdi.refresh-disabled", Status.FAIL, Severity.WARNING),
-        finding("docker.runtime-not-configured", Status.OK, Severity.ERROR),
+        finding("cdi.refresh-disabled", Status.FAIL, Severity.WARNING, "x"),
+        finding("docker.runtime-not-configured", Status.OK, Severity.ERROR, "x"),
     ]
     assert npd_report(findings) == (NPD_OK, "ok: 2 checks, no errors")
-    unknown = [*findings, finding("gpu.lost", Status.UNKNOWN, Severity.WARNING)]
+    unknown = [*findings, finding("gpu.lost", Status.UNKNOWN, Severity.WARNING, "x")]
     assert npd_report(unknown)[0] == NPD_OK
     error = [*findings, finding("driver.not-loaded", Status.FAIL, Severity.ERROR, "no driver")]
     assert npd_report(error) == (NPD_PROBLEM, "driver.not-loaded: no driver")

@@ -19,14 +19,17 @@ from ctk.doctor.groups import Group
 from ctk.doctor.model import Finding, Severity, Status
 
 
-def finding(check: str, status: Status, severity: Severity = Severity.ERROR) -> Finding:
+def finding(
+    check: str, status: Status, severity: Severity = Severity.ERROR, summary: str | None = None
+) -> Finding:
+    """A finding of ``check``; its summary by default has quotes and a second line."""
     return Finding(
         check=check,
         group=Group.DRIVER,
         status=status,
         severity=severity,
         title=check,
-        summary=f'{check} is "{status}"\nsecond line',
+        summary=f'{check} is "{status}"\nsecond line' if summary is None else summary,
     )
 
 

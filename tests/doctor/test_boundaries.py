@@ -25,30 +25,17 @@ from ctk.doctor.facts import (
     SpecFileFacts,
     ToolkitFacts,
 )
-from ctk.doctor.model import REGISTRY, Evidence, Result, Status, Where
-from ctk.node import CharDevice
-from ctk.node.nvml import Gpu, GpuHealth, MigDevice, MigMode, NvmlFacts
+from ctk.doctor.model import Evidence, Status, Where
+from ctk.node.nvml import GpuHealth, MigMode, NvmlFacts
 from ctk.runtime_config.engines import Runtime
+from tests.doctor.test_checks import GPU, MIG, node, run
 
 MIB = 1 << 20
-GPU = Gpu(index=0, minor=0, uuid="GPU-0", name="NVIDIA A100-SXM4-80GB", pci_bus_id="")
-MIG = MigDevice(
-    parent_index=0, index=0, gpu_instance=1, compute_instance=0, uuid="MIG-1", profile="3g.40gb"
-)
-
-
-def run(check_id: str, facts: NodeFacts) -> Result:
-    return REGISTRY[check_id].run(facts)
-
-
-def gpu_node(minor: int) -> CharDevice:
-    path = f"/dev/nvidia{minor}"
-    return CharDevice(container_path=path, host_path=path, major=195, minor=minor, file_mode=0o666)
 
 
 def in_container(gpus: int, env: dict[str, str]) -> NodeFacts:
     """A container that sees ``gpus`` GPU device nodes, with ``env``."""
-    nodes = {f"/dev/nvidia{i}": gpu_node(i) for i in range(gpus)}
+    nodes = {f"/dev/nvidia{i}": node(f"/dev/nvidia{i}", i) for i in range(gpus)}
     return NodeFacts(
         where=Where.CONTAINER, dev=DevFacts(nodes=nodes), container=ContainerFacts(env=env)
     )
@@ -299,7 +286,7 @@ def test_auto_mode_is_cdi_from_1_18(toolkit: str, status: Status) -> None:
             gpus=(ProcGpu(bdf="0000:62:00.0", minor=0, uuid="GPU-0", model="A100"),),
             char_majors={"nvidia-frontend": 195},
         ),
-        dev=DevFacts(nodes={"/dev/nvidia0": gpu_node(0)}),
+        dev=DevFacts(nodes={"/dev/nvidia0": node("/dev/nvidia0", 0)}),
         engines={
             Runtime.DOCKER: EngineFacts(
                 engine="docker",

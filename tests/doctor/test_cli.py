@@ -297,7 +297,7 @@ def test_malformed_image_requirement_is_unknown(
 def test_bad_group_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = doctor(capsys, "--group", "gpus")
     assert code == 2
-    assert "Invalid value for '--group'" in err
+    assert "error: invalid value for '--group'" in err
 
 
 def test_list_names_every_check_once(capsys: pytest.CaptureFixture[str]) -> None:
