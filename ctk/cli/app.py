@@ -17,6 +17,8 @@ TYPE_CHECKING = False  # `typing` is too costly for `ctk --version`
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    import typer
+
 EXIT_INTERNAL = 3
 
 
@@ -102,20 +104,15 @@ def _aborted() -> int:
     return 1
 
 
-def _typer_error(exc: Exception) -> int:
+def _typer_error(exc: typer.TyperException) -> int:
     """What typer refused (a usage error: exit 2), said as every other error is."""
     if type(exc).__name__ == "NoArgsIsHelpError":  # a group run bare: its help, exit 2
-        show = getattr(exc, "show")  # noqa: B009
-        show()
+        exc.show()  # type: ignore[attr-defined]  # click's exceptions have it
         return 2
-    message = getattr(exc, "format_message", lambda: str(exc))()
-    code = getattr(exc, "exit_code", 1)
-    ctx = getattr(exc, "ctx", None)
-    hint = None
-    if ctx is not None:
-        hint = f"run '{ctx.command_path} --help' for its usage"
-    _print_error(CtkError(_sentence(message), hint=hint))
-    return int(code)
+    ctx = getattr(exc, "ctx", None)  # a usage error's: the command it was reading
+    hint = None if ctx is None else f"run '{ctx.command_path} --help' for its usage"
+    _print_error(CtkError(_sentence(exc.format_message()), hint=hint))
+    return exc.exit_code
 
 
 def _sentence(message: str) -> str:

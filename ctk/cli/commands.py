@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import typer.core
@@ -21,6 +21,7 @@ import typer.main
 from typer import Option
 
 from ctk import __version__
+from ctk.cli.compat import subcommands
 from ctk.cli.groups import GROUPS, CommandGroup, Subcommand
 from ctk.cli.options import markup_mode
 
@@ -37,12 +38,6 @@ def module_command(module: str) -> Command:
     return typer.main.get_command(importlib.import_module(module).app)
 
 
-def _subcommands(command: Command) -> MutableMapping[str, Command] | None:
-    """A group's commands by name (None: ``command`` is not a group)."""
-    commands = getattr(command, "commands", None)
-    return commands if isinstance(commands, MutableMapping) else None
-
-
 def load_group(group: CommandGroup, *, lazy: bool = True) -> Command:
     """The command of ``group``; ``lazy=False`` builds it whole from the group's module."""
     if group.commands and lazy:
@@ -56,7 +51,7 @@ def load_group(group: CommandGroup, *, lazy: bool = True) -> Command:
         )
     command = module_command(group.module)
     if group.command is not None:
-        commands = _subcommands(command)
+        commands = subcommands(command)
         assert commands is not None, f"{group.module}: no group of commands"
         command = commands[group.command]
     command.name = group.name
@@ -74,7 +69,7 @@ class _CommandLoader:
         module = self._modules[name]  # KeyError: no such command
         if module not in self._loaded:
             command = module_command(module)
-            self._loaded[module] = _subcommands(command) or {command.name or name: command}
+            self._loaded[module] = subcommands(command) or {command.name or name: command}
         command = self._loaded[module][name]
         command.name = name
         return command
@@ -119,29 +114,18 @@ class LazyCommands(MutableMapping[str, "Command"]):
 
 
 class LazyGroup(typer.core.TyperGroup):
-    """A typer group whose commands come from a table and load when looked up (`LazyCommands`).
-
-    The root is built by typer (``typer.Typer(cls=...)``), so its table is a class attribute
-    (`root_group`); a group under it is made here with ``listed`` and ``load``.
-    """
-
-    listed: ClassVar[Sequence[tuple[str, str]]] = ()
-    load: ClassVar[Any] = None
-    """The table's loader (a `staticmethod` in a subclass): a name to its command."""
+    """A typer group whose commands come from a table and load when looked up (`LazyCommands`):
+    ``listed``, the (name, summary) of each command, and ``load``, a name to its command."""
 
     def __init__(
         self,
         *,
-        listed: Sequence[tuple[str, str]] | None = None,
-        load: Callable[[str], Command] | None = None,
+        listed: Sequence[tuple[str, str]],
+        load: Callable[[str], Command],
         **settings: Any,
     ) -> None:
         super().__init__(**settings)
-        loader = load or type(self).load
-        assert loader is not None, "a LazyGroup needs a table and a loader"
-        self.commands: LazyCommands = LazyCommands(
-            self.listed if listed is None else listed, loader
-        )
+        self.commands: LazyCommands = LazyCommands(listed, load)
 
     def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
         self.commands.listing = True  # the listing shows the table: no module is imported
@@ -156,10 +140,13 @@ def _load_root_group(name: str) -> Command:
 
 
 class RootGroup(LazyGroup):
-    """`ctk` itself: the groups of `ctk.cli.groups.GROUPS`."""
+    """`ctk` itself, which typer builds (``typer.Typer(cls=RootGroup)``): the groups of
+    `ctk.cli.groups.GROUPS`."""
 
-    listed = tuple((g.name, g.summary) for g in GROUPS)
-    load = staticmethod(_load_root_group)
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(
+            listed=[(g.name, g.summary) for g in GROUPS], load=_load_root_group, **settings
+        )
 
 
 def _version(value: bool) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from ctk.errors import UsageError
@@ -63,9 +63,10 @@ def warn(message: str) -> None:
     sys.stderr.write(f"warning: {message}\n")
 
 
-def _subcommand(command: Command, name: str) -> Command | None:
+def subcommands(command: Command) -> MutableMapping[str, Command] | None:
+    """A group's commands by name (None: ``command`` is not a group)."""
     commands = getattr(command, "commands", None)
-    return commands.get(name) if isinstance(commands, Mapping) else None
+    return commands if isinstance(commands, MutableMapping) else None
 
 
 def _options(command: Command) -> Iterator[Any]:
@@ -122,8 +123,9 @@ def normalize(command: Command, args: Sequence[str]) -> list[str]:
             out.append(arg)  # the value of the option before it, never a command or an option
             continue
         if not arg.startswith("-"):
-            sub = _subcommand(current, arg)
-            if sub is None and arg in HELP_WORDS and getattr(current, "commands", None) is not None:
+            group = subcommands(current)
+            sub = None if group is None else group.get(arg)
+            if sub is None and arg in HELP_WORDS and group is not None:
                 # `help [command...]`: the help of the named command, or of this group
                 return [*out, *(a for a in rest if not a.startswith("-")), "--help"]
             current = sub or current
