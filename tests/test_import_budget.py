@@ -4,12 +4,13 @@ run loads, and every command has modules it must not load. The start-up *time* t
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -198,9 +199,40 @@ def _help_lines() -> list[list[str]]:
             path, command = found.pop()
             lines.append([*path, "--help"])
             if is_group(command):
+                command = cast(Any, command)
                 lines += [path] if command.no_args_is_help else []
                 found += [([*path, name], c) for name, c in command.commands.items()]
     return lines
+
+
+PIPED_HELP = """
+import contextlib, io, json, sys
+from ctk.cli.app import main
+for argv in json.loads(sys.argv[1]):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main(argv) in (0, 2), argv
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("rich", "click"))
+with open(sys.argv[2], "w") as out:  # `ctk hook --help` is the native hook's, on fd 1
+    json.dump(loaded, out)
+"""
+
+
+def test_piped_help_loads_no_rich(tmp_path: Path) -> None:
+    """Every help ctk shows, written to a pipe, is typer's plain help: no rich (nor a click of
+    its own), in one process."""
+    lines = _help_lines()
+    assert ["doctor", "--help"] in lines and ["cdi", "generate", "--help"] in lines
+    result = subprocess.run(
+        [sys.executable, "-c", PIPED_HELP, json.dumps(lines), tmp_path / "loaded.json"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO), "CTK_STATE_DIR": str(tmp_path / "state")},
+        timeout=120,
+        check=False,
+    )
+    assert (result.returncode, result.stderr) == (0, "")
+    assert json.loads((tmp_path / "loaded.json").read_text()) == []
 
 
 def test_root_help_matches_each_group() -> None:
