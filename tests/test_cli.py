@@ -72,3 +72,67 @@ def test_hook_keeps_its_own_debug_flag(
     monkeypatch.setattr("ctk.host.hook_program.exec_hook", fake_exec)
     assert main(["hook", "--debug", "chmod", "--mode", "755"]) == 0
     assert seen == [["--debug", "chmod", "--mode", "755"]]
+
+
+def test_an_option_value_is_never_rewritten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The word after an option that takes a value is that value, whatever it looks like (as
+    Go's flag package, nvidia-ctk's reader, takes it): not an nvidia-ctk spelling to rewrite."""
+    monkeypatch.chdir(tmp_path)
+    configure = ["runtime", "configure", "--runtime=docker", "--config"]
+    assert main([*configure, "-dry-run"]) == 0
+    assert main([*configure, "--dry-run=false"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == [
+        "--dry-run=false",
+        "-dry-run",
+    ]
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        pytest.param(["-dry-run"], id="one-dash"),
+        pytest.param(["--dry-run=true"], id="go-true"),
+        pytest.param(["-dry-run=1"], id="one-dash-go-true"),
+        pytest.param(["-config", "{config}", "--dry-run"], id="one-dash-with-value"),
+    ],
+)
+def test_nvidia_ctk_spellings_of_options(
+    spelling: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "daemon.json"
+    config.write_text("{}\n")
+    given = [w.replace("{config}", str(config)) for w in spelling]
+    args = ["runtime", "configure", "--runtime=docker", *given]
+    if "-config" not in spelling:
+        args += ["--config", str(config)]
+    assert main(args) == 0
+    assert config.read_text() == "{}\n"  # a dry run
+    assert '"nvidia"' in capsys.readouterr().out
+
+
+def test_a_go_false_leaves_a_flag_off(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "daemon.json"
+    config.write_text("{}\n")
+    args = ["runtime", "configure", "--runtime=docker", "--config", str(config)]
+    assert main([*args, "--dry-run=false"]) == 0
+    assert '"nvidia"' in config.read_text()
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        pytest.param(["--no-configure=true"], ["--no-configure"], id="off-name-true"),
+        pytest.param(["--no-configure=false"], ["--configure"], id="off-name-false"),
+        pytest.param(["--configure=false"], ["--no-configure"], id="on-name-false"),
+        pytest.param(["-no-configure"], ["--no-configure"], id="off-name-one-dash"),
+    ],
+)
+def test_two_named_flags_take_go_values(given: list[str], expected: list[str]) -> None:
+    from ctk.cli import compat
+    from ctk.cli.commands import build_app
+
+    assert compat.normalize(build_app(), ["agent", *given]) == ["agent", *expected]

@@ -33,6 +33,7 @@ NOT_PLAIN: tuple[str, ...] = ()
 
 BUDGET = [
     pytest.param(["--version"], (*HEAVY, "ctk.cli.commands"), id="version"),
+    pytest.param(["-d", "-v"], (*HEAVY, "ctk.cli.commands"), id="debug-version"),
     pytest.param(
         ["--help"],
         ("click", "rich", *NOT_DOCTOR, *NOT_CDI, *NOT_RUNTIME, *NOT_PLAIN),

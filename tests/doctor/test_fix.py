@@ -58,6 +58,21 @@ def test_fix_declined_changes_nothing(
     assert config.read_bytes() == before
 
 
+def test_fix_with_standard_input_closed_is_aborted(
+    docker_node: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No answer to the prompt (stdin at its end: a pipe, `< /dev/null`): `error: aborted`,
+    exit 1, nothing changed."""
+    config = docker_node / DAEMON_JSON
+    before = config.read_bytes()
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO(""))
+    assert main(["doctor", "--root", str(docker_node), "--fix"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.endswith("Apply these fixes? [y/N]: ")
+    assert captured.err.endswith("error: aborted\n")
+    assert config.read_bytes() == before
+
+
 def test_fix_with_json_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["doctor", "--fix", "--json"]) == 2
     assert capsys.readouterr().err == (
