@@ -136,3 +136,23 @@ def test_two_named_flags_take_go_values(given: list[str], expected: list[str]) -
     from ctk.cli.commands import build_app
 
     assert compat.normalize(build_app(), ["agent", *given]) == ["agent", *expected]
+
+
+def test_shell_completion(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """bash's completion request (the script `ctk --show-completion bash` prints sets these)."""
+    monkeypatch.setenv("_CTK_COMPLETE", "complete_bash")
+    monkeypatch.setenv("COMP_WORDS", "ctk cdi va")
+    monkeypatch.setenv("COMP_CWORD", "2")
+    assert main([]) == 0
+    assert capsys.readouterr().out.split() == ["validate"]
+
+
+def test_show_completion_prints_the_script(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The script of the shell ctk runs in (typer asks shellingham; here, as if in bash)."""
+    monkeypatch.setattr("shellingham.detect_shell", lambda: ("bash", "/bin/bash"))
+    assert main(["--show-completion"]) == 0
+    assert "_CTK_COMPLETE=complete_bash" in capsys.readouterr().out

@@ -91,6 +91,8 @@ def _run(args: list[str]) -> int:
     try:
         args = compat.normalize(command, args)  # nvidia-ctk's spellings
         result = command.main(args=args, prog_name="ctk", standalone_mode=False)
+    except SystemExit as exc:  # typer's shell completion ends the process itself
+        return exc.code if isinstance(exc.code, int) else int(exc.code is not None)
     except typer.Abort:
         return _aborted()
     except typer.TyperException as exc:
