@@ -156,3 +156,28 @@ def test_show_completion_prints_the_script(
     monkeypatch.setattr("shellingham.detect_shell", lambda: ("bash", "/bin/bash"))
     assert main(["--show-completion"]) == 0
     assert "_CTK_COMPLETE=complete_bash" in capsys.readouterr().out
+
+
+def test_help_at_60_columns_keeps_variable_names_whole(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A variable's name is one word in every command's help on a 60-column terminal."""
+    from ctk.cli.commands import build_app
+    from tests.cli_tree import is_option, leaves
+
+    monkeypatch.setenv("COLUMNS", "60")
+    checked = 0
+    for path, command in leaves(build_app()):
+        names = [
+            name
+            for param in command.params
+            if is_option(param) and param.envvar
+            for name in ([param.envvar] if isinstance(param.envvar, str) else param.envvar)
+        ]
+        if not names:
+            continue
+        assert main([*path, "--help"]) == 0
+        shown = capsys.readouterr().out
+        assert [n for n in names if n not in shown] == [], path
+        checked += len(names)
+    assert checked >= 20

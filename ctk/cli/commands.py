@@ -27,15 +27,49 @@ from ctk.cli.options import markup_mode
 
 if TYPE_CHECKING:  # typer's own click (typer >= 0.26 carries it): for annotations only
     from typer._click import Command, Context, HelpFormatter
+    from typer._click.formatting import HelpFormatter as _Formatter
+else:
+    _Formatter = typer.Context.formatter_class
 
 __all__ = ["GROUPS", "CommandGroup", "LazyGroup", "Subcommand", "build_app", "load_group"]
 
 ROOT_HELP = "ctk: CDI specs, container runtime configuration and diagnosis for GPU nodes."
 
 
+class NarrowFormatter(_Formatter):
+    """click's help layout, whose option column gives way on a narrow terminal: under 80
+    columns it takes at most a quarter of the width (click's default is 30), so that the help
+    column keeps room for a whole variable name (NVIDIA_CTK_CDI_GENERATE_OUTPUT_FORMAT) rather
+    than breaking it mid-word."""
+
+    def write_dl(
+        self, rows: Sequence[tuple[str, str]], col_max: int = 30, col_spacing: int = 2
+    ) -> None:
+        if self.width < 80:
+            col_max = min(col_max, max(12, self.width // 4))
+        super().write_dl(rows, col_max=col_max, col_spacing=col_spacing)
+
+
+class CtkContext(typer.Context):
+    """typer's context, with help laid out by `NarrowFormatter`."""
+
+    formatter_class = NarrowFormatter
+
+
+def _with_ctk_context(command: Command) -> Command:
+    """``command`` and the commands typer built under it, made to run in a `CtkContext` (a lazy
+    group sets its own: its commands are not built yet)."""
+    command.context_class = CtkContext
+    commands = subcommands(command)
+    if commands is not None and not isinstance(commands, LazyCommands):
+        for sub in commands.values():
+            _with_ctk_context(sub)
+    return command
+
+
 def module_command(module: str) -> Command:
     """The command typer builds from the ``app`` of ``module`` (imported here)."""
-    return typer.main.get_command(importlib.import_module(module).app)
+    return _with_ctk_context(typer.main.get_command(importlib.import_module(module).app))
 
 
 def load_group(group: CommandGroup, *, lazy: bool = True) -> Command:
@@ -126,6 +160,7 @@ class LazyGroup(typer.core.TyperGroup):
     ) -> None:
         super().__init__(**settings)
         self.commands: LazyCommands = LazyCommands(listed, load)
+        self.context_class = CtkContext
 
     def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
         self.commands.listing = True  # the listing shows the table: no module is imported
