@@ -602,6 +602,8 @@ def main() -> int:
         link = "--link=libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so"
         cases = [
             Case("python -c pass", [python, "-c", "pass"], note="the baseline"),
+            Case("python -c 'import typer'", [python, "-c", "import typer"],
+                 note="typer's own start: what every command but --version pays first"),
             Case("ctk --version", [str(bin_dir / "ctk"), "--version"], target=3.0),
             *startup_cases(bin_dir, tmp),
             *generate_cases(bin_dir, tmp),

@@ -1,8 +1,8 @@
 """The table of ctk's command groups: names, modules and one-line help, and nothing to import.
 
-`ctk.cli.commands` builds click's command tree from it (each group's module imported when the
-group runs) and `ctk.cli.direct` finds the declared command of a command line in it; neither
-`ctk --help` nor a command's start-up imports a group it does not run.
+`ctk.cli.commands` builds typer's command tree from it: the root and each group with listed
+`commands` are lazy groups, which import a command's module only when that command is looked up,
+so neither `ctk --help` nor a command's start-up imports a group it does not run.
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ SEPARATORS = ("|", "&&", ";")
 
 
 def parse_ctk(args: list[str]) -> str:
-    """The ctk command ``args`` names, parsed by ctk's click app (raises on any bad option)."""
+    """The ctk command ``args`` names, parsed by ctk's typer app (raises on any bad option)."""
     command: Any = build_app()
     ctx = command.make_context("ctk", list(args))
     path = []
