@@ -27,7 +27,7 @@ NOT_CDI = ("ctk.cdi.generate", "ctk.cdi.discover", "ctk.cli.cdi_generate", "ctk.
 NOT_RUNTIME = ("ctk.runtime_config", "ctk.cli.runtime")
 CDI_COMMANDS = ("ctk.cli.cdi_check", "ctk.cli.cdi_generate", "ctk.cli.cdi_tools", "ctk.cdi")
 # typer carries its own click: a separate click would be a second, different one
-NO_CLICK = ("click",)
+NO_CLICK = ("click", "pydantic")  # nor pydantic, which typer 0.29 would convert values with
 
 
 BUDGET = [
@@ -117,8 +117,7 @@ BUDGET = [
             "ctk.cdi.registry",  # built for spec directories only
             "ctk.host.root",  # so is the HostRoot they are read through
             "ctk.host.cdi_specs",  # and their records (SpecDir, SpecDirs): the file is spec_files'
-            # (not `decimal`, which ctk.cdi.load imports only for a float where an integer goes:
-            # typer 0.29 converts values with pydantic, which imports it on every run)
+            "decimal",  # only for a float where an integer goes
             *NO_CLICK,
         ),
         id="cdi-validate-no-generate",
@@ -138,7 +137,7 @@ BUDGET = [
         ],
         (
             *("rich", "tomlkit", "pynvml", "jsonschema", *NOT_DOCTOR, *NOT_RUNTIME),
-            *("ctk.cli.cdi_check", "ctk.cdi.registry"),
+            *("ctk.cli.cdi_check", "ctk.cdi.registry", "decimal"),
             # the spec is judged as data (validate_data), not read back from its text
             *("yaml", "ctk.cdi.load"),
             "pkgutil",  # the packaged schema is read by ctk's own loader
