@@ -38,7 +38,8 @@ def console(stream: TextIO) -> Console:
 
     if plain(stream):
         return Console(file=stream, highlight=False, soft_wrap=True, emoji=False, color_system=None)
-    return Console(file=stream, highlight=False, soft_wrap=True, emoji=False)
+    # no_color=False: the rule above has decided; rich before 14 would take an empty NO_COLOR as set
+    return Console(file=stream, highlight=False, soft_wrap=True, emoji=False, no_color=False)
 
 
 def echo(text: str) -> None:

@@ -15,7 +15,7 @@ USERS = '# mine\n[crio.runtime]\nlog_level = "debug"\n'
 MARK = "# Written by `ctk runtime configure`"
 
 
-def setup(tmp_path: Path, runtime: str, drop_in_text: str) -> tuple[list[str], Path, Path]:
+def configured(tmp_path: Path, runtime: str, drop_in_text: str) -> tuple[list[str], Path, Path]:
     name, text = MAIN[runtime]
     config = tmp_path / name
     config.write_text(text)
@@ -31,7 +31,7 @@ def setup(tmp_path: Path, runtime: str, drop_in_text: str) -> tuple[list[str], P
 def test_users_drop_in_is_refused_and_untouched(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], runtime: str, verb: str, action: str
 ) -> None:
-    args, config, drop_in = setup(tmp_path, runtime, USERS)
+    args, config, drop_in = configured(tmp_path, runtime, USERS)
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     code = main(["runtime", verb, *args])
     out, err = capsys.readouterr()
@@ -58,7 +58,7 @@ def test_force_takes_over_a_users_drop_in_and_unconfigure_gives_it_back(
     users: str,
     backup: list[str],
 ) -> None:
-    args, config, drop_in = setup(tmp_path, runtime, users)
+    args, config, drop_in = configured(tmp_path, runtime, users)
     kept = (
         Path(os.environ["CTK_STATE_DIR"]) / "runtime" / "taken-over" / quote(str(drop_in), safe="")
     )
@@ -83,7 +83,7 @@ def test_force_takes_over_a_users_drop_in_and_unconfigure_gives_it_back(
 def test_force_removes_a_users_drop_in_keeping_a_backup(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    args, _, drop_in = setup(tmp_path, "crio", USERS)
+    args, _, drop_in = configured(tmp_path, "crio", USERS)
     assert main(["runtime", "unconfigure", *args, "--force"]) == 0
     assert not drop_in.exists()
     kept = Path(os.environ["CTK_STATE_DIR"]) / "runtime" / "backup"
@@ -96,7 +96,7 @@ def test_drop_in_whose_import_ctk_added_is_ctks(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Without its header, the record of the import ctk added still marks the drop-in as ctk's."""
-    args, config, drop_in = setup(tmp_path, "containerd", "")
+    args, config, drop_in = configured(tmp_path, "containerd", "")
     drop_in.unlink()
     assert main(["runtime", "configure", *args]) == 0
     drop_in.write_text(drop_in.read_text().replace(MARK, "# edited"))
