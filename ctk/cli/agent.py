@@ -18,6 +18,8 @@ from ctk.cli.options import new_app
 from ctk.errors import UsageError
 
 ENV = "CTK_AGENT_"
+MAX_INTERVAL = 86400.0
+"""The longest --interval: a day (past threading's TIMEOUT_MAX, a wait would overflow)."""
 
 
 def _opt(flag: str, help_text: str) -> Any:
@@ -27,7 +29,7 @@ def _opt(flag: str, help_text: str) -> Any:
 
 
 HostRootOption = Annotated[
-    Path, _opt("--host-root", "Where the host's / is mounted (a pod: /host).")
+    str, _opt("--host-root", "Where the host's / is mounted (a pod: /host).")
 ]
 RuntimeOption = Annotated[
     RuntimeChoice, _opt("--runtime", "The engine to configure; auto: the one running on the host.")
@@ -139,7 +141,7 @@ def _host_path(flag: str, value: str) -> PurePosixPath:
 
 def agent(
     *,
-    host_root: HostRootOption = Path("/"),
+    host_root: HostRootOption = "/",
     runtime: RuntimeOption = RuntimeChoice.AUTO,
     once: OnceOption = False,
     interval: IntervalOption = 60.0,
@@ -168,8 +170,12 @@ def agent(
     from ctk.host.root import HostRoot, existing_root
     from ctk.runtime_config.engines import Runtime
 
-    if interval <= 0:
-        raise UsageError(f"--interval {interval:g}: must be more than 0 seconds")
+    if not (0 < interval <= MAX_INTERVAL):  # also refuses nan, which compares false
+        raise UsageError(
+            f"--interval {interval:g}: must be more than 0 and at most {MAX_INTERVAL:g} seconds"
+        )
+    if host_root and not host_root.startswith("/"):
+        raise UsageError(f"--host-root {host_root!r}: must be an absolute path")
     host = HostRoot(Path(os.path.realpath(existing_root("--host-root", host_root).root)))
     stop = threading.Event()
 
