@@ -7,6 +7,8 @@ Python.
 
 from __future__ import annotations
 
+import errno
+import io
 import os
 import sys
 
@@ -48,12 +50,20 @@ def _env_debug() -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ctk with ``argv`` (default: the process arguments) and return its exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if sys.stdout is None:  # started with descriptor 1 closed: fails where something is written
+        sys.stdout = _ClosedOutput()
     if _is_version(args):
-        sys.stdout.write(f"ctk {__version__}\n")
+        try:
+            sys.stdout.write(f"ctk {__version__}\n")
+            sys.stdout.flush()
+        except OSError as exc:
+            return _output_failed(exc)
         return 0
     debug = os.environ.get("CTK_DEBUG", "") not in ("", "0") or _env_debug()
     try:
-        return _run(args)
+        code = _run(args)
+        sys.stdout.flush()  # a full or closed output fails here, not at the interpreter's exit
+        return code
     except CtkError as exc:
         if debug or _debug_given():
             raise
@@ -63,8 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write("error: interrupted\n")
         return 130
     except BrokenPipeError:
+        _drop_stdout()
         return 1
     except Exception as exc:  # a bug: one line, the traceback only with --debug
+        if isinstance(exc, OSError) and exc.errno in OUTPUT_ERRNOS:
+            return _output_failed(exc)
         if debug or _debug_given():
             raise
         sys.stderr.write(
@@ -72,6 +85,49 @@ def main(argv: Sequence[str] | None = None) -> int:
             "run again with --debug to see the traceback and report it\n"
         )
         return EXIT_INTERNAL
+
+
+OUTPUT_ERRNOS = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF, errno.EFBIG))
+"""What writing standard output can fail with through no fault of ctk's."""
+
+
+def _output_failed(exc: OSError) -> int:
+    """The user's condition (a full disk, a closed or failing output), not a bug: one line and
+    a hint, exit 1."""
+    where = exc.filename if exc.filename else "standard output"
+    if not exc.filename:
+        _drop_stdout()
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+    hint = "free space on the device it goes to" if full else "check where it goes"
+    sys.stderr.write(
+        f"error: cannot write {where}: {exc.strerror or exc}\nhint: {hint}, or write elsewhere\n"
+    )
+    return 1
+
+
+class _ClosedOutput(io.TextIOBase):
+    """Standard output when the process started without one: writing fails as a closed
+    descriptor does (EBADF), so the command ends with the one error for a failing output."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+
+def _drop_stdout() -> None:
+    """Point standard output at /dev/null, so that the interpreter's last flush of what could not
+    be written raises nothing more (Python's documented way for a closed pipe)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def _debug_given() -> bool:

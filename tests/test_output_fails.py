@@ -1,0 +1,79 @@
+"""A full or closed standard output is the user's condition, not a bug in ctk: every command
+says so in one line with a hint and exits 1 (never "internal error", exit 3, or a traceback)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+COMMANDS = [
+    pytest.param(["--version"], id="version"),
+    pytest.param(["--help"], id="help"),
+    pytest.param(["cdi", "--help"], id="group-help"),
+    pytest.param(["doctor", "--json", "--root", "{root}"], id="doctor-json"),
+    pytest.param(
+        ["runtime", "configure", "--runtime=docker", "--dry-run", "--config", "{root}/daemon.json"],
+        id="configure-dry-run",
+    ),
+]
+
+
+def _ctk(args: list[str], root: Path, stdout: int | None) -> subprocess.CompletedProcess[str]:
+    argv = [arg.replace("{root}", str(root)) for arg in args]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    return subprocess.run(
+        [sys.executable, "-m", "ctk.cli.app", *argv],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+@pytest.mark.parametrize("args", COMMANDS)
+def test_a_full_output_is_one_line_and_exit_1(args: list[str], tmp_path: Path) -> None:
+    with open("/dev/full", "w") as full:
+        done = _ctk(args, tmp_path, full.fileno())
+    errors = [line for line in done.stderr.splitlines() if line.startswith(("error:", "hint:"))]
+    assert (done.returncode, errors) == (
+        1,
+        [
+            "error: cannot write standard output: No space left on device",
+            "hint: free space on the device it goes to, or write elsewhere",
+        ],
+    )
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "daemon.json").exists()
+
+
+@pytest.mark.parametrize("args", COMMANDS)
+def test_a_closed_output_is_one_line_and_exit_1(args: list[str], tmp_path: Path) -> None:
+    # a Python wrapper (no shell) closes descriptor 1, then becomes ctk
+    argv = [arg.replace("{root}", str(tmp_path)) for arg in args]
+    code = "import os, sys; os.close(1); os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run(
+        [sys.executable, "-c", code, "-m", "ctk.cli.app", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    errors = [line for line in done.stderr.splitlines() if line.startswith(("error:", "hint:"))]
+    assert (done.returncode, errors) == (
+        1,
+        [
+            "error: cannot write standard output: standard output is closed",
+            "hint: check where it goes, or write elsewhere",
+        ],
+    )
+    assert "Traceback" not in done.stderr
