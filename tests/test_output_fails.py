@@ -22,11 +22,21 @@ COMMANDS = [
 ]
 
 
-def _ctk(args: list[str], root: Path, stdout: int | None) -> subprocess.CompletedProcess[str]:
+# A Python wrapper (no shell) that closes descriptor 1, then becomes the command it is given.
+CLOSE_STDOUT = [
+    sys.executable,
+    "-c",
+    "import os, sys; os.close(1); os.execv(sys.argv[1], sys.argv[1:])",
+]
+
+
+def _ctk(
+    args: list[str], root: Path, stdout: int, wrapper: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
     argv = [arg.replace("{root}", str(root)) for arg in args]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     return subprocess.run(
-        [sys.executable, "-m", "ctk.cli.app", *argv],
+        [*wrapper, sys.executable, "-m", "ctk.cli.app", *argv],
         stdout=stdout,
         stderr=subprocess.PIPE,
         text=True,
@@ -55,19 +65,7 @@ def test_a_full_output_is_one_line_and_exit_1(args: list[str], tmp_path: Path) -
 
 @pytest.mark.parametrize("args", COMMANDS)
 def test_a_closed_output_is_one_line_and_exit_1(args: list[str], tmp_path: Path) -> None:
-    # a Python wrapper (no shell) closes descriptor 1, then becomes ctk
-    argv = [arg.replace("{root}", str(tmp_path)) for arg in args]
-    code = "import os, sys; os.close(1); os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    done = subprocess.run(
-        [sys.executable, "-c", code, "-m", "ctk.cli.app", *argv],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    done = _ctk(args, tmp_path, subprocess.DEVNULL, tuple(CLOSE_STDOUT))
     errors = [line for line in done.stderr.splitlines() if line.startswith(("error:", "hint:"))]
     assert (done.returncode, errors) == (
         1,
@@ -77,3 +75,20 @@ def test_a_closed_output_is_one_line_and_exit_1(args: list[str], tmp_path: Path)
         ],
     )
     assert "Traceback" not in done.stderr
+
+
+def test_an_error_that_names_a_file_is_not_blamed_on_the_output(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An EIO reading a named file is not a failing standard output: it stays an internal error
+    (ctk's own file I/O turns such errors into CtkError before they get here)."""
+    import errno
+
+    from ctk.cli import app
+
+    def fails(_args: list[str]) -> int:
+        raise OSError(errno.EIO, "Input/output error", "/etc/cdi/nvidia.yaml")
+
+    monkeypatch.setattr(app, "_run", fails)
+    assert app.main(["cdi", "list"]) == app.EXIT_INTERNAL
+    assert capsys.readouterr().err.startswith("error: internal error (OSError: ")

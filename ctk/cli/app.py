@@ -76,8 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _drop_stdout()
         return 1
     except Exception as exc:  # a bug: one line, the traceback only with --debug
-        if isinstance(exc, OSError) and exc.errno in OUTPUT_ERRNOS:
-            return _output_failed(exc)
+        if isinstance(exc, OSError) and exc.errno in OUTPUT_ERRNOS and not exc.filename:
+            return _output_failed(exc)  # a write to standard output names no file
         if debug or _debug_given():
             raise
         sys.stderr.write(
@@ -94,13 +94,12 @@ OUTPUT_ERRNOS = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF, e
 def _output_failed(exc: OSError) -> int:
     """The user's condition (a full disk, a closed or failing output), not a bug: one line and
     a hint, exit 1."""
-    where = exc.filename if exc.filename else "standard output"
-    if not exc.filename:
-        _drop_stdout()
+    _drop_stdout()
     full = exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
     hint = "free space on the device it goes to" if full else "check where it goes"
     sys.stderr.write(
-        f"error: cannot write {where}: {exc.strerror or exc}\nhint: {hint}, or write elsewhere\n"
+        f"error: cannot write standard output: {exc.strerror or exc}\n"
+        f"hint: {hint}, or write elsewhere\n"
     )
     return 1
 
