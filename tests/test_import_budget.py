@@ -138,8 +138,6 @@ BUDGET = [
         (
             *("rich", "tomlkit", "pynvml", "jsonschema", *NOT_DOCTOR, *NOT_RUNTIME),
             *("ctk.cli.cdi_check", "ctk.cdi.registry", "decimal"),
-            # the spec is judged as data (validate_data), not read back from its text
-            *("yaml", "ctk.cdi.load"),
             "pkgutil",  # the packaged schema is read by ctk's own loader
             # parts of the node model management mode never makes: NVML's GPUs, MIG devices and
             # health, the /dev nodes a driver implies, the other discovery modes' facts

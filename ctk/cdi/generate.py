@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from ctk.cdi import discover
 from ctk.cdi.discover import HookProgram
@@ -44,9 +44,9 @@ class GenerateOptions:
         return FeatureFlag.NO_ADDITIONAL_GIDS not in self.features
 
 
-class _Unit(NamedTuple):
-    """One device of the node before naming: a full GPU or a MIG device. A NamedTuple: nvml
-    mode's, so management mode only defines it (a dataclass costs ten times as much)."""
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    """One device of the node before naming: a full GPU or a MIG device."""
 
     gpu: Gpu
     mig: MigDevice | None

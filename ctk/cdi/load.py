@@ -15,7 +15,7 @@ import functools
 import json
 import math
 import re
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import yaml
 from yaml.constructor import SafeConstructor
@@ -204,10 +204,9 @@ def describe(node: Node) -> str:
     return f"a value tagged {tag.replace(_TAG, '!!')} ({shown})"
 
 
-class _Found(NamedTuple):
-    """A problem the decoder met, before its path and position are looked up. A NamedTuple:
-    defined on every run, made only for a broken spec (a dataclass costs ten times as much to
-    define)."""
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """A problem the decoder met, before its path and position are looked up."""
 
     node: Node
     rule: str
@@ -492,9 +491,9 @@ class _Decoder:
         return out
 
 
-class Loaded(NamedTuple):
-    """The outcome of loading one spec text. A NamedTuple: `cdi validate` defines it at every
-    start (a frozen dataclass costs ten times as much)."""
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """The outcome of loading one spec text."""
 
     root: Node | None
     """The composed document (``None`` when it could not be parsed or is empty)."""

@@ -9,7 +9,7 @@ one sentence saying what is wrong, so that callers can collect problems instead 
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from dataclasses import dataclass
 
 from ctk.errors import CtkError
 
@@ -82,9 +82,9 @@ def kind_error(kind: str) -> str | None:
     return vendor_error(parts[0]) or class_error(parts[1])
 
 
-class QualifiedName(NamedTuple):
-    """A fully qualified CDI device name: ``vendor/class=name``. A NamedTuple: this module is
-    loaded by `cdi generate`, which makes none (a frozen dataclass costs ten times as much)."""
+@dataclass(frozen=True, slots=True)
+class QualifiedName:
+    """A fully qualified CDI device name: ``vendor/class=name``."""
 
     vendor: str
     class_: str

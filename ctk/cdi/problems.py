@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from dataclasses import dataclass
 
 from ctk.enums import StrEnum
 
@@ -29,11 +29,9 @@ def format_path(path: Path) -> str:
     return text or "(document)"
 
 
-class Problem(NamedTuple):
-    """One thing wrong with a spec file; ``line`` and ``column`` are 1-based when known.
-
-    A NamedTuple: every `cdi generate` and `cdi validate` defines it (a frozen dataclass costs
-    ten times as much), most make none."""
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with a spec file; ``line`` and ``column`` are 1-based when known."""
 
     rule: str
     message: str

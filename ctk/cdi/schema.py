@@ -2,11 +2,10 @@
 
 The schema file is the documented contract. `compiled()` turns it, once per process, into a tree
 of `Shape`s that `ctk.cdi.load` walks while it decodes YAML nodes: types, required and unknown
-fields, enums, lengths and ranges; `check_data()` walks the same tree over plain values (a spec
-ctk built, not text). Both say what is wrong in the words of one table, `FAULTS`. String patterns
-are not evaluated there: the rules in `ctk.cdi.names` and `ctk.cdi.validate` check the same syntax
-with precise messages (tests prove both agree). The compiler refuses schema keywords it does not
-understand, so an edit to the schema can never be silently ignored.
+fields, enums, lengths and ranges, each fault in the words of one table, `FAULTS`. String
+patterns are not evaluated there: the rules in `ctk.cdi.names` and `ctk.cdi.validate` check the
+same syntax with precise messages (tests prove both agree). The compiler refuses schema keywords
+it does not understand, so an edit to the schema can never be silently ignored.
 """
 
 from __future__ import annotations
@@ -15,9 +14,8 @@ import functools
 import json
 import os
 from collections.abc import Mapping
-from typing import Final, NamedTuple, Protocol, cast
-
-from ctk.cdi.problems import Path, Problem, ProblemSeverity
+from dataclasses import dataclass
+from typing import Final, Protocol, cast
 
 # `allOf` holds the version gates: ctk.cdi.version enforces them with messages naming the feature,
 # and the tests run jsonschema with the gates against the decoder on the corpus to prove it.
@@ -43,9 +41,9 @@ _CHECKED: Final = frozenset(
 )
 
 
-class Shape(NamedTuple):
-    """One schema node, in the form the decoder needs. A NamedTuple: `cdi generate` and `cdi
-    validate` define it at every start (a dataclass costs ten times as much)."""
+@dataclass(frozen=True, slots=True, eq=False)
+class Shape:
+    """One schema node, in the form the decoder needs."""
 
     type: str
     where: str
@@ -178,7 +176,7 @@ FAULTS: Final[Mapping[str, str]] = {
     "parse.key-case": "key {!r} is spelled {!r} in the specification",
     "parse.case-duplicate": "key {!r} differs only in case from {!r}",
 }
-"""The message of each fault a value can have against its `Shape`, for text and data alike."""
+"""The message of each fault a value can have against its `Shape`."""
 
 EXPECTED: Final[Mapping[str, str]] = {
     "string": "a string",
@@ -210,140 +208,3 @@ def allowed_text(shape: Shape) -> str:
 def shorten(text: str) -> str:
     """``text``, cut to 40 characters for a message."""
     return text if len(text) <= 40 else text[:37] + "..."
-
-
-def describe_value(value: object) -> str:
-    """A few words naming the plain value ``value``, for messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"the boolean {'true' if value else 'false'}"
-    if isinstance(value, int):
-        bits = value.bit_length()
-        return f"the integer {value}" if bits <= 128 else f"an integer of {bits} bits"
-    if isinstance(value, float):
-        return f"the number {value!r}"
-    if isinstance(value, str):
-        return f"the string {shorten(value)!r}"
-    return "a mapping" if isinstance(value, dict) else f"a {type(value).__name__}"  # a list
-
-
-_INVALID: Final = object()
-
-
-def _is_scalar(kind: str, value: object) -> bool:
-    """Whether ``value`` has the Python type of a scalar ``kind`` (a bool is no integer)."""
-    if isinstance(value, bool):
-        return kind == "boolean"
-    if isinstance(value, int):
-        return kind == "integer"
-    return isinstance(value, str) and kind == "string"
-
-
-class _DataChecker:
-    """Checks plain values against `Shape`s, as `ctk.cdi.load`'s decoder checks YAML nodes."""
-
-    def __init__(self) -> None:
-        self.found: list[Problem] = []
-
-    def report(self, path: Path, rule: str, *args: object, warn: bool = False) -> object:
-        severity = ProblemSeverity.WARNING if warn else ProblemSeverity.ERROR
-        self.found.append(Problem(rule, fault(rule, *args), path, severity=severity))
-        return _INVALID
-
-    def value(self, value: object, shape: Shape, path: Path) -> object:
-        kind = shape.type
-        if isinstance(value, dict) and kind in ("object", "map"):
-            if kind == "object":
-                return self.fields(value, shape, path)
-            return self.entries(value, shape, path)
-        if isinstance(value, list) and kind == "array":
-            return self.items(value, shape, path)
-        if _is_scalar(kind, value):
-            return self.scalar(value, shape, path)
-        rule = "parse.null" if value is None else "parse.type"
-        return self.report(path, rule, EXPECTED[kind], describe_value(value))
-
-    def scalar(self, value: object, shape: Shape, path: Path) -> object:
-        if isinstance(value, str) and len(value) < shape.min_length:
-            return self.report(path, "schema.empty")
-        if shape.type == "integer":
-            assert isinstance(value, int)
-            low, high = shape.minimum, shape.maximum
-            if (low is not None and value < low) or (high is not None and value > high):
-                shown = str(value) if value.bit_length() <= 128 else describe_value(value)
-                return self.report(path, "schema.range", shown, low, high)
-        if shape.enum is not None and value not in shape.enum:
-            return self.report(path, "schema.enum", value, allowed_text(shape))
-        return value
-
-    def items(self, value: list[object], shape: Shape, path: Path) -> object:
-        items = shape.items
-        assert items is not None
-        out = []
-        for index, item in enumerate(value):
-            checked = self.value(item, items, (*path, index))
-            if checked is not _INVALID:
-                out.append(checked)
-        if len(value) < shape.min_items:
-            self.report(path, "schema.min-items", shape.min_items)
-        return out
-
-    def key(self, key: object, path: Path) -> str | None:
-        if isinstance(key, str):
-            return key
-        self.report((*path, str(key)), "parse.key-type", describe_value(key))
-        return None
-
-    def fields(self, value: dict[object, object], shape: Shape, path: Path) -> object:
-        out: dict[str, object] = {}
-        spelled: dict[str, str] = {}
-        for written, item in value.items():
-            key = self.key(written, path)
-            if key is None:
-                continue
-            where: Path = (*path, key)
-            canonical = shape.folded.get(key.lower())
-            if canonical is None:
-                self.report(where, "schema.unknown-field", key, fields_text(shape))
-                continue
-            if canonical in spelled:
-                self.report(where, "parse.case-duplicate", key, spelled[canonical])
-                continue
-            spelled[canonical] = key
-            if canonical != key:
-                self.report(where, "parse.key-case", key, canonical, warn=True)
-            checked = self.value(item, shape.properties[canonical], where)
-            if checked is not _INVALID:
-                out[canonical] = checked
-        for name in shape.required:
-            if name not in spelled:
-                self.report(path, "schema.required", name)
-        return out
-
-    def entries(self, value: dict[object, object], shape: Shape, path: Path) -> object:
-        values = shape.values
-        assert values is not None
-        out: dict[str, object] = {}
-        for written, item in value.items():
-            key = self.key(written, path)
-            if key is None:
-                continue
-            if len(key) < shape.key_min_length:
-                self.report((*path, key), "schema.empty-key")
-                continue
-            checked = self.value(item, values, (*path, key))
-            if checked is not _INVALID:
-                out[key] = checked
-        return out
-
-
-def check_data(data: object) -> tuple[dict[str, object] | None, list[Problem]]:
-    """Check the plain value ``data`` (dicts, lists, str, int, bool) against the schema.
-
-    Returns the spec without the values that are wrong (``None`` when ``data`` is no mapping)
-    and what is wrong, without positions. A float is no integer here: nothing ctk builds has one.
-    """
-    checker = _DataChecker()
-    checked = checker.value(data, compiled(), ())
-    return (checked if isinstance(checked, dict) else None), checker.found

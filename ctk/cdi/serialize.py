@@ -109,9 +109,10 @@ def render_data(data: dict[str, JSONValue], spec_format: SpecFormat) -> str:
 
 # --- a small YAML emitter for plain data: exact layout, nothing else to configure ------------
 
-_PLAIN = re.compile(
-    r"[A-Za-z0-9_./+=@%,:-][A-Za-z0-9_./+=@%,: -]*"
-)  # fullmatch: no "\n" at the end
+# The characters ctk ever writes unquoted (everything else is double-quoted, like nvidia-ctk's
+# output of the same text): a narrower alphabet than YAML allows, so that every CDI reader, not
+# only a YAML 1.1 one, takes the text as it is. Within it, PyYAML decides (`_is_plain`).
+_PLAIN = re.compile(r"[A-Za-z0-9_./+=@%,:-][A-Za-z0-9_./+=@%,: -]*")  # fullmatch
 
 
 @functools.lru_cache(maxsize=4096)
@@ -120,7 +121,7 @@ def _scalar(value: str | int | bool) -> str:
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
-    if _PLAIN.fullmatch(value) and not _special(value):
+    if _PLAIN.fullmatch(value) and _is_plain(value):
         return value
     return '"' + "".join(map(_escape, value)) + '"'
 
@@ -141,43 +142,34 @@ def _escape(char: str) -> str:
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
-# YAML 1.1's implicit types (yaml.org/type: bool, int, float, null, timestamp, value) as the
-# patterns a plain scalar must not match to read back as a string (`~` and the merge key `<<`
-# never get here: `_PLAIN` quotes them). PyYAML resolves plain scalars by these types;
-# tests/generate/test_serialize.py checks this rule against PyYAML's reader.
-_IMPLICIT = r"""
-      [Yy]es|YES|[Nn]o|NO|[Tt]rue|TRUE|[Ff]alse|FALSE|[Oo]n|ON|[Oo]ff|OFF
-    | [-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+][0-9]+)?
-    | \.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
-    | [-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
-    | [-+]?\.(?:inf|Inf|INF) | \.(?:nan|NaN|NAN)
-    | [-+]?0b[01_]+ | [-+]?0[0-7_]+ | [-+]?(?:0|[1-9][0-9_]*) | [-+]?0x[0-9a-fA-F_]+
-    | [-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+
-    | null | Null | NULL | =
-    | [0-9]{4}-[0-9]{2}-[0-9]{2}
-    | [0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]*)?
-      (?:[ \t]*(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?))?
-"""
-
-
 @functools.cache
-def _implicit() -> re.Pattern[str]:
-    """`_IMPLICIT`, compiled when a scalar first needs it (JSON output never does)."""
-    return re.compile(_IMPLICIT, re.VERBOSE)
+def _dumper() -> Any:
+    """PyYAML's safe dumper: its emitter and its YAML 1.1 resolver, asked about one scalar."""
+    import io
+
+    import yaml
+
+    return yaml.SafeDumper(io.StringIO())
 
 
-def _special(text: str) -> bool:
-    """Whether a plain scalar (``text`` fully matches `_PLAIN`) would read back as something else.
+_STR = "tag:yaml.org,2002:str"
 
-    A YAML reader would see a key (``a: b``, ``a:``), a comment, a sequence entry (``-``),
-    a document marker (``---``, ``...``), a character that cannot start a plain scalar, or a
-    value of another type (``no``, ``0x1f``, ``1:30``, ``2001-12-14``, ``~``).
+
+def _is_plain(text: str) -> bool:
+    """Whether PyYAML would write ``text`` as a plain scalar in a block mapping's value.
+
+    Its emitter says whether the text may stand plain there (not ``a: b``, ``a #b``, ``- x``,
+    ``---``, a trailing space or colon...); its resolver, whether a reader would take it back
+    as a string and not as a bool, number, null, date or merge key (``no``, ``0x1f``, ``1:30``,
+    ``2001-12-14``, ``~``, ``<<``).
     """
-    if text.endswith((" ", ":")) or ": " in text or " #" in text or text.startswith(":"):
-        return True
-    if text[0] in ",%@" or text in ("-", "---", "...") or text.startswith(("- ", "--- ", "... ")):
-        return True
-    return _implicit().fullmatch(text) is not None
+    import yaml
+
+    dumper = _dumper()
+    analysis = dumper.analyze_scalar(text)
+    if not analysis.allow_block_plain:  # (the alphabet keeps out empty and multi-line text)
+        return False
+    return bool(dumper.resolve(yaml.ScalarNode, text, (True, False)) == _STR)
 
 
 def _yaml(value: JSONValue, indent: int, nested: int | None = None) -> list[str]:

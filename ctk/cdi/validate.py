@@ -3,18 +3,18 @@
 `validate_text()` / `validate_bytes()` are the public entry points; the doctor and the CLI use
 them. Decoding and the schema (types, required and unknown fields, enums, ranges) happen in
 `ctk.cdi.load`; the rules the schema cannot express are here, one small function each, on the
-decoded values. Each problem names a rule from `RULES`. `validate_data()` judges a spec ctk built
-as plain data by the same schema and rules, without reading text (so without YAML).
+decoded values. Each problem names a rule from `RULES`. There is one way in, text: `cdi
+generate` checks the very text it is about to write.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Final, NamedTuple
+from dataclasses import dataclass, replace
+from typing import Final
 
 from ctk.cdi import names, version
 from ctk.cdi.problems import Path, Problem, ProblemSeverity, format_path
-from ctk.cdi.schema import check_data
 
 RULES: Final[Mapping[str, str]] = {
     "read.error": "the file cannot be read",
@@ -67,9 +67,9 @@ RULES: Final[Mapping[str, str]] = {
 """Every rule id that a `Problem` can carry, with what it means."""
 
 
-class SpecReport(NamedTuple):
-    """The verdict on one spec file. A NamedTuple: every `cdi generate` and `cdi validate`
-    defines it (a frozen dataclass costs ten times as much)."""
+@dataclass(frozen=True, slots=True)
+class SpecReport:
+    """The verdict on one spec file."""
 
     source: str
     spec: Mapping[str, object] | None
@@ -86,7 +86,7 @@ class SpecReport(NamedTuple):
 
     def without_spec(self) -> SpecReport:
         """The same verdict without the decoded spec (to keep many reports cheaply)."""
-        return self._replace(spec=None)
+        return replace(self, spec=None)
 
     @property
     def valid(self) -> bool:
@@ -104,9 +104,9 @@ class SpecReport(NamedTuple):
         return tuple(p for p in self.problems if not p.is_error)
 
 
-class _Issue(NamedTuple):
-    """A rule a decoded spec breaks, before its position is looked up. A NamedTuple: defined on
-    every run, made only for a broken spec (a dataclass costs ten times as much to define)."""
+@dataclass(frozen=True, slots=True)
+class _Issue:
+    """A rule a decoded spec breaks, before its position is looked up."""
 
     rule: str
     message: str
@@ -422,7 +422,7 @@ def _bounded(problems: list[Problem]) -> list[Problem]:
 
     counts = f"{count(errors, 'error')}, {count(len(rest) - errors, 'warning')}"
     more = Problem("problems.more", f"{count(len(rest), 'more problem')} not listed ({counts})")
-    return [*shown, more._replace(severity=severity)]
+    return [*shown, replace(more, severity=severity)]
 
 
 Locate = Callable[[Path, bool], tuple[int | None, int | None]]
@@ -467,18 +467,6 @@ def validate_text(text: str, source: str = "<text>") -> SpecReport:
         return SpecReport(source, None, tuple(problems), None)
     root = loaded.root
     return _report(source, spec, problems, lambda path, at_key: locate(root, path, at_key=at_key))
-
-
-def validate_data(data: object, source: str = "<data>") -> SpecReport:
-    """Validate a spec given as plain data (dicts, lists, str, int, bool), as ctk builds one.
-
-    The same schema and rules as `validate_text`, less what only text shows (syntax, duplicate
-    keys, YAML's scalar types); the problems carry no line or column.
-    """
-    spec, problems = check_data(data)
-    if spec is None:
-        return SpecReport(source, None, tuple(problems), None)
-    return _report(source, spec, problems, None)
 
 
 def validate_bytes(data: bytes, source: str) -> SpecReport:

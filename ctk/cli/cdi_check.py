@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Annotated, NamedTuple, TextIO
+from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 from typer import Argument, Option
@@ -161,12 +162,9 @@ def list_devices(spec_dir: SpecDirOption = None, root: Root = None, as_json: Jso
     return 0 if valid else 1
 
 
-class SpecEntry(NamedTuple):
-    """One spec to show: its report, its priority (spec-dir mode) and its conflicts.
-
-    A NamedTuple: `cdi validate` defines it at every start, and dataclasses (with the `inspect`
-    they import) would be its only use of them.
-    """
+@dataclass(frozen=True, slots=True)
+class SpecEntry:
+    """One spec to show: its report, its priority (spec-dir mode) and its conflicts."""
 
     report: SpecReport
     priority: int | None

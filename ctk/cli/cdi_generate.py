@@ -360,20 +360,20 @@ def _generate_class(
 
 
 def _checked(spec: Spec, spec_format: SpecFormat) -> str:
-    """The text of ``spec`` once it passed `ctk cdi validate`'s checks: an invalid spec is
-    never written. Its data is judged, not the text: the writer's round trip is tested."""
-    from ctk.cdi.serialize import render_data, spec_data
-    from ctk.cdi.validate import validate_data
+    """The text of ``spec`` once that very text passed `ctk cdi validate`'s checks: an invalid
+    spec is never written."""
+    from ctk.cdi.serialize import render
+    from ctk.cdi.validate import validate_text
 
-    data = spec_data(spec)
-    report = validate_data(data, f"nvidia.{spec_format.value}")
+    text = render(spec, spec_format)
+    report = validate_text(text, f"nvidia.{spec_format.value}")
     if not report.valid:
         first = report.errors[0]
         raise CtkError(
             f"the generated spec is invalid ({first.rule}: {first.message}); nothing was written",
             hint="this is a bug in ctk: report it with the output of --debug",
         )
-    return render_data(data, spec_format)
+    return text
 
 
 def _summary(spec: Spec) -> str:
@@ -382,7 +382,8 @@ def _summary(spec: Spec) -> str:
 
 
 # Options as Annotated aliases (ctk/cli/options.py). A repeatable option's default is `[]` in the
-# signature, as typer wants it (`# noqa: B006`: typer builds a new list; the command never mutates it).
+# signature, as typer wants it (ruff's B006 is silenced on those lines: typer builds a new list,
+# and the command never mutates it).
 OUTPUT_ENV = "NVIDIA_CTK_CDI_OUTPUT_FILE_PATH"
 Output = Annotated[
     str | None,

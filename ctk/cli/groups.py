@@ -7,10 +7,12 @@ so neither `ctk --help` nor a command's start-up imports a group it does not run
 
 from __future__ import annotations
 
-from typing import Final, NamedTuple
+from dataclasses import dataclass
+from typing import Final
 
 
-class Subcommand(NamedTuple):  # not a frozen dataclass: this is on every command's start-up
+@dataclass(frozen=True, slots=True)
+class Subcommand:
     """A command of a group: its name, the module whose ``app`` holds it, its help's first
     sentence (what the group's `--help` shows, so that listing it imports nothing)."""
 
@@ -19,7 +21,8 @@ class Subcommand(NamedTuple):  # not a frozen dataclass: this is on every comman
     summary: str
 
 
-class CommandGroup(NamedTuple):  # a frozen dataclass costs about 1 ms to create, this 0.1
+@dataclass(frozen=True, slots=True)
+class CommandGroup:
     """A group of commands: its name on the command line, its module, its one-line help."""
 
     name: str

@@ -13,8 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctk.cdi import schema as cdi_schema
-from ctk.cdi.problems import Problem
-from ctk.cdi.validate import validate_data, validate_text
+from ctk.cdi.validate import validate_text
 from ctk.cdi.version import KNOWN_VERSIONS, compare_versions
 
 REPO = Path(__file__).parent.parent.parent
@@ -160,25 +159,6 @@ def test_generated_specs_agree_with_schema(document: dict[str, object]) -> None:
     if ours.valid:
         assert _validator().is_valid(document)
         assert ours.spec == document
-
-
-def _unplaced(problems: tuple[Problem, ...]) -> list[tuple[str, str, str, str]]:
-    """The problems without positions, in one order; a message about JSON text's plain scalars
-    does not say how to quote them (data has no quotes)."""
-    hint = "; quote it to make it a string"
-    return sorted(
-        (p.rule, repr(p.path), p.severity.value, p.message.removesuffix(hint)) for p in problems
-    )
-
-
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_SPEC)
-def test_data_and_its_json_get_one_verdict(document: dict[str, object]) -> None:
-    """`validate_data` (what `cdi generate` checks) says what `validate_text` says of the JSON."""
-    by_text = validate_text(json.dumps(document), "spec.json")
-    by_data = validate_data(document, "spec.json")
-    assert _unplaced(by_data.problems) == _unplaced(by_text.problems)
-    assert (by_data.spec, by_data.minimum_version) == (by_text.spec, by_text.minimum_version)
 
 
 def _gated(feature: str) -> dict[str, object]:
