@@ -371,6 +371,7 @@ def gather(
         taken_over=read_config(takeover_path(drop_in_path, place.root)),
         before=beside.before,
         after=beside.after,
+        engine_release=beside.release,
     )
     return Gathered(gathered, beside.warnings)
 
@@ -414,11 +415,26 @@ class Beside:
     before: tuple[tuple[str, str], ...]
     after: tuple[tuple[str, str], ...]
     warnings: tuple[str, ...] = ()
+    release: str | None = None  # the engine's version, as its package says (None: unknown)
 
 
 def _containerd_beside(config: str, text: str | None, drop_in: str, place: Place) -> Beside:
     found = containerd_imports(Path(config), text or "", drop_in, place.host)
-    return Beside(found.before, found.after, import_warnings(found))
+    release = installed_release(Runtime.CONTAINERD, place)
+    return Beside(found.before, found.after, import_warnings(found), release)
+
+
+def installed_release(runtime: Runtime, place: Place) -> str | None:
+    """The version of the package that installed ``runtime`` under the root, from dpkg's status
+    file; None where there is none or it cannot be read (nothing is decided on it then)."""
+    from ctk.host.packages import DPKG_STATUS, ENGINE_PACKAGES, engine_release, parse_dpkg_status
+
+    try:
+        text = files.read_text(place.host(DPKG_STATUS), missing_ok=True, lenient=True)
+    except CtkError:  # unreadable, a directory, a link out of the root
+        return None
+    packages = parse_dpkg_status(text or "", ENGINE_PACKAGES.get(runtime, ()))
+    return engine_release(packages, runtime)
 
 
 def _crio_beside(config: str, text: str | None, drop_in: str, place: Place) -> Beside:

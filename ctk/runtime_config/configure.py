@@ -78,7 +78,8 @@ def configure(
         check_drop_in(inputs, force=force, verb="configure")
         request = _keep_earlier_choices(editor, inputs, request)
         drop_in = editor.configure_drop_in(inputs, request, _own_drop_in(inputs))
-        notes.extend(drop_in.notes)
+        if drop_in.text != inputs.drop_in_text:  # what the drop-in holds, said when it changes
+            notes.extend(drop_in.notes)
         warnings.extend(drop_in.warnings)
         files = (
             [replace(_with_record(inputs, drop_in.main), record_for=inputs.drop_in)]

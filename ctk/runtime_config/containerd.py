@@ -17,6 +17,7 @@ from ctk.runtime_config import imports, tomledit
 from ctk.runtime_config.changes import (
     TABLE_KINDS,
     Change,
+    ChangeKind,
     Edit,
     kept_existing,
     new_table,
@@ -46,11 +47,28 @@ BUILTIN_RUNTIMES: dict[int, dict[str, JSONValue]] = {
     3: {"runc": {"runtime_type": RUNC_V2, "sandboxer": "podsandbox"}},
 }
 RUNTIME_V1_LINUX = "io.containerd.runtime.v1.linux"
-DROP_IN_HEADER = (
-    "# Written by `ctk runtime configure`; `ctk runtime unconfigure` removes it.\n"
-    "# containerd < 2.1 replaces a whole plugin table per imported file, so this file carries\n"
-    "# the CRI plugin settings of the files imported before it as well.\n"
+DROP_IN_HEADER = "# Written by `ctk runtime configure`; `ctk runtime unconfigure` removes it.\n"
+CARRIED_HEADER = DROP_IN_HEADER + (
+    "# containerd 1.x replaces a whole plugin table per imported file, so this file carries\n"
+    "# the CRI plugin settings of the files imported before it as well: after editing them\n"
+    "# there, run `ctk runtime configure` again.\n"
 )
+MERGED_HEADER = DROP_IN_HEADER + (
+    "# containerd 2.x merges this file into the ones before it key by key: it holds only\n"
+    "# what ctk adds.\n"
+)
+
+
+def merges_imports(version: int, release: str | None) -> bool:
+    """Whether the containerd that reads a config of ``version`` merges an imported file into
+    the others key by key (2.x) rather than letting it replace each plugin table it names (1.x).
+
+    A version 3 config is read by containerd 2.x only; otherwise ``release``, the installed
+    package's version, decides, and an unknown one counts as 1.x (the copy works on both).
+    """
+    from ctk.host.packages import major
+
+    return version >= 3 or (major(release) or 0) >= 2
 
 
 def version_of(name: str, text: str) -> int:
@@ -164,6 +182,7 @@ class DropInEdit:
     main: Edit
     drop_in: str
     warnings: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
 
 def configure_drop_in(
@@ -174,14 +193,16 @@ def configure_drop_in(
     request: RuntimeRequest,
     *,
     carried: Carried | None = None,
+    merges: bool = False,
 ) -> DropInEdit:
     """Import a drop-in from the main file and write the runtime into the drop-in.
 
     ``carried``: the runtimes earlier runs put into the drop-in (and their default), kept.
 
     ``before`` and ``after`` are the other imported files that containerd loads before and after
-    the drop-in. The drop-in carries the CRI plugin table merged from the main file and
-    ``before``, since containerd < 2.1 lets the last file's table replace the others.
+    the drop-in. ``merges`` (containerd 2.x, see `merges_imports`): the drop-in holds only what
+    ctk adds. Otherwise it carries the CRI plugin table merged from the main file and
+    ``before``, since containerd 1.x lets the last file's table replace the others.
     """
     main_name, main_text = main
     version = version_of(main_name, main_text)
@@ -200,31 +221,90 @@ def configure_drop_in(
         table = _plugin_table(name, text, cri)
         if table is not None:
             merged = deep_merge(merged, table)
+    copied = bool(merged)  # the other files' CRI settings (a 1.x drop-in carries them)
+    kept: list[tuple[str, ...]] = []  # what a 2.x drop-in keeps: ctk's earlier additions
     if carried is not None and carried.runtimes:
         containerd: dict[str, JSONValue] = {"runtimes": dict(carried.runtimes)}
+        kept += [(*cri, "containerd", "runtimes", n) for n in carried.runtimes]
         if carried.default is not None:
             containerd["default_runtime_name"] = carried.default
+            kept.append((*cri, "containerd", "default_runtime_name"))
         merged = deep_merge(merged, {"containerd": containerd})
     base: dict[str, JSONValue] = {"version": version}
     if merged:
         base["plugins"] = {cri[1]: merged}
-    drop_in_text = DROP_IN_HEADER + tomledit.document_from(base)
-    configured = configure_in_place(drop_in_name, drop_in_text, request).text
-    drop_in = DROP_IN_HEADER + tomledit.document_from(load_toml(drop_in_name, configured))
-    warnings = tuple(
-        f"{name} is imported after {drop_in_name} and also defines [{dotted(cri)}]: "
-        "containerd < 2.1 will use that table instead, without the nvidia runtime"
-        for name, text in after
-        if _plugin_table(name, text, cri) is not None
-    )
+    edit = configure_in_place(drop_in_name, tomledit.document_from(base), request)
+    configured = load_toml(drop_in_name, edit.text)
+    if merges:  # the runtime as copied from the others' default, and the keys ctk set
+        added = [c.keys for c in edit.changes if c.kind in (ChangeKind.SET, ChangeKind.NEW_TABLE)]
+        written = _picked(configured, [("version",), *kept, *added])
+        drop_in = MERGED_HEADER + tomledit.document_from(written)
+        warnings = _overriding(after, drop_in_name, _leaves(written.get("plugins", {}), cri[:1]))
+        notes: tuple[str, ...] = ()
+    else:
+        drop_in = CARRIED_HEADER + tomledit.document_from(configured)
+        warnings = tuple(
+            f"{name} is imported after {drop_in_name} and also defines [{dotted(cri)}]: "
+            "containerd 1.x will use that table instead, without the nvidia runtime"
+            for name, text in after
+            if _plugin_table(name, text, cri) is not None
+        )
+        others = ", ".join(name for name, text in [main, *before] if _plugin_table(name, text, cri))
+        notes = (
+            (
+                f"{drop_in_name} carries a copy of the [{dotted(cri)}] settings of {others} "
+                "(containerd 1.x replaces the whole table per imported file): after editing "
+                "them, run `ctk runtime configure` again",
+            )
+            if copied
+            else ()
+        )
     main_out = tomledit.finish(main_name, doc, main_text, replaced=replaced_keys(changes))
-    return DropInEdit(Edit(main_out, tuple(changes)), drop_in, warnings)
+    return DropInEdit(Edit(main_out, tuple(changes)), drop_in, warnings, notes)
+
+
+def _picked(data: dict[str, JSONValue], paths: Sequence[tuple[str, ...]]) -> dict[str, JSONValue]:
+    """The values of ``data`` at ``paths`` (those present), in ``data``'s order."""
+    out: dict[str, JSONValue] = {}
+    for key, value in data.items():
+        below = [path[1:] for path in paths if path and path[0] == key]
+        if () in below or (below and not isinstance(value, dict)):
+            out[key] = value
+        elif below:
+            out[key] = _picked(value, below)
+    return out
+
+
+def _leaves(value: JSONValue, at: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The key paths of the non-table values under ``value`` (found at ``at``)."""
+    if not isinstance(value, dict) or not value:
+        return [at]
+    return [leaf for key, item in value.items() for leaf in _leaves(item, (*at, key))]
+
+
+def _overriding(
+    after: Sequence[tuple[str, str]], drop_in_name: str, written: list[tuple[str, ...]]
+) -> tuple[str, ...]:
+    """Warn about files loaded after the drop-in that set a key it sets (theirs wins)."""
+    out = []
+    for name, text in after:
+        data: JSONValue = load_toml(name, text)
+        for keys in written:
+            value = data
+            for key in keys:
+                value = value.get(key) if isinstance(value, dict) else None
+            if value is not None:
+                out.append(
+                    f"{name} is imported after {drop_in_name} and also sets {dotted(keys)}: "
+                    "containerd uses its value instead of ctk's"
+                )
+    return tuple(out)
 
 
 def in_place_overridden(name: str, text: str, after: Sequence[tuple[str, str]]) -> list[str]:
     """Warn about imported files whose CRI plugin table replaces the one edited in ``name``.
 
-    containerd < 2.1 replaces a whole plugin table per imported file, so an edit in place is
+    containerd 1.x replaces a whole plugin table per imported file, so an edit in place is
     lost when any imported file defines the table; a drop-in carries the merged table instead.
     """
     version = version_of(name, text)
@@ -232,7 +312,7 @@ def in_place_overridden(name: str, text: str, after: Sequence[tuple[str, str]]) 
         return []
     cri = cri_keys(version)
     return [
-        f"{other} is imported by {name} and also defines [{dotted(cri)}]: containerd < 2.1 "
+        f"{other} is imported by {name} and also defines [{dotted(cri)}]: containerd 1.x "
         "will use that table instead, without the nvidia runtime; configure with a drop-in "
         '(leave out --drop-in-config ""), which carries the merged table'
         for other, other_text in after
@@ -362,10 +442,17 @@ class ContainerdEditor:
     ) -> DropIn:
         assert inputs.drop_in is not None
         carried = carried_runtimes(own, [inputs.main], request.name) if own else None
+        merges = merges_imports(version_of(*inputs.main), inputs.engine_release)
         result = configure_drop_in(
-            inputs.main, inputs.drop_in, inputs.before, inputs.after, request, carried=carried
+            inputs.main,
+            inputs.drop_in,
+            inputs.before,
+            inputs.after,
+            request,
+            carried=carried,
+            merges=merges,
         )
-        return DropIn(result.main, result.drop_in, warnings=result.warnings)
+        return DropIn(result.main, result.drop_in, result.notes, result.warnings)
 
     def keeps_others(self, inputs: Inputs, own: tuple[str, str], name: str) -> bool:
         return bool(carried_runtimes(own, [inputs.main], name).added)

@@ -34,6 +34,7 @@ class Inputs:
     taken_over: str | None = None  # the user's drop-in a --force configure replaced, kept by ctk
     before: Files = ()  # files the engine reads before the drop-in (not the main file)
     after: Files = ()  # files the engine reads after it
+    engine_release: str | None = None  # the engine's version as its package says (None: unknown)
 
     @property
     def main(self) -> tuple[str, str]:

@@ -26,8 +26,8 @@ from ctk.runtime_config.parse import (
 class PluginMerge(StrEnum):
     """How containerd combines a plugin table that several config files define."""
 
-    REPLACE = "replace"  # containerd < 2.1: the later file's table replaces the whole table
-    DEEP = "deep"  # containerd >= 2.1: tables merge key by key
+    REPLACE = "replace"  # containerd 1.x: the later file's table replaces the whole table
+    DEEP = "deep"  # containerd 2.x: tables merge key by key
 
 
 @dataclass(frozen=True, slots=True)

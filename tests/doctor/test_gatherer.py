@@ -16,10 +16,10 @@ from ctk.host.facts.engine_configs import (
     gather_containerd,
     gather_docker,
     gather_toolkit,
-    upstream_version,
 )
 from ctk.host.facts.gatherer import Gatherer
 from ctk.host.facts.kernel import gather_dev
+from ctk.host.packages import upstream_version
 from ctk.host.root import HostRoot
 from ctk.node import CharDevice
 from ctk.runtime_config.engines import Runtime

@@ -15,8 +15,9 @@ from tests.runtime.conftest import REAL_BINARY_LOOKUP
 
 HEADER = (
     "# Written by `ctk runtime configure`; `ctk runtime unconfigure` removes it.\n"
-    "# containerd < 2.1 replaces a whole plugin table per imported file, so this file carries\n"
-    "# the CRI plugin settings of the files imported before it as well.\n"
+    "# containerd 1.x replaces a whole plugin table per imported file, so this file carries\n"
+    "# the CRI plugin settings of the files imported before it as well: after editing them\n"
+    "# there, run `ctk runtime configure` again.\n"
 )
 
 
@@ -146,9 +147,17 @@ def test_replacing_an_existing_runtime_path_is_a_warning_naming_it(
     code, _, err = run(capsys, *args, "--nvidia-runtime-path", OPERATOR_PATH, "--dry-run")
     assert (code, err.startswith("warning")) == (0, False)
     code, _, err = run(capsys, *args)
+    note = (
+        f"note: {tmp_path / 'd/99-nvidia.toml'} carries a copy of the "
+        f'[plugins."io.containerd.grpc.v1.cri"] settings of {config} (containerd 1.x replaces '
+        "the whole table per imported file): after editing them, run `ctk runtime configure` "
+        "again\n"
+    )
+    if not (drop_in and runtime == "containerd"):
+        note = ""
     assert (code, err) == (
         0,
-        f"warning: {config} sets the nvidia runtime's path to {OPERATOR_PATH}; replacing it "
+        note + f"warning: {config} sets the nvidia runtime's path to {OPERATOR_PATH}; replacing it "
         f"with /usr/bin/nvidia-container-runtime (pass --nvidia-runtime-path {OPERATOR_PATH} "
         "to keep it)\n",
     )

@@ -98,6 +98,6 @@ def test_later_drop_in_with_cri_table_is_warned(
     assert err == (
         f"warning: containerd is told to import {tmp_path / 'gone.toml'}, which does not exist\n"
         f"warning: {tmp_path / 'conf.d/zz-site.toml'} is imported after {drop_in} and also "
-        'defines [plugins."io.containerd.grpc.v1.cri"]: containerd < 2.1 will use that table '
+        'defines [plugins."io.containerd.grpc.v1.cri"]: containerd 1.x will use that table '
         "instead, without the nvidia runtime\n"
     )

@@ -288,7 +288,13 @@ def test_root_configures_the_node_mounted_there(
     (root / "etc/containerd/link.toml").symlink_to("/etc/containerd/config.toml")
     args = ["--runtime=containerd", "--root", str(root)]
     code, out, err = run(capsys, "configure", *args, "--config", "/etc/containerd/link.toml")
-    assert (code, err) == (0, "")
+    assert (code, err) == (
+        0,
+        "note: /etc/containerd/conf.d/99-nvidia.toml carries a copy of the "
+        '[plugins."io.containerd.grpc.v1.cri"] settings of /etc/containerd/link.toml, '
+        "/etc/containerd/conf.d/10-registry.toml (containerd 1.x replaces the whole table per "
+        "imported file): after editing them, run `ctk runtime configure` again\n",
+    )
     drop_in = (etc / "conf.d/99-nvidia.toml").read_text()
     # The imported file was read inside the root; its glob already imports the drop-in.
     assert ('config_path = "/r"' in drop_in, 'snapshotter = "x"' in drop_in) == (True, True)

@@ -30,32 +30,17 @@ from ctk.host.facts.gatherer import (
     PACKAGE_PREFIXES,
     Gatherer,
 )
+from ctk.host.packages import DPKG_STATUS, engine_release, parse_dpkg_status
 from ctk.runtime_config.engines import ENGINES, Runtime
 
 # --- toolkit ------------------------------------------------------------------------------
-
-
-def parse_dpkg_status(text: str, prefixes: Iterable[str] = PACKAGE_PREFIXES) -> dict[str, str]:
-    """Installed packages whose names start with ``prefixes``: name -> version."""
-    wanted = tuple(prefixes)
-    packages = {}
-    for stanza in text.split("\n\n"):
-        fields = {}
-        for line in stanza.splitlines():
-            key, sep, value = line.partition(": ")
-            if sep and not line.startswith(" "):
-                fields[key] = value.strip()
-        name = fields.get("Package", "")
-        if name.startswith(wanted) and fields.get("Status", "").endswith(" installed"):
-            packages[name] = fields.get("Version", "")
-    return packages
 
 
 def installed_packages(g: Gatherer) -> dict[str, str]:
     """Every package dpkg lists as installed (name -> version): /var/lib/dpkg/status is read and
     parsed once per gather, however many steps (the toolkit, each engine) look in it."""
     if g.dpkg_packages is None:
-        g.dpkg_packages = parse_dpkg_status(g.text("/var/lib/dpkg/status") or "", ("",))
+        g.dpkg_packages = parse_dpkg_status(g.text(DPKG_STATUS) or "")
     return g.dpkg_packages
 
 
@@ -115,26 +100,10 @@ def gather_toolkit(g: Gatherer, env: Mapping[str, str]) -> ToolkitFacts:
 
 # --- engines ------------------------------------------------------------------------------
 
-ENGINE_PACKAGES: Final[Mapping[Runtime, tuple[str, ...]]] = {
-    Runtime.DOCKER: ("docker-ce", "docker.io", "moby-engine"),
-    Runtime.CONTAINERD: ("containerd.io", "containerd"),
-}
-"""The Debian packages that install each engine whose CDI default depends on its version,
-preferred first."""
-
-
-def upstream_version(package_version: str) -> str:
-    """A Debian version without its epoch and revision: "5:28.2.0-1~ubuntu.24.04" -> "28.2.0"."""
-    version = package_version.partition(":")[2] or package_version
-    return version.rpartition("-")[0] or version
-
-
 def engine_version(g: Gatherer, runtime: Runtime) -> str | None:
     """The engine's version as its dpkg package records it (the file the toolkit step reads too);
     None where no package installed it (a static binary, an RPM node, a snap)."""
-    packages = installed_packages(g)
-    found = next((packages[n] for n in ENGINE_PACKAGES[runtime] if n in packages), None)
-    return None if found is None else upstream_version(found)
+    return engine_release(installed_packages(g), runtime)
 
 
 def _runtimes(g: Gatherer, view: Any, binaries: Mapping[str, str]) -> dict[str, RuntimeEntry]:

@@ -1,0 +1,177 @@
+"""The real engines the tests drive: this machine's own (Debian 12's containerd 1.6 and dockerd
+20.10) and today's, as `scripts/fetch-engines DIR` unpacked them and ``CTK_ENGINES=DIR`` names them
+(containerd 2.1 and 1.7, Docker 28 and 26; CI fetches them). Where ``CTK_ENGINES`` is set, an
+engine missing from it is a failure, not a skip."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ctk import toml_compat as tomllib
+
+FETCHED = os.environ.get("CTK_ENGINES")
+WANTED = {"containerd": ((2, 1), (1, 7)), "docker.io": ((28,), (26,))}
+"""What CI fetches: the major (and minor) versions that must be present under ``CTK_ENGINES``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Engine:
+    """One build of an engine: its daemon binary, the client that goes with it, its version."""
+
+    package: str  # the Debian package: containerd or docker.io
+    version: tuple[int, ...]
+    daemon: Path
+    client: Path
+    path: str  # PATH for the daemon: its own binaries (containerd's shims) first
+
+    @property
+    def id(self) -> str:
+        return f"{'containerd' if self.package == 'containerd' else 'docker'}-" + ".".join(
+            map(str, self.version)
+        )
+
+
+def _version(text: str) -> tuple[int, ...]:
+    found = re.search(r"(\d+)\.(\d+)\.(\d+)", text)
+    assert found is not None, text
+    return tuple(int(part) for part in found.groups())
+
+
+def _fetched(package: str) -> list[Engine]:
+    if not FETCHED:
+        return []
+    out = []
+    for unpacked in sorted(Path(FETCHED).glob(f"{package}-[0-9]*")):
+        version = _version(unpacked.name.removeprefix(package))
+        if package == "containerd":
+            daemon, client = unpacked / "usr/bin/containerd", unpacked / "usr/bin/ctr"
+            path = f"{unpacked / 'usr/bin'}:{os.environ.get('PATH', '')}"
+        else:
+            clients = Path(FETCHED).glob(f"docker-cli-{'.'.join(map(str, version))}*")
+            daemon, client = unpacked / "usr/sbin/dockerd", next(clients) / "usr/bin/docker"
+            shims = [p / "usr/bin" for p in Path(FETCHED).glob("containerd-2.*")][:1]
+            path = ":".join(map(str, [unpacked / "usr/bin", *shims])) + ":" + os.environ["PATH"]
+        out.append(Engine(package, version, daemon, client, path))
+    for wanted in WANTED[package]:
+        assert any(e.version[: len(wanted)] == wanted for e in out), (
+            f"CTK_ENGINES={FETCHED} has no {package} {'.'.join(map(str, wanted))}: "
+            "run scripts/fetch-engines there"
+        )
+    return out
+
+
+def _own(package: str, daemon: str, client: str) -> list[Engine]:
+    found = shutil.which(daemon)
+    if found is None or not Path(client).exists():
+        return []
+    result = subprocess.run(
+        [found, "--version"], capture_output=True, text=True, timeout=30, check=True
+    )
+    return [Engine(package, _version(result.stdout), Path(found), Path(client), os.environ["PATH"])]
+
+
+def containerds() -> list[Engine]:
+    """This machine's containerd, then today's."""
+    return _own("containerd", "containerd", shutil.which("ctr") or "/usr/bin/ctr") + _fetched(
+        "containerd"
+    )
+
+
+def dockers() -> list[Engine]:
+    """This machine's dockerd (with the /usr/bin/docker client of its version), then today's."""
+    return _own("docker.io", "dockerd", "/usr/bin/docker") + _fetched("docker.io")
+
+
+def containerd_dump(config: Path, engine: Engine) -> dict[str, Any]:
+    """What ``engine`` makes of ``config`` and its imports: `containerd config dump`, parsed."""
+    result = subprocess.run(
+        [str(engine.daemon), "--config", str(config), "config", "dump"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        env={**os.environ, "PATH": engine.path},
+    )
+    assert result.returncode == 0, result.stderr
+    return tomllib.loads(result.stdout)
+
+
+@contextlib.contextmanager
+def dockerd(config: Path, work: Path, engine: Engine) -> Iterator[str]:
+    """Run ``engine``'s dockerd on ``config`` with throwaway state under ``work``; yield its
+    socket."""
+    sock = work / "sock"
+    data = json.loads(config.read_text())
+    args = [
+        str(engine.daemon),
+        "--config-file",
+        str(config),
+        "--exec-root",
+        str(work / "exec"),
+        "--pidfile",
+        str(work / "pid"),
+        "-H",
+        f"unix://{sock}",
+        "--iptables=false",
+        "--ip6tables=false",
+        "--ip-forward=false",
+        "--ip-masq=false",
+        "--bridge=none",
+    ]
+    if "data-root" not in data:
+        args += ["--data-root", str(work / "data")]
+    log = (work / "log").open("w")
+    process = subprocess.Popen(
+        args,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={**os.environ, "PATH": engine.path},
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not sock.exists():
+            assert process.poll() is None, (work / "log").read_text()
+            assert time.monotonic() < deadline, "dockerd did not start"
+            time.sleep(0.05)
+        yield str(sock)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=5)
+        log.close()
+        for mount in (work / "data", work / "exec"):
+            if os.path.ismount(mount):  # dockerd bind-mounts its roots; a killed one leaves them
+                subprocess.run(["umount", "-l", str(mount)], check=False, timeout=10)
+
+
+def docker_info(sock: str, engine: Engine, fields: str) -> Mapping[str, Any]:
+    """`docker info` of the daemon at ``sock``: the JSON of the template ``fields``."""
+    deadline = time.monotonic() + 10
+    while True:
+        result = subprocess.run(
+            [str(engine.client), "-H", f"unix://{sock}", "info", "--format", fields],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        if result.returncode == 0:
+            loaded: Mapping[str, Any] = json.loads(result.stdout)
+            return loaded
+        assert time.monotonic() < deadline, result.stderr
+        time.sleep(0.1)
