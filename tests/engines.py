@@ -1,7 +1,7 @@
 """The real engines the tests drive: this machine's own (Debian 12's containerd 1.6 and dockerd
-20.10) and today's, as `scripts/fetch-engines DIR` unpacked them and ``CTK_ENGINES=DIR`` names them
-(containerd 2.1 and 1.7, Docker 28 and 26; CI fetches them). Where ``CTK_ENGINES`` is set, an
-engine missing from it is a failure, not a skip."""
+20.10) and today's, as `scripts/fetch-engines DIR` unpacked them and ``CTK_ENGINES=DIR`` names
+them (containerd 2.1 and 1.7, Docker 28 and 26, CRI-O 1.36; CI fetches them). Where
+``CTK_ENGINES`` is set, an engine missing from it is a failure, not a skip."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from typing import Any
 from ctk import toml_compat as tomllib
 
 FETCHED = os.environ.get("CTK_ENGINES")
-WANTED = {"containerd": ((2, 1), (1, 7)), "docker.io": ((28,), (26,))}
+WANTED = {"containerd": ((2, 1), (1, 7)), "docker.io": ((28,), (26,)), "cri-o": ((1, 36),)}
 """What CI fetches: the major (and minor) versions that must be present under ``CTK_ENGINES``."""
 
 
@@ -37,9 +37,8 @@ class Engine:
 
     @property
     def id(self) -> str:
-        return f"{'containerd' if self.package == 'containerd' else 'docker'}-" + ".".join(
-            map(str, self.version)
-        )
+        name = {"docker.io": "docker"}.get(self.package, self.package)
+        return f"{name}-" + ".".join(map(str, self.version))
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -56,6 +55,9 @@ def _fetched(package: str) -> list[Engine]:
         version = _version(unpacked.name.removeprefix(package))
         if package == "containerd":
             daemon, client = unpacked / "usr/bin/containerd", unpacked / "usr/bin/ctr"
+            path = f"{unpacked / 'usr/bin'}:{os.environ.get('PATH', '')}"
+        elif package == "cri-o":  # crio is its own client (`crio config`, `crio status`)
+            daemon = client = unpacked / "usr/bin/crio"
             path = f"{unpacked / 'usr/bin'}:{os.environ.get('PATH', '')}"
         else:
             clients = Path(FETCHED).glob(f"docker-cli-{'.'.join(map(str, version))}*")
@@ -93,18 +95,35 @@ def dockers() -> list[Engine]:
     return _own("docker.io", "dockerd", "/usr/bin/docker") + _fetched("docker.io")
 
 
-def containerd_dump(config: Path, engine: Engine) -> dict[str, Any]:
-    """What ``engine`` makes of ``config`` and its imports: `containerd config dump`, parsed."""
+def crios() -> list[Engine]:
+    """Today's CRI-O (Debian packages none: built from upstream, ../shared/tools/cri-o)."""
+    return _fetched("cri-o")
+
+
+def engine_output(engine: Engine, *args: str) -> str:
+    """The standard output of ``engine``'s daemon binary run with ``args`` (it must succeed)."""
     result = subprocess.run(
-        [str(engine.daemon), "--config", str(config), "config", "dump"],
+        [str(engine.daemon), *args],
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=60,
         check=False,
         env={**os.environ, "PATH": engine.path},
     )
     assert result.returncode == 0, result.stderr
-    return tomllib.loads(result.stdout)
+    return result.stdout
+
+
+def containerd_dump(config: Path, engine: Engine) -> dict[str, Any]:
+    """What ``engine`` makes of ``config`` and its imports: `containerd config dump`, parsed."""
+    return tomllib.loads(engine_output(engine, "--config", str(config), "config", "dump"))
+
+
+def crio_config(config: Path, drop_ins: Path, engine: Engine) -> dict[str, Any]:
+    """What CRI-O makes of ``config`` and the drop-in folder ``drop_ins``: `crio config`."""
+    return tomllib.loads(
+        engine_output(engine, "--config", str(config), "--config-dir", str(drop_ins), "config")
+    )
 
 
 @contextlib.contextmanager

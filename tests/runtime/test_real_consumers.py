@@ -1,4 +1,6 @@
-"""The real consumers read what ctk wrote: containerd 1.6 `config dump` and dockerd 20.10.
+"""The real consumers read what ctk wrote: `containerd config dump` and a running dockerd, this
+machine's (containerd 1.6, dockerd 20.10) and today's (containerd 2.1 and 1.7, Docker 28 and 26,
+where ``CTK_ENGINES`` names them: tests/engines.py).
 
 containerd: the merged effective config (main file plus every import, as containerd itself
 merges them) must hold the nvidia runtime with the options of the runtime it was copied from, the
@@ -8,7 +10,6 @@ daemon.json, `docker info` must list the nvidia runtime with its path and the de
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -16,7 +17,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,35 +26,39 @@ import pytest
 from ctk import toml_compat as tomllib
 from ctk.cli.app import main
 from ctk.runtime_config.inspect import deep_merge
+from tests import engines
+from tests.engines import Engine
 from tests.runtime.corpus import Case, cases
 
 pytestmark = pytest.mark.integration
 
 CONTAINERD = shutil.which("containerd")
-DOCKERD = shutil.which("dockerd")
-DOCKER_CLIENT = "/usr/bin/docker"  # the 20.10 client; a newer one may come first on PATH
+CONTAINERDS = engines.containerds()
+OWN_CONTAINERD = next((e for e in CONTAINERDS if str(e.daemon) == CONTAINERD), None)
+DOCKERS = engines.dockers()
 IS_ROOT = os.geteuid() == 0
 V1_PLUGINS = {"cri": "io.containerd.grpc.v1.cri"}
+V3_RUNTIME = "io.containerd.cri.v1.runtime"
 
 CONTAINERD_CASES = [
-    pytest.param(c, id=c.id)
+    pytest.param(c, e, id=f"{e.id}-{c.id}")
+    for e in CONTAINERDS
     for c in cases()
-    if c.engine == "containerd" and "v3" not in c.id  # 1.6 ignores version 3 tables
+    # 1.x ignores version 3 tables; 2.x reads version 1 no more
+    if c.engine == "containerd" and ("v1" if e.version[0] >= 2 else "v3") not in c.id
 ]
-DOCKER_CASES = [pytest.param(c, id=c.id) for c in cases() if c.engine == "docker"]
+DOCKER_CASES = [
+    pytest.param(c, e, id=f"{e.id}-{c.id}")
+    for e in DOCKERS
+    for c in cases()
+    if c.engine == "docker"
+]
 
 
 def containerd_dump(config: Path) -> dict[str, Any]:
-    assert CONTAINERD is not None
-    result = subprocess.run(
-        [CONTAINERD, "--config", str(config), "config", "dump"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    return tomllib.loads(result.stdout)
+    """What this machine's containerd makes of ``config``."""
+    assert OWN_CONTAINERD is not None
+    return engines.containerd_dump(config, OWN_CONTAINERD)
 
 
 def _input_settings(root: Path) -> dict[str, Any]:
@@ -78,20 +83,21 @@ def _assert_contains(actual: Mapping[str, Any], wanted: Mapping[str, Any], where
             assert actual[key] == value, f"{where}.{key}"
 
 
-@pytest.mark.skipif(CONTAINERD is None, reason="containerd is not installed")
-@pytest.mark.parametrize("case", CONTAINERD_CASES)
-def test_containerd_config_dump(case: Case, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("case", "engine"), CONTAINERD_CASES)
+def test_containerd_config_dump(case: Case, engine: Engine, tmp_path: Path) -> None:
     root = tmp_path / "root"
     case.install(root)
     settings = _input_settings(root)
     cri = settings.get("plugins", {}).get("io.containerd.grpc.v1.cri", {})
+    cri = settings.get("plugins", {}).get(V3_RUNTIME, cri)
     runtimes = cri.get("containerd", {}).get("runtimes", {})
     default_before = cri.get("containerd", {}).get("default_runtime_name", "runc")
     args = case.args(root)
     assert main(["runtime", "configure", *args]) == 0
 
-    dump = containerd_dump(root / "etc" / "containerd" / "config.toml")
-    dumped_cri = dump["plugins"]["io.containerd.grpc.v1.cri"]
+    dump = engines.containerd_dump(root / "etc" / "containerd" / "config.toml", engine)
+    v3 = engine.version[0] >= 2  # containerd 2.x dumps every config as version 3
+    dumped_cri = dump["plugins"][V3_RUNTIME if v3 else "io.containerd.grpc.v1.cri"]
     nvidia = dumped_cri["containerd"]["runtimes"]["nvidia"]
     source = runtimes.get(default_before) or runtimes.get("runc") or {}
     binary_key = "Runtime" if "v1" in nvidia["runtime_type"] else "BinaryName"
@@ -102,11 +108,17 @@ def test_containerd_config_dump(case: Case, tmp_path: Path) -> None:
     assert dumped_cri["containerd"]["default_runtime_name"] == expected_default
     if "--set-as-default" in args:
         cri.get("containerd", {}).pop("default_runtime_name", None)
+    if v3:  # 2.x moves version 2 settings around: the runtimes stay where they were
+        for name, runtime in runtimes.items():  # (less keys it dropped, like runtime_engine)
+            kept = {k: v for k, v in runtime.items() if k in ("runtime_type", "options")}
+            _assert_contains(dumped_cri["containerd"]["runtimes"][name], kept, name)
+        assert dumped_cri.get("enable_cdi", True) is True  # on by default in 2.x
+        return
     cri.pop("enable_cdi", None)  # containerd 1.6 has no CDI and drops the key
     _assert_contains(dump, settings, "(config)")
 
 
-@pytest.mark.skipif(CONTAINERD is None, reason="containerd is not installed")
+@pytest.mark.skipif(OWN_CONTAINERD is None, reason="containerd is not installed")
 def test_containerd_dump_of_v3_config_is_accepted(tmp_path: Path) -> None:
     case = next(c for c in cases() if c.id == "containerd/v3-containerd2")
     root = tmp_path / "root"
@@ -117,81 +129,9 @@ def test_containerd_dump_of_v3_config_is_accepted(tmp_path: Path) -> None:
     assert str(root / "etc/containerd/conf.d/99-nvidia.toml") in dump["imports"]
 
 
-@contextlib.contextmanager
-def dockerd(config: Path, work: Path) -> Iterator[str]:
-    """Run dockerd on ``config`` with throwaway state under ``work``; yield its socket."""
-    sock = work / "sock"
-    data = json.loads(config.read_text())
-    args = [
-        str(DOCKERD),
-        "--config-file",
-        str(config),
-        "--exec-root",
-        str(work / "exec"),
-        "--pidfile",
-        str(work / "pid"),
-        "-H",
-        f"unix://{sock}",
-        "--iptables=false",
-        "--ip6tables=false",
-        "--ip-forward=false",
-        "--ip-masq=false",
-        "--bridge=none",
-    ]
-    if "data-root" not in data:
-        args += ["--data-root", str(work / "data")]
-    log = (work / "log").open("w")
-    process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 20
-        while not sock.exists():
-            assert process.poll() is None, (work / "log").read_text()
-            assert time.monotonic() < deadline, "dockerd did not start"
-            time.sleep(0.05)
-        yield str(sock)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=5)
-        log.close()
-        for mount in (work / "data", work / "exec"):
-            if os.path.ismount(mount):  # dockerd bind-mounts its roots; a killed one leaves them
-                subprocess.run(["umount", "-l", str(mount)], check=False, timeout=10)
-
-
-def docker_info(sock: str) -> tuple[dict[str, Any], str]:
-    deadline = time.monotonic() + 10
-    while True:
-        result = subprocess.run(
-            [
-                DOCKER_CLIENT,
-                "-H",
-                f"unix://{sock}",
-                "info",
-                "--format",
-                "{{json .Runtimes}}\t{{.DefaultRuntime}}",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-        if result.returncode == 0:
-            runtimes, default = result.stdout.strip().split("\t")
-            return json.loads(runtimes), default
-        assert time.monotonic() < deadline, result.stderr
-        time.sleep(0.1)
-
-
-@pytest.mark.skipif(
-    DOCKERD is None or not Path(DOCKER_CLIENT).exists() or not IS_ROOT,
-    reason="dockerd 20.10 and /usr/bin/docker (docker.io) and root are needed",
-)
-@pytest.mark.parametrize("case", DOCKER_CASES)
-def test_dockerd_runs_with_written_daemon_json(case: Case, tmp_path: Path) -> None:
+@pytest.mark.skipif(not IS_ROOT, reason="dockerd needs root")
+@pytest.mark.parametrize(("case", "engine"), DOCKER_CASES)
+def test_dockerd_runs_with_written_daemon_json(case: Case, engine: Engine, tmp_path: Path) -> None:
     root = tmp_path / "root"
     case.install(root)
     config = root / "etc" / "docker" / "daemon.json"
@@ -208,17 +148,22 @@ def test_dockerd_runs_with_written_daemon_json(case: Case, tmp_path: Path) -> No
     # Unix socket paths are limited to 108 bytes: dockerd's state needs a short directory.
     work = Path(tempfile.mkdtemp(prefix="ctk-dockerd-"))
     try:
-        with dockerd(config, work) as sock:
-            runtimes, default = docker_info(sock)
+        with engines.dockerd(config, work, engine) as sock:
+            info = engines.docker_info(
+                sock,
+                engine,
+                '{"runtimes": {{json .Runtimes}}, "default": {{json .DefaultRuntime}}}',
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    assert runtimes["nvidia"] == {"path": path}
+    assert info["runtimes"]["nvidia"]["path"] == path
+    assert info["runtimes"]["nvidia"].get("runtimeArgs", []) == []
     expected_default = (
         "nvidia" if "--set-as-default" in args else before.get("default-runtime", "runc")
     )
-    assert default == expected_default
+    assert info["default"] == expected_default
     for name, runtime in before["runtimes"].items():
-        assert runtimes[name]["path"] == runtime["path"]
+        assert info["runtimes"][name]["path"] == runtime["path"]
 
 
 CTR = shutil.which("ctr")
@@ -328,7 +273,7 @@ def test_containerd_cri_loads_after_configure_without_explicit_runc() -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-@pytest.mark.skipif(CONTAINERD is None, reason="containerd is not installed")
+@pytest.mark.skipif(OWN_CONTAINERD is None, reason="containerd is not installed")
 def test_in_place_edit_lost_to_an_imported_cri_table_is_warned_about(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -344,7 +289,7 @@ def test_in_place_edit_lost_to_an_imported_cri_table_is_warned_about(
     assert main([*args, "--drop-in-config", "", "--set-as-default"]) == 0
     assert capsys.readouterr().err == (
         f"warning: {registry} is imported by {config} and also defines "
-        '[plugins."io.containerd.grpc.v1.cri"]: containerd < 2.1 will use that table instead, '
+        '[plugins."io.containerd.grpc.v1.cri"]: containerd 1.x will use that table instead, '
         'without the nvidia runtime; configure with a drop-in (leave out --drop-in-config ""), '
         "which carries the merged table\n"
     )
@@ -362,7 +307,7 @@ def test_in_place_edit_lost_to_an_imported_cri_table_is_warned_about(
     assert cri["registry"]["config_path"] == "/x"
 
 
-@pytest.mark.skipif(CONTAINERD is None, reason="containerd is not installed")
+@pytest.mark.skipif(OWN_CONTAINERD is None, reason="containerd is not installed")
 def test_runtime_names_accumulate_in_the_drop_in_and_go_one_by_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -387,4 +332,72 @@ def test_runtime_names_accumulate_in_the_drop_in_and_go_one_by_one(
     assert main(["runtime", "unconfigure", *args, "--nvidia-runtime-name", "nvidia-legacy"]) == 0
     assert not drop_in.exists()
     assert effective() == ("runc", ["runc"])
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("drop_in", [True, False], ids=["drop-in", "in-place"])
+@pytest.mark.parametrize("engine", CONTAINERDS, ids=[e.id for e in CONTAINERDS])
+def test_each_containerd_reads_ctk_on_its_own_default_config(
+    engine: Engine, drop_in: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`containerd config default` of each version, configured and unconfigured: the engine reads
+    the nvidia runtime as the default, with runc's options; unconfigure restores the bytes."""
+    config = tmp_path / "config.toml"
+    default = engines.engine_output(engine, "config", "default")
+    default = default.replace("/etc/containerd/conf.d", str(tmp_path / "conf.d"))  # 2.x imports
+    config.write_text(default)
+    where = str(tmp_path / "conf.d/99-nvidia.toml") if drop_in else ""
+    args = ["--runtime=containerd", "--config", str(config), "--drop-in-config", where]
+    assert main(["runtime", "configure", *args, "--set-as-default", "--cdi.enabled"]) == 0
+    plugins = engines.containerd_dump(config, engine)["plugins"]
+    cri = plugins.get(V3_RUNTIME) or plugins["io.containerd.grpc.v1.cri"]
+    runtimes = cri["containerd"]["runtimes"]
+    assert cri["containerd"]["default_runtime_name"] == "nvidia"
+    assert runtimes["nvidia"]["options"]["BinaryName"] == "/usr/bin/nvidia-container-runtime"
+    runc_options = {k: v for k, v in runtimes["runc"]["options"].items() if k != "BinaryName"}
+    assert {k: runtimes["nvidia"]["options"].get(k) for k in runc_options} == runc_options
+    if engine.version >= (1, 7):  # 1.6 has no CDI and drops the key
+        assert cri["enable_cdi"] is True
+    assert main(["runtime", "unconfigure", *args]) == 0
+    assert (config.read_text(), (tmp_path / "conf.d/99-nvidia.toml").exists()) == (default, False)
+    plugins = engines.containerd_dump(config, engine)["plugins"]
+    cri = plugins.get(V3_RUNTIME) or plugins["io.containerd.grpc.v1.cri"]
+    assert (
+        cri["containerd"]["default_runtime_name"],
+        "nvidia" in cri["containerd"]["runtimes"],
+    ) == (
+        "runc",
+        False,
+    )
+    capsys.readouterr()
+
+
+CRIOS = engines.crios()
+
+
+@pytest.mark.parametrize("drop_in", [True, False], ids=["drop-in", "in-place"])
+@pytest.mark.parametrize("engine", CRIOS, ids=[e.id for e in CRIOS])
+def test_crio_reads_ctk_on_its_own_default_config(
+    engine: Engine, drop_in: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`crio config` (CRI-O's defaults), configured: `crio config` on the result shows the nvidia
+    runtime as the default; unconfigure restores the bytes and crun."""
+    config, drop_ins = tmp_path / "crio.conf", tmp_path / "crio.conf.d"
+    default = engines.engine_output(engine, "--config", "", "--config-dir", "", "config")
+    config.write_text(default)
+    drop_ins.mkdir()
+    where = str(drop_ins / "99-nvidia.toml") if drop_in else ""
+    args = ["--runtime=crio", "--config", str(config), "--drop-in-config", where]
+    assert main(["runtime", "configure", *args, "--set-as-default"]) == 0
+    runtime = engines.crio_config(config, drop_ins, engine)["crio"]["runtime"]
+    assert runtime["default_runtime"] == "nvidia"
+    assert runtime["runtimes"]["nvidia"]["runtime_path"] == "/usr/bin/nvidia-container-runtime"
+    assert main(["runtime", "unconfigure", *args]) == 0
+    assert (config.read_text(), list(drop_ins.iterdir())) == (default, [])
+    runtime = engines.crio_config(config, drop_ins, engine)["crio"]["runtime"]
+    # crio config leaves a default value out (commented)
+    assert (runtime.get("default_runtime", "crun"), "nvidia" in runtime.get("runtimes", {})) == (
+        "crun",
+        False,
+    )
     capsys.readouterr()
