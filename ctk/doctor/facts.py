@@ -256,6 +256,9 @@ class EngineFacts:
     cri_disabled: bool = False
     root_only: str | None = None
     """The imported file (other than config_path) that only root can read, if that is why."""
+    drop_in_copy: tuple[str, tuple[str, ...]] | None = None
+    """containerd: ctk's drop-in that carries a copy of the CRI settings of the files before it,
+    and the settings where the copy no longer matches them (`inspect.stale_copy`)."""
 
 
 LDCONFIG_CANDIDATES = ("/sbin/ldconfig.real", "/sbin/ldconfig", "/usr/sbin/ldconfig")

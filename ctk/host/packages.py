@@ -35,12 +35,6 @@ def upstream_version(package_version: str) -> str:
     return version.rpartition("-")[0] or version
 
 
-def major(version: str | None) -> int | None:
-    """The leading number of ``version`` ("2.1.9" -> 2); None when it has none."""
-    head = (version or "").partition(".")[0]
-    return int(head) if head.isdigit() and len(head) <= 6 else None
-
-
 ENGINE_PACKAGES: Final[Mapping[Runtime, tuple[str, ...]]] = {
     Runtime.DOCKER: ("docker-ce", "docker.io", "moby-engine"),
     Runtime.CONTAINERD: ("containerd.io", "containerd"),

@@ -27,6 +27,8 @@ from ctk.runtime_config.changes import (
 from ctk.runtime_config.editor import DropIn, EngineEditor, InPlace, Inputs, RecordKeys
 from ctk.runtime_config.engines import CONTAINERD_CRI_PLUGIN, RuntimeRequest
 from ctk.runtime_config.inspect import (
+    MERGED_MARK,
+    OWN_DROP_IN,
     EngineView,
     PluginMerge,
     containerd_version,
@@ -47,28 +49,15 @@ BUILTIN_RUNTIMES: dict[int, dict[str, JSONValue]] = {
     3: {"runc": {"runtime_type": RUNC_V2, "sandboxer": "podsandbox"}},
 }
 RUNTIME_V1_LINUX = "io.containerd.runtime.v1.linux"
-DROP_IN_HEADER = "# Written by `ctk runtime configure`; `ctk runtime unconfigure` removes it.\n"
+DROP_IN_HEADER = f"{OWN_DROP_IN}; `ctk runtime unconfigure` removes it.\n"
 CARRIED_HEADER = DROP_IN_HEADER + (
     "# containerd 1.x replaces a whole plugin table per imported file, so this file carries\n"
     "# the CRI plugin settings of the files imported before it as well: after editing them\n"
     "# there, run `ctk runtime configure` again.\n"
 )
 MERGED_HEADER = DROP_IN_HEADER + (
-    "# containerd 2.x merges this file into the ones before it key by key: it holds only\n"
-    "# what ctk adds.\n"
+    f"{MERGED_MARK} into the ones before it key by key: it holds only\n# what ctk adds.\n"
 )
-
-
-def merges_imports(version: int, release: str | None) -> bool:
-    """Whether the containerd that reads a config of ``version`` merges an imported file into
-    the others key by key (2.x) rather than letting it replace each plugin table it names (1.x).
-
-    A version 3 config is read by containerd 2.x only; otherwise ``release``, the installed
-    package's version, decides, and an unknown one counts as 1.x (the copy works on both).
-    """
-    from ctk.host.packages import major
-
-    return version >= 3 or (major(release) or 0) >= 2
 
 
 def version_of(name: str, text: str) -> int:
@@ -200,7 +189,7 @@ def configure_drop_in(
     ``carried``: the runtimes earlier runs put into the drop-in (and their default), kept.
 
     ``before`` and ``after`` are the other imported files that containerd loads before and after
-    the drop-in. ``merges`` (containerd 2.x, see `merges_imports`): the drop-in holds only what
+    the drop-in. ``merges`` (containerd 2.x, see `PluginMerge.of`): the drop-in holds only what
     ctk adds. Otherwise it carries the CRI plugin table merged from the main file and
     ``before``, since containerd 1.x lets the last file's table replace the others.
     """
@@ -442,7 +431,7 @@ class ContainerdEditor:
     ) -> DropIn:
         assert inputs.drop_in is not None
         carried = carried_runtimes(own, [inputs.main], request.name) if own else None
-        merges = merges_imports(version_of(*inputs.main), inputs.engine_release)
+        merge = PluginMerge.of(version_of(*inputs.main), inputs.engine_release)
         result = configure_drop_in(
             inputs.main,
             inputs.drop_in,
@@ -450,7 +439,7 @@ class ContainerdEditor:
             inputs.after,
             request,
             carried=carried,
-            merges=merges,
+            merges=merge is PluginMerge.DEEP,
         )
         return DropIn(result.main, result.drop_in, result.notes, result.warnings)
 

@@ -7,7 +7,7 @@ Malformed input raises `CtkError` naming the file and position.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from ctk.enums import StrEnum
@@ -28,6 +28,23 @@ class PluginMerge(StrEnum):
 
     REPLACE = "replace"  # containerd 1.x: the later file's table replaces the whole table
     DEEP = "deep"  # containerd 2.x: tables merge key by key
+
+    @classmethod
+    def of(cls, version: int, release: str | None) -> PluginMerge:
+        """How the containerd that reads a config of ``version`` merges imports.
+
+        A version 3 config is read by containerd 2.x only; otherwise ``release``, the installed
+        package's upstream version ("2.1.9"), decides, and an unknown one counts as 1.x.
+        """
+        head = (release or "").partition(".")[0]
+        major = int(head) if head.isdigit() and len(head) <= 6 else 0
+        return cls.DEEP if version >= 3 or major >= 2 else cls.REPLACE
+
+
+OWN_DROP_IN = "# Written by `ctk runtime configure`"
+"""The first line of every drop-in ctk writes."""
+MERGED_MARK = "# containerd 2.x merges this file"
+"""The start of the line that says a containerd drop-in holds only ctk's additions (no copy)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +186,7 @@ def inspect_containerd(
     """View containerd's config: the main file first, then its imports in containerd's load order.
 
     ``files`` holds (path, text) pairs. Plugin tables combine as ``merge`` says (containerd 1.x
-    and 2.0 replace a whole plugin table per file).
+    replaces a whole plugin table per file, 2.x merges them key by key).
     """
     if not files:
         raise ValueError("inspect_containerd needs at least the main file")
@@ -226,6 +243,73 @@ def inspect_containerd(
         imports=_str_list(main_name, main, "imports", ""),
         cgroup_driver=None,
     )
+
+
+def stale_copy(files: Sequence[tuple[str, str]]) -> tuple[str, tuple[str, ...]] | None:
+    """ctk's containerd drop-in that carries a copy of the CRI plugin settings of the files
+    loaded before it (``files``: the main file first, then its imports in load order), and the
+    settings where that copy no longer says what those files say (dotted, sorted); None where no
+    drop-in carries a copy. What ctk adds (its runtimes, the default runtime name, enable_cdi)
+    is not compared. Malformed files raise `CtkError`.
+    """
+    main_name, main_text = files[0]
+    main = load_toml(main_name, main_text)
+    version = containerd_version(main_name, main, empty=not main_text.strip())
+    if version == 1:  # no imports
+        return None
+    plugin = CONTAINERD_CRI_PLUGIN[version]
+    copied: dict[str, JSONValue] = {}
+    for index, (name, text) in enumerate(files):
+        data = main if index == 0 else load_toml(name, text)
+        table = _table(name, data, "plugins", plugin)
+        if index and text.startswith(OWN_DROP_IN) and MERGED_MARK not in text:
+            return name, tuple(sorted(_differing(copied, table)))
+        copied = deep_merge(copied, table)
+    return None
+
+
+def _differing(copied: Mapping[str, JSONValue], copy: Mapping[str, JSONValue]) -> Iterator[str]:
+    """The settings of ``copied`` that ``copy`` lacks or changed, and those it has on its own."""
+    runtimes = _runtimes_of(copy)
+    # ctk's runtimes, and containerd's built-in runc that ctk writes out where no file has one
+    added = set(runtimes) - set(_runtimes_of(copied))
+    for keys in sorted(set(_leaf_paths(copied)) | set(_leaf_paths(copy))):
+        if keys in (("enable_cdi",), ("containerd", "default_runtime_name")):
+            continue
+        ours = keys[:2] == ("containerd", "runtimes") and len(keys) > 2
+        if ours and (keys[2] in added or _is_nvidia(runtimes.get(keys[2]))):
+            continue
+        if _value_at(copied, keys) != _value_at(copy, keys):
+            yield dotted(keys)
+
+
+def _runtimes_of(cri: Mapping[str, JSONValue]) -> Mapping[str, JSONValue]:
+    containerd = cri.get("containerd")
+    runtimes = containerd.get("runtimes") if isinstance(containerd, dict) else None
+    return runtimes if isinstance(runtimes, dict) else {}
+
+
+def _is_nvidia(runtime: JSONValue) -> bool:
+    """Whether ``runtime`` runs NVIDIA's runtime (what ctk writes; a copy differs on purpose)."""
+    options = runtime.get("options") if isinstance(runtime, dict) else None
+    binary = options.get("BinaryName") if isinstance(options, dict) else None
+    return isinstance(binary, str) and "nvidia" in binary.rpartition("/")[2]
+
+
+def _leaf_paths(
+    value: Mapping[str, JSONValue], at: tuple[str, ...] = ()
+) -> Iterator[tuple[str, ...]]:
+    for key, item in value.items():
+        if isinstance(item, dict) and item:
+            yield from _leaf_paths(item, (*at, key))
+        else:
+            yield (*at, key)
+
+
+def _value_at(value: JSONValue, keys: Sequence[str]) -> JSONValue:
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
 
 
 def inspect_docker(text: str, *, name: str = "/etc/docker/daemon.json") -> EngineView:

@@ -361,6 +361,14 @@ SCENARIOS = [
         id="containerd-drop-in-not-imported",
     ),
     pytest.param(
+        "containerd-dropin-stale-copy",
+        {
+            "containerd.drop-in-copy-stale": "/etc/containerd/conf.d/99-nvidia.toml carries an old copy of containerd's CRI settings: containerd uses the copy's containerd.runtimes.runc.options.SystemdCgroup, restrict_oom_score_adj, not what /etc/containerd/config.toml and the files before the drop-in say now",
+        },
+        set(),
+        id="containerd-drop-in-copy-stale",
+    ),
+    pytest.param(
         "containerd-config-invalid",
         {
             "containerd.runtime-not-configured": "/etc/containerd/config.toml does not parse: /etc/containerd/config.toml: not valid TOML: Expected ']' at the end of a table declaration (at line 6, column 9)",

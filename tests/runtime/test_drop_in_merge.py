@@ -230,8 +230,9 @@ def test_a_carried_copy_holds_until_configure_runs_again_as_the_note_says(
 
 
 def test_release_parsing_reads_only_installed_engine_packages() -> None:
-    from ctk.host.packages import engine_release, major, parse_dpkg_status
+    from ctk.host.packages import engine_release, parse_dpkg_status
     from ctk.runtime_config.engines import Runtime
+    from ctk.runtime_config.inspect import PluginMerge
 
     text = (
         DPKG_STATUS.format(name="containerd", version="1.7.24~ds1-6")
@@ -241,11 +242,7 @@ def test_release_parsing_reads_only_installed_engine_packages() -> None:
     packages = parse_dpkg_status(text)
     assert engine_release(packages, Runtime.CONTAINERD) == "2.1.4"  # containerd.io first
     assert engine_release(packages, Runtime.DOCKER) is None
-    assert [major(v) for v in ("2.1.4", "10", "", None, "x.1", "1234567.0")] == [
-        2,
-        10,
-        None,
-        None,
-        None,
-        None,
-    ]
+    releases = ("2.1.4", "10", "1.7.24", "", None, "x.1", "1234567.0")
+    merges = [PluginMerge.of(2, r) is PluginMerge.DEEP for r in releases]
+    assert merges == [True, True, False, False, False, False, False]
+    assert PluginMerge.of(3, None) is PluginMerge.DEEP

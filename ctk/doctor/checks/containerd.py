@@ -101,6 +101,42 @@ def drop_in_not_imported(facts: NodeFacts) -> Result:
 
 
 @check(
+    "containerd.drop-in-copy-stale",
+    severity=Severity.WARNING,
+    title="ctk's containerd drop-in matches the settings it copied",
+    remedy="Run `ctk runtime configure --runtime=containerd` again to refresh the copy; restart.",
+    sources=("https://github.com/containerd/containerd/blob/main/docs/cri/config.md",),
+    where=HOST_ONLY,
+)
+def drop_in_copy_stale(facts: NodeFacts) -> Result:
+    """ctk's drop-in carries a copy of config.toml's CRI plugin settings (containerd 1.x lets an
+    imported file replace the whole table), and config.toml was edited since: containerd uses
+    the copy's old values, so the edit silently has no effect."""
+    containerd = facts.engine(Runtime.CONTAINERD)
+    blocked = engine_not_installed(containerd)
+    if blocked is not None:
+        return blocked
+    if containerd.drop_in_copy is None:
+        return ok("no drop-in carries a copy of containerd's CRI settings")
+    drop_in, differing = containerd.drop_in_copy
+    if not differing:
+        return ok(f"{drop_in} carries the CRI settings of the files before it as they are")
+    shown = ", ".join(differing[:5]) + (f" and {len(differing) - 5} more" if differing[5:] else "")
+    return warn(
+        f"{drop_in} carries an old copy of containerd's CRI settings: containerd uses the copy's "
+        f"{shown}, not what {containerd.config_path} and the files before the drop-in say now",
+        Evidence(drop_in, f"copied settings that differ: {', '.join(differing)}"),
+        Evidence(containerd.config_path, "edited after ctk copied its CRI settings"),
+        commands=("sudo systemctl restart containerd",),
+        fixes=(configure_fix("containerd"),),
+        notes=(
+            "configure writes the copy afresh (on containerd 2.x, which merges imported files "
+            "key by key, a drop-in with only ctk's additions instead)",
+        ),
+    )
+
+
+@check(
     "containerd.runtime-not-configured",
     severity=Severity.ERROR,
     title="containerd has the nvidia runtime",

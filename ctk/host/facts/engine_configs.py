@@ -100,6 +100,7 @@ def gather_toolkit(g: Gatherer, env: Mapping[str, str]) -> ToolkitFacts:
 
 # --- engines ------------------------------------------------------------------------------
 
+
 def engine_version(g: Gatherer, runtime: Runtime) -> str | None:
     """The engine's version as its dpkg package records it (the file the toolkit step reads too);
     None where no package installed it (a static binary, an RPM node, a snap)."""
@@ -229,7 +230,7 @@ def _imports(path: str, text: str) -> list[str]:
 
 def gather_containerd(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts:
     """containerd's merged config (main file plus imports) and its drop-ins."""
-    from ctk.runtime_config.inspect import inspect_containerd
+    from ctk.runtime_config.inspect import PluginMerge, inspect_containerd, stale_copy
 
     main, managed = str(ENGINES[Runtime.CONTAINERD].config_path), None
     for path, distribution in CONTAINERD_CONFIGS:
@@ -237,6 +238,8 @@ def gather_containerd(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts:
             main, managed = path, distribution
     installed = "containerd" in binaries or g.exists(main) or managed is not None
     root_only: list[str] = []  # imported files only root can read (a drop-in made 0600)
+    release = engine_version(g, Runtime.CONTAINERD) if installed else None
+    copies: list[tuple[str, tuple[str, ...]]] = []  # ctk's drop-in with a copy, and how it differs
 
     def read() -> Any:
         text = g.text(main)
@@ -245,7 +248,11 @@ def gather_containerd(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts:
         first = inspect_containerd([(main, text)])
         loaded = containerd_loaded(g, main, first.imports)
         root_only.extend(p for p in loaded.missing if g.readable(p) is False)
-        return inspect_containerd([(main, text), *((p, g.text(p) or "") for p in loaded.files)])
+        files = [(main, text), *((p, g.text(p) or "") for p in loaded.files)]
+        view = inspect_containerd(files, merge=PluginMerge.of(first.version or 2, release))
+        copy = stale_copy(files)  # after the view: a malformed file was reported by it
+        copies.extend([copy] if copy is not None else [])
+        return view
 
     try:
         disabled = tomllib.loads(g.text(main) or "").get("disabled_plugins", [])
@@ -276,7 +283,8 @@ def gather_containerd(g: Gatherer, binaries: Mapping[str, str]) -> EngineFacts:
         managed_by=managed,
         imports=imports,
         cri_disabled=cri_off,
-        version=engine_version(g, Runtime.CONTAINERD) if installed else None,
+        version=release,
+        drop_in_copy=copies[0] if copies else None,
     )
 
 
