@@ -98,9 +98,15 @@ NVIDIA_RUNTIME_PATHS: Final = (
     "/usr/bin/nvidia-container-runtime",
     "/usr/local/nvidia/toolkit/nvidia-container-runtime",
 )
-# The OCI runtime the nvidia handler runs when CDI is on and no nvidia-container-runtime is
-# there: the engine finds it as it finds the runtime of its own `runc` handler.
-PLAIN_RUNC: Final = "runc"
+RUNC_PATHS: Final = (
+    "/usr/bin/runc",
+    "/usr/sbin/runc",
+    "/usr/local/bin/runc",
+    "/usr/local/sbin/runc",
+)
+"""Where the OCI runtime the nvidia handler runs when CDI is on and no nvidia-container-runtime
+is there may be (containerd.io and Debian's runc packages, a hand install), looked for in this
+order and written as that absolute path, as `runtime configure` writes a bare name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,15 +119,21 @@ class HandlerBinary:
 
 
 def choose_handler_binary(
-    explicit: str | None, explicit_present: bool, found: tuple[str, ...], *, cdi: bool
+    explicit: str | None,
+    explicit_present: bool,
+    found: tuple[str, ...],
+    *,
+    cdi: bool,
+    runc: str | None,
 ) -> HandlerBinary:
     """What the nvidia handler runs (ctk ships no runtime binary of its own).
 
     ``--runtime-path`` wins. Else nvidia-container-runtime where the host has it (``found``:
     the `NVIDIA_RUNTIME_PATHS` present), as nvidia-ctk users expect of the handler. Else, with
-    CDI on, plain runc: the engine injects the CDI devices a pod asks for, whatever its
-    handler. Else nvidia-container-runtime's usual path, reported missing: the handler would
-    fail every container, so the node is not ready.
+    CDI on, plain runc (``runc``: the first of `RUNC_PATHS` the host has; missing where it has
+    none): the engine injects the CDI devices a pod asks for, whatever its handler. Else
+    nvidia-container-runtime's usual path, reported missing: the handler would fail every
+    container, so the node is not ready.
     """
     if explicit:
         why = (
@@ -132,12 +144,20 @@ def choose_handler_binary(
         return HandlerBinary(explicit, explicit_present, why)
     if found:
         return HandlerBinary(found[0], True, "nvidia-container-runtime is on the host")
-    if cdi:
+    if cdi and runc is not None:
         return HandlerBinary(
-            PLAIN_RUNC,
+            runc,
             True,
             "no nvidia-container-runtime on the host and CDI is on: plain runc, GPUs only "
             "through CDI device requests (e.g. nvidia.com/gpu=all)",
+        )
+    if cdi:
+        return HandlerBinary(
+            RUNC_PATHS[0],
+            False,
+            "neither nvidia-container-runtime nor runc is on the host (looked for runc in "
+            f"{', '.join(str(PurePosixPath(p).parent) for p in RUNC_PATHS)}): install "
+            "nvidia-container-toolkit, or runc",
         )
     return HandlerBinary(
         NVIDIA_RUNTIME_PATHS[0],

@@ -123,8 +123,10 @@ def _configure(agent: Agent, state: State) -> tuple[State, bool, bool]:
 
 def _handler(agent: Agent) -> HandlerBinary:
     """The binary the nvidia handler runs on this host, and whether the host has it."""
-    present, found = host_agent.handler_binaries(agent.host, agent.runtime_path)
-    return choose_handler_binary(agent.runtime_path, present, found, cdi=agent.enable_cdi)
+    present, found, runc = host_agent.handler_binaries(agent.host, agent.runtime_path)
+    return choose_handler_binary(
+        agent.runtime_path, present, found, cdi=agent.enable_cdi, runc=runc
+    )
 
 
 def _live_nvidia(agent: Agent, state: State, *, trust_files: bool) -> tuple[bool, int | None]:

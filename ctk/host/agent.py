@@ -383,14 +383,18 @@ def restore(host: HostRoot, name: str, text: str | None) -> None:
         files.write_atomic(path, text)
 
 
-def handler_binaries(host: HostRoot, explicit: str | None) -> tuple[bool, tuple[str, ...]]:
-    """Whether ``explicit`` is on the host, and which nvidia-container-runtimes are."""
-    from ctk.agent.model import NVIDIA_RUNTIME_PATHS
+def handler_binaries(
+    host: HostRoot, explicit: str | None
+) -> tuple[bool, tuple[str, ...], str | None]:
+    """Whether ``explicit`` is on the host, which nvidia-container-runtimes are, and the first
+    runc it has."""
+    from ctk.agent.model import NVIDIA_RUNTIME_PATHS, RUNC_PATHS
     from ctk.host.engine_files import runtime_binary_found
 
     present = bool(explicit) and runtime_binary_found(str(explicit), host.root)
     found = tuple(p for p in NVIDIA_RUNTIME_PATHS if runtime_binary_found(p, host.root))
-    return present, found
+    runc = next((p for p in RUNC_PATHS if runtime_binary_found(p, host.root)), None)
+    return present, found, runc
 
 
 # --- the CDI spec ---------------------------------------------------------------------------

@@ -21,6 +21,11 @@ MISSING = (
     f"{NCR} is not on the host (ctk does not ship it): install nvidia-container-toolkit, or "
     "enable CDI (--enable-cdi) to run the handler with plain runc"
 )
+RUNC = "/usr/sbin/runc"  # Debian's
+NO_RUNC = (
+    "neither nvidia-container-runtime nor runc is on the host (looked for runc in /usr/bin, "
+    "/usr/sbin, /usr/local/bin, /usr/local/sbin): install nvidia-container-toolkit, or runc"
+)
 PLAIN = (
     "no nvidia-container-runtime on the host and CDI is on: plain runc, GPUs only through CDI "
     "device requests (e.g. nvidia.com/gpu=all)"
@@ -28,27 +33,35 @@ PLAIN = (
 
 
 @pytest.mark.parametrize(
-    ("explicit", "present", "found", "cdi", "expected"),
+    ("explicit", "present", "found", "cdi", "runc", "expected"),
     [
         pytest.param(
-            None, False, (NCR, OPERATOR), False,
+            None, False, (NCR, OPERATOR), False, RUNC,
             HandlerBinary(NCR, True, "nvidia-container-runtime is on the host"),
             id="toolkit-package-first",
         ),
         pytest.param(
-            None, False, (OPERATOR,), True,
+            None, False, (OPERATOR,), True, RUNC,
             HandlerBinary(OPERATOR, True, "nvidia-container-runtime is on the host"),
             id="operator-install-even-with-cdi",
         ),
-        pytest.param(None, False, (), True, HandlerBinary("runc", True, PLAIN), id="cdi-runc"),
-        pytest.param(None, False, (), False, HandlerBinary(NCR, False, MISSING), id="missing"),
         pytest.param(
-            "/opt/x/runtime", True, (NCR,), False,
+            None, False, (), True, RUNC, HandlerBinary(RUNC, True, PLAIN), id="cdi-runc"
+        ),
+        pytest.param(
+            None, False, (), True, None, HandlerBinary("/usr/bin/runc", False, NO_RUNC),
+            id="cdi-no-runc",
+        ),
+        pytest.param(
+            None, False, (), False, RUNC, HandlerBinary(NCR, False, MISSING), id="missing"
+        ),
+        pytest.param(
+            "/opt/x/runtime", True, (NCR,), False, RUNC,
             HandlerBinary("/opt/x/runtime", True, "--runtime-path"),
             id="explicit-wins",
         ),
         pytest.param(
-            "/opt/x/runtime", False, (), True,
+            "/opt/x/runtime", False, (), True, RUNC,
             HandlerBinary(
                 "/opt/x/runtime", False, "/opt/x/runtime (--runtime-path) is not on the host"
             ),
@@ -57,13 +70,15 @@ PLAIN = (
     ],
 )  # fmt: skip
 def test_choose_handler_binary(
+    *,
     explicit: str | None,
     present: bool,
     found: tuple[str, ...],
     cdi: bool,
+    runc: str | None,
     expected: HandlerBinary,
 ) -> None:
-    assert choose_handler_binary(explicit, present, found, cdi=cdi) == expected
+    assert choose_handler_binary(explicit, present, found, cdi=cdi, runc=runc) == expected
 
 
 def drop_in_runtime(host: Host) -> dict[str, object]:
@@ -82,16 +97,30 @@ def test_cdi_without_the_toolkit_runs_plain_runc_and_is_ready(
     host.path(NCR).unlink()
     ready = tmp_path / "ready"
     done = host.agent("--once", "--enable-cdi", "--ready-file", str(ready))
+    assert done.returncode == 0, done.stderr  # no runc on the host either
+    assert f"\nnot ready: the nvidia runtime's binary {NO_RUNC}\n" in done.stderr
+    assert not ready.exists()
+    with_runc(host)
+    done = host.agent("--once", "--enable-cdi", "--ready-file", str(ready))
     assert done.returncode == 0, done.stderr
-    assert f"nvidia runtime: runc ({PLAIN})\n" in done.stderr
-    assert drop_in_runtime(host) == {"enable_cdi": True, "nvidia": "runc"}
+    assert f"nvidia runtime: {RUNC} ({PLAIN})\n" in done.stderr
+    # The absolute path, as `runtime configure` writes a bare name for containerd.
+    assert drop_in_runtime(host) == {"enable_cdi": True, "nvidia": RUNC}
     dumped = host.dump()
     assert dumped.returncode == 0, dumped.stderr
     cri = toml_loads(dumped.stdout)["plugins"]["io.containerd.grpc.v1.cri"]
-    assert cri["containerd"]["runtimes"]["nvidia"]["options"]["BinaryName"] == "runc"
+    assert cri["containerd"]["runtimes"]["nvidia"]["options"]["BinaryName"] == RUNC
     assert ready.exists()
     state = json.loads(host.path("/var/lib/ctk/agent/state.json").read_text())
-    assert state["runtime_path"] == "runc"
+    assert state["runtime_path"] == RUNC
+
+
+def with_runc(host: Host) -> None:
+    """Debian's runc on the host: a stand-in that runs this machine's."""
+    runc = host.path(RUNC)
+    runc.parent.mkdir(parents=True, exist_ok=True)
+    runc.write_text('#!/bin/sh\nexec /usr/sbin/runc "$@"\n')
+    runc.chmod(0o755)
 
 
 def test_no_toolkit_and_no_cdi_is_not_ready_and_says_why(
@@ -137,8 +166,9 @@ def test_the_toolkit_appearing_later_switches_runc_to_it(
 ) -> None:
     host = containerd_host
     host.path(NCR).unlink()
+    with_runc(host)
     assert host.agent("--once", "--enable-cdi").returncode == 0
-    assert drop_in_runtime(host)["nvidia"] == "runc"
+    assert drop_in_runtime(host)["nvidia"] == RUNC
     host.path(NCR).write_text('#!/bin/sh\nexec runc "$@"\n')
     host.path(NCR).chmod(0o755)
     done = host.agent("--once", "--enable-cdi")
