@@ -28,6 +28,7 @@ from ctk.cli.app import main
 from ctk.runtime_config.inspect import deep_merge
 from tests import engines
 from tests.engines import Engine
+from tests.runners import busybox_rootfs
 from tests.runtime.corpus import Case, cases
 
 pytestmark = pytest.mark.integration
@@ -401,3 +402,54 @@ def test_crio_reads_ctk_on_its_own_default_config(
         False,
     )
     capsys.readouterr()
+
+
+CDI_TEST_SPEC = (
+    "cdiVersion: 0.5.0\nkind: vendor.com/class\ndevices:\n"
+    '  - name: dev0\n    containerEdits:\n      env: ["CTK_CDI=injected"]\n'
+)
+CDI_DOCKERS = [e for e in DOCKERS if e.version >= (26,)]  # 20.10 has no CDI
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="dockerd needs root")
+@pytest.mark.parametrize("cdi", [False, True], ids=["as-is", "cdi-enabled"])
+@pytest.mark.parametrize("engine", CDI_DOCKERS, ids=[e.id for e in CDI_DOCKERS])
+def test_docker_run_device_reaches_the_container(
+    engine: Engine, cdi: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`docker run --device vendor.com/class=dev0` after `runtime configure`: Docker 28 resolves
+    CDI devices by default (28.2 on), Docker 26 only with `features.cdi`, which --cdi.enabled
+    writes; the spec directory is the user's own `cdi-spec-dirs`, kept."""
+    specs = tmp_path / "cdi"
+    specs.mkdir()
+    (specs / "test.yaml").write_text(CDI_TEST_SPEC)
+    config = tmp_path / "daemon.json"
+    config.write_text(json.dumps({"storage-driver": "vfs", "cdi-spec-dirs": [str(specs)]}))
+    extra = ["--cdi.enabled"] if cdi else []
+    assert main(["runtime", "configure", "--runtime=docker", "--config", str(config), *extra]) == 0
+    capsys.readouterr()
+    assert json.loads(config.read_text())["cdi-spec-dirs"] == [str(specs)]
+    rootfs = busybox_rootfs(tmp_path)
+    work = Path(tempfile.mkdtemp(prefix="ctk-dockerd-"))
+    try:
+        with engines.dockerd(config, work, engine) as sock:
+            docker = [str(engine.client), "-H", f"unix://{sock}"]
+            image = subprocess.run(
+                ["tar", "-C", str(rootfs), "-c", "."], capture_output=True, check=True, timeout=60
+            )
+            subprocess.run(
+                [*docker, "import", "-", "bb"], input=image.stdout, capture_output=True,
+                check=True, timeout=60,
+            )  # fmt: skip
+            run = subprocess.run(
+                [*docker, "run", "--rm", "--network", "none", "--device", "vendor.com/class=dev0",
+                 "bb", "/bin/sh", "-c", "echo CTK_CDI=$CTK_CDI"],
+                capture_output=True, text=True, check=False, timeout=120,
+            )  # fmt: skip
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if cdi or engine.version >= (28,):
+        assert (run.returncode, run.stdout) == (0, "CTK_CDI=injected\n"), run.stderr
+    else:
+        assert run.returncode != 0
+        assert 'could not select device driver "cdi"' in run.stderr
