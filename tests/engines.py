@@ -126,6 +126,16 @@ def crio_config(config: Path, drop_ins: Path, engine: Engine) -> dict[str, Any]:
     )
 
 
+DOCKERD_ISOLATED = (
+    "--iptables=false",
+    "--ip6tables=false",
+    "--ip-forward=false",
+    "--ip-masq=false",
+    "--bridge=none",
+)
+"""dockerd flags that keep a test daemon off the machine's network configuration."""
+
+
 @contextlib.contextmanager
 def dockerd(config: Path, work: Path, engine: Engine) -> Iterator[str]:
     """Run ``engine``'s dockerd on ``config`` with throwaway state under ``work``; yield its
@@ -142,11 +152,7 @@ def dockerd(config: Path, work: Path, engine: Engine) -> Iterator[str]:
         str(work / "pid"),
         "-H",
         f"unix://{sock}",
-        "--iptables=false",
-        "--ip6tables=false",
-        "--ip-forward=false",
-        "--ip-masq=false",
-        "--bridge=none",
+        *DOCKERD_ISOLATED,
     ]
     if "data-root" not in data:
         args += ["--data-root", str(work / "data")]

@@ -19,6 +19,7 @@ import pytest
 from ctk.host.agent import docker_runtimes
 from ctk.host.root import HostRoot
 from tests.agent import supervisor
+from tests.engines import DOCKERD_ISOLATED
 from tests.fake_nvml import FakeNode, SkipNode, materialise
 from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401
 
@@ -233,11 +234,7 @@ def docker_host(tmp_path: Path, short_tmp: Path, workstation: FakeNode) -> Itera
         str(short / "pid"),
         "-H",
         f"unix://{sock}",
-        "--iptables=false",
-        "--ip6tables=false",
-        "--ip-forward=false",
-        "--ip-masq=false",
-        "--bridge=none",
+        *DOCKERD_ISOLATED,
     ]
     (host.ctl / "engine.argv").write_text(json.dumps(argv))
     supervisor.start(host.ctl)
