@@ -98,15 +98,17 @@ NVIDIA_RUNTIME_PATHS: Final = (
     "/usr/bin/nvidia-container-runtime",
     "/usr/local/nvidia/toolkit/nvidia-container-runtime",
 )
+# The OCI runtime the nvidia handler runs when CDI is on and no nvidia-container-runtime is
+# there. containerd's runc shim and dockerd look a bare name up in their PATH, as for their own
+# `runc` handler (microk8s and k3s bundle theirs there); CRI-O stats runtime_path as given, so it
+# gets the absolute path of the first of `RUNC_PATHS` the host has.
+PLAIN_RUNC: Final = "runc"
 RUNC_PATHS: Final = (
     "/usr/bin/runc",
     "/usr/sbin/runc",
     "/usr/local/bin/runc",
     "/usr/local/sbin/runc",
 )
-"""Where the OCI runtime the nvidia handler runs when CDI is on and no nvidia-container-runtime
-is there may be (containerd.io and Debian's runc packages, a hand install), looked for in this
-order and written as that absolute path, as `runtime configure` writes a bare name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +132,9 @@ def choose_handler_binary(
 
     ``--runtime-path`` wins. Else nvidia-container-runtime where the host has it (``found``:
     the `NVIDIA_RUNTIME_PATHS` present), as nvidia-ctk users expect of the handler. Else, with
-    CDI on, plain runc (``runc``: the first of `RUNC_PATHS` the host has; missing where it has
-    none): the engine injects the CDI devices a pod asks for, whatever its handler. Else
+    CDI on, plain runc (``runc``: what the engine is given for it, `PLAIN_RUNC` or an absolute
+    path; None where the host has none): the engine injects the CDI devices a pod asks for,
+    whatever its handler. Else
     nvidia-container-runtime's usual path, reported missing: the handler would fail every
     container, so the node is not ready.
     """

@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 from ctk import __version__
 from ctk.agent import outlets
 from ctk.agent.model import (
+    PLAIN_RUNC,
     HandlerBinary,
     RestartKind,
     RestartMode,
@@ -124,8 +125,9 @@ def _configure(agent: Agent, state: State) -> tuple[State, bool, bool]:
 def _handler(agent: Agent) -> HandlerBinary:
     """The binary the nvidia handler runs on this host, and whether the host has it."""
     present, found, runc = host_agent.handler_binaries(agent.host, agent.runtime_path)
+    plain = runc if agent.runtime is Runtime.CRIO else PLAIN_RUNC  # (see PLAIN_RUNC)
     return choose_handler_binary(
-        agent.runtime_path, present, found, cdi=agent.enable_cdi, runc=runc
+        agent.runtime_path, present, found, cdi=agent.enable_cdi, runc=plain
     )
 
 

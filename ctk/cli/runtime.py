@@ -436,13 +436,13 @@ def configure(
         if value is not None:
             sys.stderr.write(f"warning: {flag} is ignored: nvidia-ctk uses it only {use}\n")
     if "/" not in nvidia_runtime_path and nvidia_runtime_path not in ("", ".", ".."):
-        # nvidia-ctk's default is the bare name: dockerd looks it up in PATH itself, containerd
-        # and CRI-O need an absolute path, which nvidia-ctk takes from /usr/bin.
+        # nvidia-ctk's default is the bare name: dockerd looks it up in PATH itself; for
+        # containerd and CRI-O (which takes runtime_path as written) nvidia-ctk writes /usr/bin's.
         if runtime is not Runtime.DOCKER:
             resolved = f"/usr/bin/{nvidia_runtime_path}"
             sys.stderr.write(
-                f"note: --nvidia-runtime-path {nvidia_runtime_path} is a bare name; {runtime} "
-                f"needs an absolute path: using {resolved}\n"
+                f"note: --nvidia-runtime-path {nvidia_runtime_path} is a bare name: writing "
+                f"{resolved} for {runtime}, as nvidia-ctk does\n"
             )
             nvidia_runtime_path = resolved
     elif not nvidia_runtime_path.startswith("/"):

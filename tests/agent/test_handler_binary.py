@@ -97,30 +97,43 @@ def test_cdi_without_the_toolkit_runs_plain_runc_and_is_ready(
     host.path(NCR).unlink()
     ready = tmp_path / "ready"
     done = host.agent("--once", "--enable-cdi", "--ready-file", str(ready))
-    assert done.returncode == 0, done.stderr  # no runc on the host either
-    assert f"\nnot ready: the nvidia runtime's binary {NO_RUNC}\n" in done.stderr
-    assert not ready.exists()
-    with_runc(host)
-    done = host.agent("--once", "--enable-cdi", "--ready-file", str(ready))
     assert done.returncode == 0, done.stderr
-    assert f"nvidia runtime: {RUNC} ({PLAIN})\n" in done.stderr
-    # The absolute path, as `runtime configure` writes a bare name for containerd.
-    assert drop_in_runtime(host) == {"enable_cdi": True, "nvidia": RUNC}
+    assert f"nvidia runtime: runc ({PLAIN})\n" in done.stderr
+    # Bare: containerd's shim finds it in its PATH, as for its own runc handler.
+    assert drop_in_runtime(host) == {"enable_cdi": True, "nvidia": "runc"}
     dumped = host.dump()
     assert dumped.returncode == 0, dumped.stderr
     cri = toml_loads(dumped.stdout)["plugins"]["io.containerd.grpc.v1.cri"]
-    assert cri["containerd"]["runtimes"]["nvidia"]["options"]["BinaryName"] == RUNC
+    assert cri["containerd"]["runtimes"]["nvidia"]["options"]["BinaryName"] == "runc"
     assert ready.exists()
     state = json.loads(host.path("/var/lib/ctk/agent/state.json").read_text())
-    assert state["runtime_path"] == RUNC
+    assert state["runtime_path"] == "runc"
 
 
-def with_runc(host: Host) -> None:
-    """Debian's runc on the host: a stand-in that runs this machine's."""
-    runc = host.path(RUNC)
-    runc.parent.mkdir(parents=True, exist_ok=True)
-    runc.write_text('#!/bin/sh\nexec /usr/sbin/runc "$@"\n')
-    runc.chmod(0o755)
+@pytest.mark.parametrize(
+    ("places", "expected"),
+    [
+        ((), None),
+        (("/usr/local/sbin/runc", RUNC), RUNC),
+        (("/usr/local/bin/runc",), "/usr/local/bin/runc"),
+        (("/usr/bin/runc", RUNC), "/usr/bin/runc"),
+    ],
+)
+def test_the_hosts_runc_is_found_in_its_root(
+    places: tuple[str, ...], expected: str | None, tmp_path: Path
+) -> None:
+    """CRI-O is given the absolute path of the host's runc (it stats runtime_path as given)."""
+    from ctk.host.agent import handler_binaries
+    from ctk.host.root import HostRoot
+
+    for place in places:
+        path = tmp_path / place.lstrip("/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("#!/bin/sh\n")
+        path.chmod(0o755)
+    (tmp_path / "usr/bin").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "usr/bin/runc.txt").write_text("not runc")
+    assert handler_binaries(HostRoot(tmp_path), None) == (False, (), expected)
 
 
 def test_no_toolkit_and_no_cdi_is_not_ready_and_says_why(
@@ -166,12 +179,33 @@ def test_the_toolkit_appearing_later_switches_runc_to_it(
 ) -> None:
     host = containerd_host
     host.path(NCR).unlink()
-    with_runc(host)
     assert host.agent("--once", "--enable-cdi").returncode == 0
-    assert drop_in_runtime(host)["nvidia"] == RUNC
+    assert drop_in_runtime(host)["nvidia"] == "runc"
     host.path(NCR).write_text('#!/bin/sh\nexec runc "$@"\n')
     host.path(NCR).chmod(0o755)
     done = host.agent("--once", "--enable-cdi")
     assert done.returncode == 0, done.stderr
     assert f"nvidia runtime: {NCR} (nvidia-container-runtime is on the host)\n" in done.stderr
     assert drop_in_runtime(host) == {"enable_cdi": True, "nvidia": NCR}
+
+
+def test_crio_gets_the_hosts_runc_as_an_absolute_path(tmp_path: Path) -> None:
+    """CRI-O stats runtime_path as written: a bare runc would make it refuse the handler."""
+    host = tmp_path / "host"
+    (host / "etc/crio").mkdir(parents=True)
+    (host / "etc/crio/crio.conf").write_text("[crio.runtime]\n")
+    runc = host / RUNC.lstrip("/")
+    runc.parent.mkdir(parents=True)
+    runc.write_text("#!/bin/sh\n")
+    runc.chmod(0o755)
+    args = ["--host-root", str(host), "--runtime", "crio", "--once", "--enable-cdi"]
+    done = subprocess.run(
+        [sys.executable, "-m", "ctk.cli.app", "agent", *args, "--restart-mode", "none"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert f"nvidia runtime: {RUNC} ({PLAIN})\n" in done.stderr, done.stderr
+    drop_in = toml_loads((host / "etc/crio/crio.conf.d/99-nvidia.toml").read_text())
+    assert drop_in["crio"]["runtime"]["runtimes"]["nvidia"]["runtime_path"] == RUNC

@@ -58,11 +58,19 @@ def test_bad_bool_value_is_a_usage_error(
     [
         pytest.param("docker", "daemon.json", "nvidia-container-runtime", "", id="docker"),
         pytest.param(
+            "containerd",
+            "config.toml",
+            "/usr/bin/nvidia-container-runtime",
+            "note: --nvidia-runtime-path nvidia-container-runtime is a bare name: writing "
+            "/usr/bin/nvidia-container-runtime for containerd, as nvidia-ctk does\n",
+            id="containerd",
+        ),
+        pytest.param(
             "crio",
             "crio.conf",
             "/usr/bin/nvidia-container-runtime",
-            "note: --nvidia-runtime-path nvidia-container-runtime is a bare name; crio needs an "
-            "absolute path: using /usr/bin/nvidia-container-runtime\n",
+            "note: --nvidia-runtime-path nvidia-container-runtime is a bare name: writing "
+            "/usr/bin/nvidia-container-runtime for crio, as nvidia-ctk does\n",
             id="crio",
         ),
     ],
@@ -79,7 +87,7 @@ def test_bare_runtime_path_is_resolved_as_nvidia_ctk_does(
     config = tmp_path / name
     args = ["configure", "--runtime", runtime, "--config", str(config)]
     args += ["--runtime-path", "nvidia-container-runtime"]
-    args += ["--drop-in-config", ""] if runtime == "crio" else []
+    args += ["--drop-in-config", ""] if runtime != "docker" else []
     code, _, err = run(capsys, *args)
     assert (code, err) == (0, note)
     assert f'"{written}"' in config.read_text()
