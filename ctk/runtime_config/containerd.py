@@ -412,7 +412,9 @@ class ContainerdEditor:
     def warnings(self, inputs: Inputs) -> tuple[str, ...]:
         files = [inputs.main, *inputs.before, *inputs.after]
         out = list(_cri_disabled(files))
-        if version_of(*inputs.main) != 1:  # v1 has no imports
+        # v1 has no imports; v3 is read by containerd 2.x only, which reads a relative glob from
+        # the config's folder, as ctk does
+        if version_of(*inputs.main) == 2:
             for name, file_text in files:
                 entries = imports.imports_in(name, file_text)
                 out.extend(imports.relative_glob_warnings(name, entries))

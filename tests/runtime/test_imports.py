@@ -198,6 +198,19 @@ def test_doctor_reads_the_same_files_under_its_root(tmp_path: Path) -> None:
     ]
 
 
+def test_a_version_3_config_reads_its_relative_glob_one_way(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only containerd 2.x reads version 3, from the config's folder: nothing to warn about."""
+    from ctk.cli.app import main
+
+    config = tmp_path / "config.toml"
+    config.write_text("version = 3\nimports = ['conf.d/*.toml']\n")
+    args = ["--config", str(config), "--drop-in-config", str(tmp_path / "conf.d/99-nvidia.toml")]
+    assert main(["runtime", "configure", "--runtime", "containerd", *args]) == 0
+    assert capsys.readouterr().err == ""
+
+
 def test_relative_glob_import_is_warned_about(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
