@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -54,11 +56,12 @@ _PODMAN = (
 )
 
 
-def main_as_nobody(argv: list[str]) -> tuple[int, str, str]:
+def main_as_nobody(argv: list[str], timeout: float = 120) -> tuple[int, str, str]:
     """ctk's main(``argv``) in a forked child that dropped root for user nobody: exit code,
     stdout, stderr.
 
-    The output goes to files, not pipes, so a child that writes much to one stream never waits
+    A child still running after ``timeout`` seconds is killed and the test fails. The output goes
+    to files, not pipes, so a child that writes much to one stream never waits
     on a parent that reads the other.
     """
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
@@ -78,7 +81,16 @@ def main_as_nobody(argv: list[str]) -> tuple[int, str, str]:
                 sys.stderr.flush()
             finally:
                 os._exit(code)
-        _, status = os.waitpid(pid, 0)
+        deadline = time.monotonic() + timeout
+        while True:  # a wait with a timeout: a child that hangs is killed, and the test fails
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                raise AssertionError(f"main({argv}) as nobody ran past {timeout} s")
+            time.sleep(0.01)
         out.seek(0)
         err.seek(0)
         return os.waitstatus_to_exitcode(status), out.read(), err.read()
