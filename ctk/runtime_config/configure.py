@@ -21,6 +21,7 @@ from ctk.runtime_config.changes import (
 )
 from ctk.runtime_config.editor import EngineEditor, Inputs, editor_for
 from ctk.runtime_config.engines import Runtime, RuntimeRequest
+from ctk.runtime_config.inspect import OWN_DROP_IN
 from ctk.runtime_config.plan import FileChange, Plan
 
 __all__ = ["Inputs", "check", "configure", "unconfigure", "uses_drop_in"]
@@ -37,12 +38,11 @@ def check(runtime: Runtime, inputs: Inputs) -> None:
 
 
 # The first line of every drop-in ctk writes: a file without it is the user's.
-OWN_MARK = "# Written by `ctk runtime configure`"
 
 
 def written_by_ctk(inputs: Inputs) -> bool:
     """Whether the existing drop-in is ctk's: its header, or the record of the import ctk added."""
-    if inputs.drop_in_text is None or inputs.drop_in_text.startswith(OWN_MARK):
+    if inputs.drop_in_text is None or inputs.drop_in_text.startswith(OWN_DROP_IN):
         return True
     for change in inputs.record:
         if change.keys != ("imports",) or not isinstance(change.after, list):
@@ -59,7 +59,7 @@ def check_drop_in(inputs: Inputs, *, force: bool, verb: str) -> None:
         return
     action = "replace" if verb == "configure" else "delete"
     raise CtkError(
-        f"{inputs.drop_in}: exists and was not written by ctk (no {OWN_MARK!r} header); "
+        f"{inputs.drop_in}: exists and was not written by ctk (no {OWN_DROP_IN!r} header); "
         f"{verb} would {action} it, so nothing was changed",
         hint="choose another file with --drop-in-config, or pass --force to let ctk "
         f"{action} this one",
@@ -136,7 +136,7 @@ def _own_drop_in(inputs: Inputs) -> tuple[str, str] | None:
     """ctk's existing drop-in (None: missing, or a user's file being taken over)."""
     if inputs.drop_in is None or inputs.drop_in_text is None:
         return None
-    if not inputs.drop_in_text.startswith(OWN_MARK) and not written_by_ctk(inputs):
+    if not inputs.drop_in_text.startswith(OWN_DROP_IN) and not written_by_ctk(inputs):
         return None
     return inputs.drop_in, inputs.drop_in_text
 

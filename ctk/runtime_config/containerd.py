@@ -27,14 +27,16 @@ from ctk.runtime_config.changes import (
 from ctk.runtime_config.editor import DropIn, EngineEditor, InPlace, Inputs, RecordKeys
 from ctk.runtime_config.engines import CONTAINERD_CRI_PLUGIN, RuntimeRequest
 from ctk.runtime_config.inspect import (
+    DROP_IN_HEADER,
     MERGED_MARK,
-    OWN_DROP_IN,
     EngineView,
     PluginMerge,
     containerd_version,
     deep_merge,
     dotted,
     inspect_containerd,
+    leaf_paths,
+    value_at,
 )
 from ctk.runtime_config.parse import TYPE_HINT, JSONValue, load_toml
 
@@ -49,7 +51,6 @@ BUILTIN_RUNTIMES: dict[int, dict[str, JSONValue]] = {
     3: {"runc": {"runtime_type": RUNC_V2, "sandboxer": "podsandbox"}},
 }
 RUNTIME_V1_LINUX = "io.containerd.runtime.v1.linux"
-DROP_IN_HEADER = f"{OWN_DROP_IN}; `ctk runtime unconfigure` removes it.\n"
 CARRIED_HEADER = DROP_IN_HEADER + (
     "# containerd 1.x replaces a whole plugin table per imported file, so this file carries\n"
     "# the CRI plugin settings of the files imported before it as well: after editing them\n"
@@ -228,7 +229,9 @@ def configure_drop_in(
         added = [c.keys for c in edit.changes if c.kind in (ChangeKind.SET, ChangeKind.NEW_TABLE)]
         written = _picked(configured, [("version",), *kept, *added])
         drop_in = MERGED_HEADER + tomledit.document_from(written)
-        warnings = _overriding(after, drop_in_name, _leaves(written.get("plugins", {}), cri[:1]))
+        plugins = written.get("plugins", {})
+        assert isinstance(plugins, dict)  # what _picked took from the configured drop-in
+        warnings = _overriding(after, drop_in_name, list(leaf_paths(plugins, cri[:1])))
         notes: tuple[str, ...] = ()
     else:
         drop_in = CARRIED_HEADER + tomledit.document_from(configured)
@@ -264,13 +267,6 @@ def _picked(data: dict[str, JSONValue], paths: Sequence[tuple[str, ...]]) -> dic
     return out
 
 
-def _leaves(value: JSONValue, at: tuple[str, ...]) -> list[tuple[str, ...]]:
-    """The key paths of the non-table values under ``value`` (found at ``at``)."""
-    if not isinstance(value, dict) or not value:
-        return [at]
-    return [leaf for key, item in value.items() for leaf in _leaves(item, (*at, key))]
-
-
 def _overriding(
     after: Sequence[tuple[str, str]], drop_in_name: str, written: list[tuple[str, ...]]
 ) -> tuple[str, ...]:
@@ -279,10 +275,7 @@ def _overriding(
     for name, text in after:
         data: JSONValue = load_toml(name, text)
         for keys in written:
-            value = data
-            for key in keys:
-                value = value.get(key) if isinstance(value, dict) else None
-            if value is not None:
+            if value_at(data, keys) is not None:
                 out.append(
                     f"{name} is imported after {drop_in_name} and also sets {dotted(keys)}: "
                     "containerd uses its value instead of ctk's"

@@ -20,12 +20,11 @@ from ctk.runtime_config.changes import (
 )
 from ctk.runtime_config.editor import DropIn, EngineEditor, InPlace, Inputs, RecordKeys
 from ctk.runtime_config.engines import RuntimeRequest
-from ctk.runtime_config.inspect import EngineView, deep_merge, inspect_crio
+from ctk.runtime_config.inspect import DROP_IN_HEADER, EngineView, deep_merge, inspect_crio
 from ctk.runtime_config.parse import JSONValue, load_toml
 
 RUNTIME_KEYS = ("crio", "runtime")
 RUNTIMES_KEYS = ("crio", "runtime", "runtimes")
-DROP_IN_HEADER = "# Written by `ctk runtime configure`; `ctk runtime unconfigure` removes it.\n"
 CDI_NOTE = "CRI-O always reads CDI specs: --cdi.enabled changes nothing for crio"
 
 

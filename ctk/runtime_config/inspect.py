@@ -42,6 +42,8 @@ class PluginMerge(StrEnum):
 
 
 OWN_DROP_IN = "# Written by `ctk runtime configure`"
+"""How every drop-in ctk writes begins."""
+DROP_IN_HEADER = f"{OWN_DROP_IN}; `ctk runtime unconfigure` removes it.\n"
 """The first line of every drop-in ctk writes."""
 MERGED_MARK = "# containerd 2.x merges this file"
 """The start of the line that says a containerd drop-in holds only ctk's additions (no copy)."""
@@ -273,13 +275,13 @@ def _differing(copied: Mapping[str, JSONValue], copy: Mapping[str, JSONValue]) -
     runtimes = _runtimes_of(copy)
     # ctk's runtimes, and containerd's built-in runc that ctk writes out where no file has one
     added = set(runtimes) - set(_runtimes_of(copied))
-    for keys in sorted(set(_leaf_paths(copied)) | set(_leaf_paths(copy))):
+    for keys in sorted(set(leaf_paths(copied)) | set(leaf_paths(copy))):
         if keys in (("enable_cdi",), ("containerd", "default_runtime_name")):
             continue
         ours = keys[:2] == ("containerd", "runtimes") and len(keys) > 2
         if ours and (keys[2] in added or _is_nvidia(runtimes.get(keys[2]))):
             continue
-        if _value_at(copied, keys) != _value_at(copy, keys):
+        if value_at(copied, keys) != value_at(copy, keys):
             yield dotted(keys)
 
 
@@ -296,17 +298,17 @@ def _is_nvidia(runtime: JSONValue) -> bool:
     return isinstance(binary, str) and "nvidia" in binary.rpartition("/")[2]
 
 
-def _leaf_paths(
+def leaf_paths(
     value: Mapping[str, JSONValue], at: tuple[str, ...] = ()
 ) -> Iterator[tuple[str, ...]]:
     for key, item in value.items():
         if isinstance(item, dict) and item:
-            yield from _leaf_paths(item, (*at, key))
+            yield from leaf_paths(item, (*at, key))
         else:
             yield (*at, key)
 
 
-def _value_at(value: JSONValue, keys: Sequence[str]) -> JSONValue:
+def value_at(value: JSONValue, keys: Sequence[str]) -> JSONValue:
     for key in keys:
         value = value.get(key) if isinstance(value, dict) else None
     return value
