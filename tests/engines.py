@@ -99,9 +99,13 @@ def dockers() -> list[Engine]:
     return _own("docker.io", "dockerd", "/usr/bin/docker") + _fetched("docker.io")
 
 
+CRIO_TOOLS = Path(__file__).resolve().parents[2] / "shared/tools/cri-o"
+"""Where CRI-O's build lies beside the checkout (Debian packages none); absent on a laptop."""
+
+
 def crios() -> list[Engine]:
-    """Today's CRI-O (Debian packages none: built from upstream, ../shared/tools/cri-o)."""
-    return _fetched("cri-o")
+    """Today's CRI-O, built from upstream (`CRIO_TOOLS`): wanted only where those tools are."""
+    return _fetched("cri-o") if CRIO_TOOLS.is_dir() else []
 
 
 def engine_output(engine: Engine, *args: str) -> str:
