@@ -129,7 +129,21 @@ def node(
             (replace(DOCKER_READER, dirs=("/opt/cdi",)),),
             id="docker-blank-entry-among-others",
         ),
+        pytest.param(
+            node(replace(DOCKER, version="24.0.9")), (), id="docker-24-cdi-on-but-no-cdi-support"
+        ),
+        pytest.param(
+            node(replace(DOCKER, version="25.0.0")), (DOCKER_READER,), id="docker-25-cdi-on"
+        ),
         pytest.param(node(CONTAINERD), (CONTAINERD_READER,), id="containerd-own-dirs"),
+        pytest.param(
+            node(replace(CONTAINERD, version="1.6.20")), (), id="containerd-1.6-ignores-enable-cdi"
+        ),
+        pytest.param(
+            node(replace(CONTAINERD, version="1.7.0")),
+            (CONTAINERD_READER,),
+            id="containerd-1.7-enable-cdi",
+        ),
         pytest.param(
             node(CONTAINERD_2),
             (

@@ -8,6 +8,7 @@ from ctk.doctor.checks.engine_cdi import cdi_only, cdi_unusable, plugin_strategi
 from ctk.doctor.checks.engine_config import (
     cdi_default_on,
     cdi_setting,
+    cdi_unsupported,
     configure_fix,
     containerd_unused,
     engine_not_installed,
@@ -303,6 +304,14 @@ def containerd_cdi(facts: NodeFacts) -> Result:
     strategies = plugin_strategies(facts)
     if not own_dirs and "cdi-cri" not in strategies:
         return ok("native CDI is not requested")
+    unsupported = cdi_unsupported(Runtime.CONTAINERD, containerd)
+    if unsupported is not None:
+        return warn(
+            f"CDI is requested but {unsupported}: it ignores enable_cdi and cdi_spec_dirs, and "
+            "pods that ask for CDI devices get none",
+            Evidence(containerd.config_path, unsupported),
+            notes=("upgrade containerd to 1.7 or later (2.x reads CDI specs by default)",),
+        )
     if containerd.cdi_enabled:
         return ok("enable_cdi = true")
     default = cdi_default_on(Runtime.CONTAINERD, containerd)

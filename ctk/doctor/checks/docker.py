@@ -6,6 +6,7 @@ from ctk.doctor.checks.engine_cdi import cdi_only, cdi_unusable
 from ctk.doctor.checks.engine_config import (
     cdi_default_on,
     cdi_setting,
+    cdi_unsupported,
     configure_fix,
     docker_cgroup_driver,
     engine_not_installed,
@@ -44,6 +45,15 @@ def daemon_json_invalid(facts: NodeFacts) -> Result:
     blocked = engine_not_installed(docker)
     if blocked is not None and docker.error is None:
         return blocked
+    unsupported = cdi_unsupported(Runtime.DOCKER, docker)
+    if docker.error is None and docker.cdi_spec_dirs is not None and unsupported is not None:
+        return fail(
+            f"{docker.config_path} sets cdi-spec-dirs, which {unsupported} does not know: "
+            "dockerd refuses to start ('the following directives don't match any configuration "
+            "option: cdi-spec-dirs')",
+            Evidence(docker.config_path, unsupported),
+            notes=(f'remove "cdi-spec-dirs" from {docker.config_path}, or upgrade Docker to 25+',),
+        )
     if docker.error is None:
         state = "valid" if docker.config_exists else "absent (defaults apply)"
         return ok(f"{docker.config_path} {state}")
@@ -166,6 +176,18 @@ def docker_cdi(facts: NodeFacts) -> Result:
         return blocked
     if not _cdi_wanted(facts):
         return ok("CDI is not required (toolkit mode is not cdi)")
+    unsupported = cdi_unsupported(Runtime.DOCKER, docker)
+    if unsupported is not None:
+        return warn(
+            f"the toolkit uses CDI but {unsupported}: `--device nvidia.com/gpu=...` fails with "
+            "'is not an absolute path'",
+            Evidence(docker.config_path, unsupported),
+            commands=("sudo systemctl restart docker",),
+            notes=(
+                "upgrade Docker to 25 or later (28.2 reads CDI specs by default), or run GPU "
+                "containers with --runtime=nvidia and NVIDIA_VISIBLE_DEVICES",
+            ),
+        )
     default = cdi_default_on(Runtime.DOCKER, docker)
     if docker.cdi_enabled:
         on = "CDI enabled in daemon.json"

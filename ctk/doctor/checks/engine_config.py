@@ -107,6 +107,17 @@ CDI_DEFAULT_SINCE: Final[Mapping[Runtime, tuple[int, int]]] = {
 dockerd 28.2.0 (a `features.cdi` that is absent counts as on), containerd 2.0.0 (its CRI plugin's
 `enable_cdi` defaults to true; 1.7 and older default to false). CRI-O always reads them."""
 
+CDI_SINCE: Final[Mapping[Runtime, tuple[int, int]]] = {
+    Runtime.DOCKER: (25, 0),
+    Runtime.CONTAINERD: (1, 7),
+}
+"""The first release of each engine with CDI support at all. Measured on the real daemons
+(tests/doctor/test_engine_facts_real.py): dockerd 20.10 takes `features.cdi` silently and does
+nothing with it (its client refuses `--device vendor.com/class=name`: 'is not an absolute path'),
+and refuses to start on a daemon.json with `cdi-spec-dirs` ('the following directives don't match
+any configuration option'); containerd 1.6 accepts `enable_cdi` and ignores it. CRI-O: every
+release ctk supports reads CDI specs."""
+
 CONFIG_SETTING: Final[Mapping[Runtime, str | None]] = {
     Runtime.DOCKER: "features.cdi",
     Runtime.CONTAINERD: "enable_cdi",
@@ -137,8 +148,22 @@ def cdi_default_on(runtime: Runtime, engine: EngineFacts) -> str | None:
     return None
 
 
+def cdi_unsupported(runtime: Runtime, engine: EngineFacts) -> str | None:
+    """Why this engine's version cannot read CDI specs whatever its config says (None: it can,
+    or its version is unknown)."""
+    since = CDI_SINCE.get(runtime)
+    release = _release(engine.version)
+    if since is None or release is None or release >= since:
+        return None
+    first = ".".join(map(str, since))
+    return f"{engine.engine} {engine.version} has no CDI support (it came in {first})"
+
+
 def cdi_on(runtime: Runtime, engine: EngineFacts) -> bool:
-    """Whether the engine reads CDI specs: its config's setting, else its version's default."""
+    """Whether the engine reads CDI specs: its config's setting, else its version's default;
+    never where its version has no CDI support."""
+    if cdi_unsupported(runtime, engine) is not None:
+        return False
     if engine.cdi_enabled is not None:
         return engine.cdi_enabled
     return cdi_default_on(runtime, engine) is not None
@@ -149,6 +174,9 @@ def cdi_setting(runtime: Runtime, engine: EngineFacts) -> str:
     setting = CONFIG_SETTING[runtime]
     if setting is None:
         return f"{engine.engine} always reads CDI specs"
+    unsupported = cdi_unsupported(runtime, engine)
+    if unsupported is not None:
+        return unsupported
     if engine.cdi_enabled is not None:
         return f"{setting} = {str(engine.cdi_enabled).lower()}"
     return cdi_default_on(runtime, engine) or f"{setting} not set"

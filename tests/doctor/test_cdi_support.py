@@ -1,0 +1,82 @@
+"""Engines too old for CDI: what the docker and containerd checks say (facts built directly).
+
+dockerd before 25.0 and containerd before 1.7 have no CDI support; dockerd 20.10 refuses to
+start on a daemon.json with `cdi-spec-dirs` (measured on the real daemons in
+tests/doctor/test_engine_facts_real.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from ctk.doctor.checks.containerd import containerd_cdi
+from ctk.doctor.checks.docker import daemon_json_invalid, docker_cdi
+from ctk.doctor.facts import ConfigFile, EngineFacts, NodeFacts, ToolkitFacts
+from ctk.doctor.model import Status
+from ctk.runtime_config.engines import Runtime
+
+DOCKER = EngineFacts(
+    engine="docker", installed=True, config_path="/etc/docker/daemon.json", cdi_enabled=True
+)
+CONTAINERD = EngineFacts(
+    engine="containerd",
+    installed=True,
+    config_path="/etc/containerd/config.toml",
+    cdi_enabled=True,
+    cdi_spec_dirs=("/opt/cdi",),
+)
+CDI_TOOLKIT = ToolkitFacts(
+    binaries={"nvidia-container-runtime": "/usr/bin/nvidia-container-runtime"},
+    config=ConfigFile(
+        path="/etc/nvidia-container-runtime/config.toml",
+        exists=True,
+        data={"nvidia-container-runtime": {"mode": "cdi"}},
+    ),
+)
+
+
+def node(engine: EngineFacts) -> NodeFacts:
+    return NodeFacts(engines={Runtime(engine.engine): engine}, toolkit=CDI_TOOLKIT, kubelet=True)
+
+
+@pytest.mark.parametrize(
+    ("version", "status"),
+    [("20.10.24", Status.WARN), ("24.0.9", Status.WARN), ("25.0.0", Status.OK), (None, Status.OK)],
+)
+def test_docker_cdi_needs_docker_25(version: str | None, status: Status) -> None:
+    result = docker_cdi(node(replace(DOCKER, version=version)))
+    assert result.status is status, result
+    if status is Status.WARN:
+        assert f"docker {version} has no CDI support (it came in 25.0)" in result.summary
+
+
+@pytest.mark.parametrize(
+    ("version", "dirs", "status"),
+    [
+        ("20.10.24", ("/etc/cdi",), Status.FAIL),
+        ("24.0.9", (), Status.FAIL),
+        ("20.10.24", None, Status.OK),
+        ("25.0.0", ("/etc/cdi",), Status.OK),
+        (None, ("/etc/cdi",), Status.OK),
+    ],
+)
+def test_cdi_spec_dirs_stop_dockerd_before_25(
+    version: str | None, dirs: tuple[str, ...] | None, status: Status
+) -> None:
+    docker = replace(DOCKER, version=version, cdi_spec_dirs=dirs, config_exists=True)
+    result = daemon_json_invalid(node(docker))
+    assert result.status is status, result
+    if status is Status.FAIL:
+        assert "sets cdi-spec-dirs" in result.summary
+        assert "dockerd refuses to start" in result.summary
+
+
+@pytest.mark.parametrize(
+    ("version", "status"), [("1.6.20", Status.WARN), ("1.7.0", Status.OK), (None, Status.OK)]
+)
+def test_containerd_cdi_needs_containerd_1_7(version: str | None, status: Status) -> None:
+    result = containerd_cdi(node(replace(CONTAINERD, version=version)))
+    assert result.status is status, result
+    if status is Status.WARN:
+        assert f"containerd {version} has no CDI support (it came in 1.7)" in result.summary
