@@ -152,12 +152,12 @@ def test_doctor_reads_docker_cdi_settings_as_dockerd_does(
     reads_specs = doctor_on and str(specs) in doctor_dirs
     assert injected == reads_specs, (doctor_on, doctor_dirs, run.stderr)
     if not doctor_on:
-        refused = (
+        message = (
             'could not select device driver "cdi"'
             if engine.version >= (25,)
             else "vendor.com/class=dev0 is not an absolute path"  # 20.10 knows no CDI names
         )
-        assert refused in run.stderr, run.stderr
+        assert message in run.stderr, run.stderr
     elif not doctor_dirs:
         # "No CDI ..." on 26, "no CDI ..." on 28
         assert "o CDI specification directories specified" in run.stderr, run.stderr
