@@ -12,32 +12,15 @@ import pytest
 
 from ctk.doctor.checks.containerd import containerd_cdi
 from ctk.doctor.checks.docker import daemon_json_invalid, docker_cdi
-from ctk.doctor.facts import ConfigFile, EngineFacts, NodeFacts, ToolkitFacts
+from ctk.doctor.facts import EngineFacts, NodeFacts
 from ctk.doctor.model import Status
-from ctk.runtime_config.engines import Runtime
-
-DOCKER = EngineFacts(
-    engine="docker", installed=True, config_path="/etc/docker/daemon.json", cdi_enabled=True
-)
-CONTAINERD = EngineFacts(
-    engine="containerd",
-    installed=True,
-    config_path="/etc/containerd/config.toml",
-    cdi_enabled=True,
-    cdi_spec_dirs=("/opt/cdi",),
-)
-CDI_TOOLKIT = ToolkitFacts(
-    binaries={"nvidia-container-runtime": "/usr/bin/nvidia-container-runtime"},
-    config=ConfigFile(
-        path="/etc/nvidia-container-runtime/config.toml",
-        exists=True,
-        data={"nvidia-container-runtime": {"mode": "cdi"}},
-    ),
-)
+from tests.doctor.test_cdi_readers import CONTAINERD, DOCKER
+from tests.doctor.test_cdi_readers import node as readers_node
 
 
 def node(engine: EngineFacts) -> NodeFacts:
-    return NodeFacts(engines={Runtime(engine.engine): engine}, toolkit=CDI_TOOLKIT, kubelet=True)
+    """A Kubernetes node with ``engine`` and the toolkit in CDI mode."""
+    return readers_node(engine, mode="cdi")
 
 
 @pytest.mark.parametrize(
