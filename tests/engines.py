@@ -208,3 +208,27 @@ def docker_info(sock: str, engine: Engine, fields: str) -> Mapping[str, Any]:
             return loaded
         assert time.monotonic() < deadline, result.stderr
         time.sleep(0.1)
+
+
+CDI_TEST_SPEC = (
+    "cdiVersion: 0.5.0\nkind: vendor.com/class\ndevices:\n"
+    '  - name: dev0\n    containerEdits:\n      env: ["CTK_CDI=injected"]\n'
+)
+"""A CDI spec whose one device, `vendor.com/class=dev0`, sets CTK_CDI=injected."""
+
+
+def docker_run_cdi_device(
+    sock: str, engine: Engine, image: bytes
+) -> subprocess.CompletedProcess[str]:
+    """Import ``image`` (a root filesystem as a tar stream) into the dockerd at ``sock`` and run
+    it with `--device vendor.com/class=dev0` (`CDI_TEST_SPEC`'s device), echoing CTK_CDI; a
+    container that got the device prints `CTK_CDI=injected`."""
+    docker = [str(engine.client), "-H", f"unix://{sock}"]
+    subprocess.run(
+        [*docker, "import", "-", "bb"], input=image, capture_output=True, check=True, timeout=60
+    )
+    return subprocess.run(
+        [*docker, "run", "--rm", "--network", "none", "--device", "vendor.com/class=dev0",
+         "bb", "/bin/sh", "-c", "echo CTK_CDI=$CTK_CDI"],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip

@@ -47,11 +47,6 @@ DAEMON_JSONS = {
     "cdi-on-blank-dir": {"features": {"cdi": True}, "cdi-spec-dirs": [""]},
 }
 
-CDI_TEST_SPEC = (
-    "cdiVersion: 0.5.0\nkind: vendor.com/class\ndevices:\n"
-    '  - name: dev0\n    containerEdits:\n      env: ["CTK_CDI=injected"]\n'
-)
-
 STATUS = """\
 Package: {package}
 Status: install ok installed
@@ -105,7 +100,7 @@ def test_doctor_reads_docker_cdi_settings_as_dockerd_does(
 ) -> None:
     specs = tmp_path / "cdi"
     specs.mkdir()
-    (specs / "test.yaml").write_text(CDI_TEST_SPEC)
+    (specs / "test.yaml").write_text(engines.CDI_TEST_SPEC)
     root = tmp_path / "root"
     config = root / "etc/docker/daemon.json"
     config.parent.mkdir(parents=True)
@@ -128,20 +123,11 @@ def test_doctor_reads_docker_cdi_settings_as_dockerd_does(
     work = Path(tempfile.mkdtemp(prefix="ctk-dockerd-"))  # a socket path must stay short
     try:
         with engines.dockerd(config, work, engine) as sock:
-            docker = [str(engine.client), "-H", f"unix://{sock}"]
             if engine.version >= (25,):  # `CDISpecDirs` in GET /info: API 1.44, Docker 25
                 reported = engines.docker_info(sock, engine, "{{json .CDISpecDirs}}")
             else:
                 reported = None
-            subprocess.run(
-                [*docker, "import", "-", "bb"], input=image, capture_output=True, check=True,
-                timeout=60,
-            )  # fmt: skip
-            run = subprocess.run(
-                [*docker, "run", "--rm", "--network", "none", "--device", "vendor.com/class=dev0",
-                 "bb", "/bin/sh", "-c", "echo CTK_CDI=$CTK_CDI"],
-                capture_output=True, text=True, check=False, timeout=120,
-            )  # fmt: skip
+            run = engines.docker_run_cdi_device(sock, engine, image)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

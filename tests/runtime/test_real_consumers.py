@@ -404,10 +404,6 @@ def test_crio_reads_ctk_on_its_own_default_config(
     capsys.readouterr()
 
 
-CDI_TEST_SPEC = (
-    "cdiVersion: 0.5.0\nkind: vendor.com/class\ndevices:\n"
-    '  - name: dev0\n    containerEdits:\n      env: ["CTK_CDI=injected"]\n'
-)
 CDI_DOCKERS = [e for e in DOCKERS if e.version >= (26,)]  # 20.10 has no CDI
 
 
@@ -422,7 +418,7 @@ def test_docker_run_device_reaches_the_container(
     writes; the spec directory is the user's own `cdi-spec-dirs`, kept."""
     specs = tmp_path / "cdi"
     specs.mkdir()
-    (specs / "test.yaml").write_text(CDI_TEST_SPEC)
+    (specs / "test.yaml").write_text(engines.CDI_TEST_SPEC)
     config = tmp_path / "daemon.json"
     config.write_text(json.dumps({"storage-driver": "vfs", "cdi-spec-dirs": [str(specs)]}))
     extra = ["--cdi.enabled"] if cdi else []
@@ -433,19 +429,10 @@ def test_docker_run_device_reaches_the_container(
     work = Path(tempfile.mkdtemp(prefix="ctk-dockerd-"))
     try:
         with engines.dockerd(config, work, engine) as sock:
-            docker = [str(engine.client), "-H", f"unix://{sock}"]
             image = subprocess.run(
                 ["tar", "-C", str(rootfs), "-c", "."], capture_output=True, check=True, timeout=60
             )
-            subprocess.run(
-                [*docker, "import", "-", "bb"], input=image.stdout, capture_output=True,
-                check=True, timeout=60,
-            )  # fmt: skip
-            run = subprocess.run(
-                [*docker, "run", "--rm", "--network", "none", "--device", "vendor.com/class=dev0",
-                 "bb", "/bin/sh", "-c", "echo CTK_CDI=$CTK_CDI"],
-                capture_output=True, text=True, check=False, timeout=120,
-            )  # fmt: skip
+            run = engines.docker_run_cdi_device(sock, engine, image.stdout)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if cdi or engine.version >= (28,):
