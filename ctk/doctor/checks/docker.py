@@ -182,7 +182,6 @@ def docker_cdi(facts: NodeFacts) -> Result:
             f"the toolkit uses CDI but {unsupported}: `--device nvidia.com/gpu=...` fails with "
             "'is not an absolute path'",
             Evidence(docker.config_path, unsupported),
-            commands=("sudo systemctl restart docker",),
             notes=(
                 "upgrade Docker to 25 or later (28.2 reads CDI specs by default), or run GPU "
                 "containers with --runtime=nvidia and NVIDIA_VISIBLE_DEVICES",
