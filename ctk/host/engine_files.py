@@ -166,26 +166,30 @@ def crio_drop_ins(
     A temporary file of a running ctk write (``*.ctk-tmp``) is not a drop-in; a FIFO or device
     is (CRI-O would open it), and reading it is refused.
     """
-    directory = drop_in.parent
+    before: list[tuple[str, str]] = []
+    after: list[tuple[str, str]] = []
+    for path, text in crio_drop_in_dir(drop_in.parent, to_host, but=drop_in.name):
+        (before if PurePosixPath(path).name < drop_in.name else after).append((path, text))
+    return before, after
+
+
+def crio_drop_in_dir(
+    directory: PurePath, to_host: ToHost = Path, *, but: str | None = None
+) -> list[tuple[str, str]]:
+    """Every drop-in of CRI-O's ``directory`` (but the one named ``but``) in the order CRI-O
+    reads them, read (see `crio_drop_ins`)."""
     host_dir = to_host(str(directory))
     try:
         names = sorted(
             p.name
             for p in host_dir.iterdir()
-            if not p.is_dir() and not p.name.endswith(TEMP_SUFFIX)
+            if not p.is_dir() and not p.name.endswith(TEMP_SUFFIX) and p.name != but
         )
     except FileNotFoundError:
-        return [], []
+        return []
     except OSError as exc:
         raise CtkError(f"{host_dir}: cannot list: {exc.strerror}") from exc
-    before: list[tuple[str, str]] = []
-    after: list[tuple[str, str]] = []
-    for name in names:
-        if name == drop_in.name:
-            continue
-        text = read_config(host_dir / name, missing_ok=False) or ""
-        (before if name < drop_in.name else after).append((str(directory / name), text))
-    return before, after
+    return [(str(directory / n), read_config(host_dir / n, missing_ok=False) or "") for n in names]
 
 
 # Where dockerd (under systemd) finds a runtime given by a bare name.
@@ -442,6 +446,14 @@ def _crio_beside(config: str, text: str | None, drop_in: str, place: Place) -> B
     return Beside(tuple(before), tuple(after))
 
 
+def _crio_in_place(inputs: Inputs, place: Place) -> Gathered:
+    """In-place CRI-O: the drop-ins of its default directory, all read after crio.conf."""
+    drop_in = ENGINES[Runtime.CRIO].drop_in_path
+    assert drop_in is not None
+    found = crio_drop_in_dir(PurePosixPath(drop_in).parent, place.host)
+    return Gathered(replace(inputs, after=tuple(found)), ())
+
+
 def _no_drop_ins(config: str, text: str | None, drop_in: str, place: Place) -> Beside:
     raise AssertionError(f"{config}: the engine has no drop-ins")  # ENGINES says so first
 
@@ -489,7 +501,7 @@ FILES: Final[Mapping[Runtime, EngineFiles]] = {
         record_per_drop_in=True,
     ),
     Runtime.DOCKER: EngineFiles(),
-    Runtime.CRIO: EngineFiles(beside_drop_in=_crio_beside),
+    Runtime.CRIO: EngineFiles(beside_drop_in=_crio_beside, in_place=_crio_in_place),
 }
 
 

@@ -18,7 +18,7 @@ from ctk.runtime_config.changes import (
     replaced_keys,
     without_inside,
 )
-from ctk.runtime_config.editor import DropIn, EngineEditor, InPlace, Inputs, RecordKeys
+from ctk.runtime_config.editor import DropIn, EngineEditor, Files, InPlace, Inputs, RecordKeys
 from ctk.runtime_config.engines import RuntimeRequest
 from ctk.runtime_config.inspect import DROP_IN_HEADER, EngineView, deep_merge, inspect_crio
 from ctk.runtime_config.parse import JSONValue, load_toml
@@ -169,7 +169,8 @@ class CrioEditor:
         return inspect_crio(files)
 
     def configure_in_place(self, inputs: Inputs, request: RuntimeRequest) -> InPlace:
-        return InPlace(configure_in_place(*inputs.main, request))
+        edit = configure_in_place(*inputs.main, request)
+        return InPlace(edit, tuple(_overridden_later(inputs.after, inputs.config, request)))
 
     def configure_drop_in(
         self, inputs: Inputs, request: RuntimeRequest, own: tuple[str, str] | None
@@ -178,7 +179,8 @@ class CrioEditor:
         others = [inputs.main, *inputs.before]
         carried = carried_runtimes(own, others, request.name) if own else ({}, None)
         edit = configure_drop_in(others, inputs.drop_in, request, carried)
-        return DropIn(None, edit.text, edit.notes, tuple(_overridden_later(inputs, request)))
+        later = _overridden_later(inputs.after, inputs.drop_in, request)
+        return DropIn(None, edit.text, edit.notes, tuple(later))
 
     def keeps_others(self, inputs: Inputs, own: tuple[str, str], name: str) -> bool:
         return bool(carried_runtimes(own, [inputs.main, *inputs.before], name)[0])
@@ -198,15 +200,18 @@ class CrioEditor:
         return RecordKeys(RUNTIMES_KEYS, (*RUNTIME_KEYS, "default_runtime"))
 
 
-def _overridden_later(inputs: Inputs, request: RuntimeRequest) -> list[str]:
+def _overridden_later(after: Files, written: str, request: RuntimeRequest) -> list[str]:
+    """A warning for each file of ``after`` (read after the ``written`` one) that defines the
+    runtime too or, where it is to be the default, names another default: CRI-O takes the last
+    file's value, so ctk's would not hold."""
     out = []
-    for name, text in inputs.after:
+    for name, text in after:
         view = inspect_crio([(name, text)])
         overrides = view.runtime_named(request.name) is not None or (
             request.set_as_default and view.default_runtime not in (None, request.name)
         )
         if overrides:
-            out.append(f"{name} is read after {inputs.drop_in} and overrides its settings")
+            out.append(f"{name} is read after {written} and overrides its settings")
     return out
 
 

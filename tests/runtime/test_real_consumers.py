@@ -440,3 +440,41 @@ def test_docker_run_device_reaches_the_container(
     else:
         assert run.returncode != 0
         assert 'could not select device driver "cdi"' in run.stderr
+
+
+@pytest.mark.parametrize("drop_in", [True, False], ids=["drop-in", "in-place"])
+@pytest.mark.parametrize("engine", CRIOS, ids=[e.id for e in CRIOS])
+def test_crio_drop_in_read_later_that_overrides_ctk_is_warned_about(
+    engine: Engine, drop_in: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A site drop-in that CRI-O reads after ctk's file (after every file in place: crio.conf.d
+    overrides crio.conf) and names runc the default: `crio config` shows runc wins, and
+    `configure --set-as-default` says which file overrides it; a site drop-in read before ctk's
+    does not override it and is not named."""
+    etc = tmp_path / "etc/crio"
+    drop_ins = etc / "crio.conf.d"
+    drop_ins.mkdir(parents=True)
+    config = etc / "crio.conf"
+    config.write_text(engines.engine_output(engine, "--config", "", "--config-dir", "", "config"))
+    site = (
+        '[crio.runtime]\ndefault_runtime = "runc"\n'
+        '[crio.runtime.runtimes.runc]\nruntime_path = "/usr/sbin/runc"\n'
+    )
+    (drop_ins / "50-site.conf").write_text(site)
+    (drop_ins / "10-early.conf").write_text(site)
+    where = "/etc/crio/crio.conf.d/99-nvidia.toml" if drop_in else ""
+    if drop_in:  # read after ctk's 99-nvidia.toml
+        (drop_ins / "99-site.conf").write_text(site)
+    args = [
+        *("runtime", "configure", "--runtime=crio", "--root", str(tmp_path)),
+        *("--drop-in-config", where, "--set-as-default"),
+    ]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    late = "/etc/crio/crio.conf.d/99-site.conf" if drop_in else "/etc/crio/crio.conf.d/50-site.conf"
+    written = where or "/etc/crio/crio.conf"
+    assert f"warning: {late} is read after {written} and overrides its settings" in err
+    assert "10-early.conf" in err if not drop_in else "10-early.conf" not in err
+    runtime = engines.crio_config(config, drop_ins, engine)["crio"]["runtime"]
+    assert runtime["default_runtime"] == "runc"
+    assert "nvidia" in runtime["runtimes"]
