@@ -232,3 +232,149 @@ def docker_run_cdi_device(
          "bb", "/bin/sh", "-c", "echo CTK_CDI=$CTK_CDI"],
         capture_output=True, text=True, check=False, timeout=120,
     )  # fmt: skip
+
+
+PRIVATE_RUN = 'mount -t tmpfs tmpfs /run && mkdir -p /run/cdi /run/containerd && exec "$@"'
+"""A mount namespace's start: /run its own tmpfs (containerd's shim sockets under
+/run/containerd, runc's state under /run/runc, /var/run/cdi), so nothing lands on the host's."""
+
+
+@dataclass(frozen=True, slots=True)
+class Daemon:
+    """A running engine: its PID (its mount namespace's too) and socket."""
+
+    pid: int
+    socket: Path
+    log: Path
+
+    def inside(self, *argv: str) -> list[str]:
+        """``argv`` run in the daemon's mount namespace (to see its /run)."""
+        return ["nsenter", f"--mount=/proc/{self.pid}/ns/mnt", "--", *argv]
+
+
+def containerd_config(engine: Engine, work: Path, cri: str = "") -> str:
+    """A containerd config of ``engine``'s own version (3 on 2.x, else 2) whose state is under
+    ``work`` (socket ``work/c.sock``), the CRI plugin's CNI dirs too; ``cri`` is TOML lines for
+    the CRI runtime plugin's table (``cri.v1.runtime`` on 2.x, ``grpc.v1.cri`` on 1.x)."""
+    if engine.version >= (2,):
+        head, table, quote = "version = 3", "plugins.'io.containerd.cri.v1.runtime'", "'"
+        cni = f"bin_dirs = ['{work}/cni-bin']"
+    else:
+        head, table, quote = "version = 2", 'plugins."io.containerd.grpc.v1.cri"', '"'
+        cni = f'bin_dir = "{work}/cni-bin"'
+    q = quote
+    return (
+        f"{head}\nroot = {q}{work}/root{q}\nstate = {q}{work}/state{q}\n\n"
+        f"[grpc]\n  address = {q}{work}/c.sock{q}\n\n[ttrpc]\n  address = {q}{work}/t.sock{q}\n\n"
+        f"[{table}]\n{cri}\n[{table}.cni]\n  conf_dir = {q}{work}/cni{q}\n  {cni}\n"
+    )
+
+
+@contextlib.contextmanager
+def containerd(config: Path, work: Path, engine: Engine) -> Iterator[Daemon]:
+    """Run ``engine``'s containerd on ``config`` (whose socket is ``work/c.sock``: see
+    `containerd_config`) in a private mount namespace (`PRIVATE_RUN`); yield it once the socket
+    is up."""
+    sock, log_path = work / "c.sock", work / "containerd.log"
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [
+                *("unshare", "--mount", "--propagation", "private", "sh", "-c", PRIVATE_RUN),
+                *("sh", str(engine.daemon), "--config", str(config)),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "PATH": engine.path},
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while not sock.exists():
+            assert process.poll() is None, log_path.read_text()
+            assert time.monotonic() < deadline, "containerd did not start"
+            time.sleep(0.05)
+        yield Daemon(process.pid, sock, log_path)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=5)
+        for mount in (work / "root", work / "state"):
+            if os.path.ismount(mount):
+                subprocess.run(["umount", "-l", str(mount)], check=False, timeout=10)
+
+
+def crio_drop_in(work: Path, specs: Path, pause_image: str) -> str:
+    """A CRI-O drop-in that runs a test daemon here: state under ``work`` (socket
+    ``work/crio.sock``), vfs storage, cgroupfs, a runc runtime (crun, the default, cannot run
+    here), the CDI spec directory ``specs``, ``pause_image`` (already in the store: nothing is
+    pulled), no NRI, any image accepted; the rest of /run is `PRIVATE_RUN`'s."""
+    pinns = next(p for p in Path(FETCHED or "/nonexistent").glob("cri-o-*/usr/bin/pinns"))
+    (work / "policy.json").write_text('{"default": [{"type": "insecureAcceptAnything"}]}')
+    return f"""\
+[crio]
+root = "{work}/storage"
+runroot = "/run/containers/storage"
+storage_driver = "vfs"
+log_dir = "{work}/logs"
+clean_shutdown_file = "{work}/clean.shutdown"
+[crio.api]
+listen = "{work}/crio.sock"
+[crio.runtime]
+cgroup_manager = "cgroupfs"
+conmon_cgroup = "pod"
+pinns_path = "{pinns}"
+cdi_spec_dirs = ["{specs}"]
+irqbalance_config_file = "{work}/irqbalance"
+irqbalance_config_restore_file = "disable"
+[crio.runtime.runtimes.runc]
+runtime_path = "/usr/sbin/runc"
+runtime_type = "oci"
+[crio.image]
+pause_image = "{pause_image}"
+signature_policy = "{work}/policy.json"
+[crio.network]
+network_dir = "{work}/cni"
+plugin_dirs = ["{work}/cni-bin"]
+[crio.nri]
+enable_nri = false
+"""
+
+
+@contextlib.contextmanager
+def crio(config: Path, drop_ins: Path, work: Path, engine: Engine) -> Iterator[Daemon]:
+    """Run ``engine`` (CRI-O) on ``config`` and ``drop_ins`` (with `crio_drop_in`'s settings) in
+    a private mount namespace; yield it once its socket answers."""
+    sock, log_path = work / "crio.sock", work / "crio.log"
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [
+                *("unshare", "--mount", "--propagation", "private", "sh", "-c", PRIVATE_RUN),
+                *("sh", str(engine.daemon), "--config", str(config)),
+                *("--config-dir", str(drop_ins)),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "PATH": engine.path},
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while not sock.exists():
+            assert process.poll() is None, log_path.read_text()
+            assert time.monotonic() < deadline, "crio did not start"
+            time.sleep(0.05)
+        yield Daemon(process.pid, sock, log_path)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=5)
+        storage = work / "storage"
+        for mount in sorted(storage.rglob("*"), reverse=True) if storage.is_dir() else []:
+            if mount.is_dir() and os.path.ismount(mount):
+                subprocess.run(["umount", "-l", str(mount)], check=False, timeout=10)
