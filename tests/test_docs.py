@@ -39,7 +39,9 @@ def test_first_lines_are_install_and_test_commands() -> None:
     assert (REPO / "scripts/install").stat().st_mode & 0o111
     assert test == "python3 -m pip install -e '.[test]' && scripts/check"
     ci = (REPO / ".ci" / "run").read_text()
-    assert test in ci.splitlines()
+    # verbatim, and CI stops when any part of it fails: under set -e a failure before the last
+    # command of an && list does not stop a script
+    assert f"{test} || exit" in ci.splitlines()
 
 
 def test_linked_docs_exist() -> None:
