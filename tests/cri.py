@@ -26,6 +26,7 @@ from typing import Any
 import grpc
 
 from tests.doctor.oci_builder import Layout, archive
+from tests.runners import busybox_rootfs
 
 Fields = dict[int, list[int | bytes]]
 """A decoded message: each field number with its values, in order (varints or raw bytes)."""
@@ -311,3 +312,16 @@ def image_archive(rootfs: Path, work: Path, name: str, command: Sequence[str]) -
     }
     layout.index([described])
     return archive(layout.root, work / "image.tar")
+
+
+IMAGE = "localhost/ctk-busybox:1"
+"""The name `busybox_image` gives its image."""
+
+
+def busybox_image(work: Path) -> Path:
+    """A busybox image (`IMAGE`) as an OCI archive under ``work``; its command (sleep) keeps a
+    pod sandbox running, so it serves as the sandbox (pause) image too."""
+    (work / "image").mkdir()
+    rootfs = busybox_rootfs(work / "image")
+    (rootfs / "bin/sleep").symlink_to("busybox")
+    return image_archive(rootfs, work / "image", IMAGE, ["sleep", "600"])

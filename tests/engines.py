@@ -270,6 +270,17 @@ def containerd_config(engine: Engine, work: Path, cri: str = "") -> str:
     )
 
 
+def containerd_pod_config(engine: Engine, work: Path, sandbox_image: str, cri: str = "") -> str:
+    """`containerd_config` for CRI pods here: ``sandbox_image`` (already in the store: nothing
+    is pulled), `restrict_oom_score_adj` (this machine has no CAP_SYS_RESOURCE), ``cri``."""
+    if engine.version >= (2,):
+        images = "[plugins.'io.containerd.cri.v1.images'.pinned_images]\n"
+        images += f"  sandbox = '{sandbox_image}'\n"
+        return containerd_config(engine, work, f"  restrict_oom_score_adj = true\n{cri}") + images
+    lines = f'  restrict_oom_score_adj = true\n  sandbox_image = "{sandbox_image}"\n{cri}'
+    return containerd_config(engine, work, lines)
+
+
 @contextlib.contextmanager
 def containerd(config: Path, work: Path, engine: Engine) -> Iterator[Daemon]:
     """Run ``engine``'s containerd on ``config`` (whose socket is ``work/c.sock``: see
@@ -306,13 +317,20 @@ def containerd(config: Path, work: Path, engine: Engine) -> Iterator[Daemon]:
                 subprocess.run(["umount", "-l", str(mount)], check=False, timeout=10)
 
 
-def crio_drop_in(work: Path, specs: Path, pause_image: str) -> str:
+def crio_drop_in(
+    work: Path, specs: Path | None, pause_image: str, *, default_runtime: str | None = None
+) -> str:
     """A CRI-O drop-in that runs a test daemon here: state under ``work`` (socket
     ``work/crio.sock``), vfs storage, cgroupfs, a runc runtime (crun, the default, cannot run
-    here), the CDI spec directory ``specs``, ``pause_image`` (already in the store: nothing is
-    pulled), no NRI, any image accepted; the rest of /run is `PRIVATE_RUN`'s."""
+    here), the CDI spec directory ``specs`` (None: CRI-O's default ones), ``pause_image``
+    (``default_runtime`` if given)
+    (already in the store: nothing is pulled), no NRI, any image accepted; the rest of /run is
+    `PRIVATE_RUN`'s."""
     pinns = next(p for p in Path(FETCHED or "/nonexistent").glob("cri-o-*/usr/bin/pinns"))
     (work / "policy.json").write_text('{"default": [{"type": "insecureAcceptAnything"}]}')
+    cdi = "" if specs is None else f'cdi_spec_dirs = ["{specs}"]\n'
+    if default_runtime is not None:
+        cdi += f'default_runtime = "{default_runtime}"\n'
     return f"""\
 [crio]
 root = "{work}/storage"
@@ -326,8 +344,7 @@ listen = "{work}/crio.sock"
 cgroup_manager = "cgroupfs"
 conmon_cgroup = "pod"
 pinns_path = "{pinns}"
-cdi_spec_dirs = ["{specs}"]
-irqbalance_config_file = "{work}/irqbalance"
+{cdi}irqbalance_config_file = "{work}/irqbalance"
 irqbalance_config_restore_file = "disable"
 [crio.runtime.runtimes.runc]
 runtime_path = "/usr/sbin/runc"

@@ -10,7 +10,7 @@ import pytest
 from ctk.doctor.checks.cdi import cdi_consumers
 from ctk.doctor.checks.cdi_readers import CdiReader, cdi_readers, engine_cdi_route, spec_to_keep
 from ctk.doctor.checks.engine_cdi import cdi_only, cdi_unusable
-from ctk.doctor.checks.engine_config import CONFIG_SETTING, EMPTY_SPEC_DIRS_READ_NONE
+from ctk.doctor.checks.engine_config import CONFIG_SETTING
 from ctk.doctor.checks.toolkit import cdi_route
 from ctk.doctor.facts import (
     CdiFacts,
@@ -185,8 +185,8 @@ def node(
         ),
         pytest.param(
             node(replace(CONTAINERD, cdi_spec_dirs=())),
-            (replace(CONTAINERD_READER, dirs=DEFAULT_DIRS),),
-            id="containerd-empty-list-taken-as-unset",
+            (replace(CONTAINERD_READER, dirs=()),),
+            id="containerd-empty-list-reads-no-directory",
         ),
         pytest.param(
             node(DOCKER, CONTAINERD, kubelet=False),
@@ -219,10 +219,6 @@ def test_cdi_readers(facts: NodeFacts, expected: tuple[CdiReader, ...]) -> None:
 
 def test_every_engine_says_how_cdi_is_switched_on() -> None:
     assert set(CONFIG_SETTING) == set(Runtime)
-
-
-def test_every_engine_says_what_an_empty_list_of_spec_dirs_means() -> None:
-    assert set(EMPTY_SPEC_DIRS_READ_NONE) == set(Runtime)
 
 
 @pytest.mark.parametrize(

@@ -22,11 +22,11 @@ import pytest
 from ctk.cli.app import main
 from tests import cri, engines
 from tests.engines import Engine
-from tests.runners import CONTAINERS_CONF, busybox_rootfs
+from tests.runners import CONTAINERS_CONF
 
 pytestmark = [pytest.mark.integration, pytest.mark.same_on_every_python]
 
-IMAGE = "localhost/ctk-busybox:1"
+IMAGE = cri.IMAGE
 ECHO = ["/bin/sh", "-c", "echo CTK_CDI=$CTK_CDI"]
 CDI_CONTAINERDS = [e for e in engines.containerds() if e.version >= (1, 7)]  # 1.6: no CDI
 NVIDIA_RUNTIME = '#!/bin/sh\necho "$@" >> {log}\nexec runc "$@"\n'
@@ -41,11 +41,7 @@ def work() -> Iterator[Path]:
 
 @pytest.fixture
 def image(work: Path) -> Path:
-    """The busybox image as an OCI archive; its command keeps a pod sandbox running."""
-    (work / "image").mkdir()
-    rootfs = busybox_rootfs(work / "image")
-    (rootfs / "bin/sleep").symlink_to("busybox")
-    return cri.image_archive(rootfs, work / "image", IMAGE, ["sleep", "600"])
+    return cri.busybox_image(work)
 
 
 def nvidia_runtime(work: Path) -> Path:
@@ -62,16 +58,8 @@ def configured_containerd(engine: Engine, work: Path, drop_in: bool) -> Path:
     specs.mkdir()
     (specs / "test.yaml").write_text(engines.CDI_TEST_SPEC)
     config = work / "config.toml"
-    if engine.version >= (2,):
-        cri_lines = f"  restrict_oom_score_adj = true\n  cdi_spec_dirs = ['{specs}']\n"
-        images = f"[plugins.'io.containerd.cri.v1.images'.pinned_images]\n  sandbox = '{IMAGE}'\n"
-    else:
-        cri_lines = (
-            f'  restrict_oom_score_adj = true\n  cdi_spec_dirs = ["{specs}"]\n'
-            f'  sandbox_image = "{IMAGE}"\n'
-        )
-        images = ""
-    config.write_text(engines.containerd_config(engine, work, cri_lines) + images)
+    cri_lines = f'  cdi_spec_dirs = ["{specs}"]\n'
+    config.write_text(engines.containerd_pod_config(engine, work, IMAGE, cri_lines))
     where = str(work / "conf.d/99-nvidia.toml") if drop_in else ""
     args = [
         *("runtime", "configure", "--runtime=containerd", "--config", str(config)),
