@@ -24,7 +24,7 @@ from tests import cri, engines
 from tests.engines import Engine
 from tests.runners import CONTAINERS_CONF
 
-pytestmark = [pytest.mark.integration, pytest.mark.same_on_every_python]
+pytestmark = pytest.mark.integration
 
 IMAGE = cri.IMAGE
 ECHO = ["/bin/sh", "-c", "echo CTK_CDI=$CTK_CDI"]
