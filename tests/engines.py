@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ctk import toml_compat as tomllib
+from tests.runners import CONTAINERS_CONF
 
 FETCHED = os.environ.get("CTK_ENGINES")
 WANTED = {"containerd": ((2, 1), (1, 7)), "docker.io": ((28,), (26,)), "cri-o": ((1, 36),)}
@@ -250,6 +251,22 @@ class Daemon:
     def inside(self, *argv: str) -> list[str]:
         """``argv`` run in the daemon's mount namespace (to see its /run)."""
         return ["nsenter", f"--mount=/proc/{self.pid}/ns/mnt", "--", *argv]
+
+    def podman_load(self, archive: Path, work: Path) -> None:
+        """`podman load` of ``archive`` into CRI-O's store (`crio_drop_in`'s, under ``work``):
+        in a copy of the daemon's namespace (its /run) whose /var/lib is a tmpfs, where podman
+        keeps its blob cache (/var/lib/containers/cache), which would land on the host."""
+        conf = work / "containers.conf"
+        conf.write_text(CONTAINERS_CONF)
+        script = 'mount -t tmpfs tmpfs /var/lib && exec "$@"'
+        podman = ["podman", "--root", str(work / "storage"), "--storage-driver", "vfs"]
+        podman += ["--runroot", "/run/containers/storage", "load", "-i", str(archive)]
+        subprocess.run(
+            self.inside("unshare", "--mount", "--propagation", "private", "sh", "-c", script,
+                        "sh", *podman),
+            capture_output=True, check=True, timeout=120,
+            env={**os.environ, "CONTAINERS_CONF": str(conf)},
+        )  # fmt: skip
 
 
 def containerd_config(engine: Engine, work: Path, cri: str = "") -> str:

@@ -30,7 +30,6 @@ from ctk.host.root import HostRoot
 from ctk.runtime_config.engines import Runtime
 from tests import cri, engines
 from tests.engines import Daemon, Engine
-from tests.runners import CONTAINERS_CONF
 
 pytestmark = [
     pytest.mark.integration,
@@ -179,15 +178,8 @@ def test_doctor_reads_crio_cdi_settings_as_crio_does(engine: Engine, case: str, 
     doctor = _doctor_view(Runtime.CRIO, facts)
 
     archive = cri.busybox_image(work)
-    (work / "containers.conf").write_text(CONTAINERS_CONF)
     with engines.crio(config, drop_ins, work, engine) as daemon:
-        podman = ["podman", "--root", str(work / "storage"), "--storage-driver", "vfs"]
-        podman += ["--runroot", "/run/containers/storage"]
-        subprocess.run(
-            daemon.inside(*podman, "load", "-i", str(archive)),
-            capture_output=True, check=True, timeout=120,
-            env={**os.environ, "CONTAINERS_CONF": str(work / "containers.conf")},
-        )  # fmt: skip
+        daemon.podman_load(archive, work)
         _put_default_spec(daemon)
         client = cri.Cri(daemon.socket, timeout=120)
         try:

@@ -10,7 +10,6 @@ only ctk's settings, so the pod starting at all shows the main file's settings s
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import tempfile
@@ -22,7 +21,6 @@ import pytest
 from ctk.cli.app import main
 from tests import cri, engines
 from tests.engines import Engine
-from tests.runners import CONTAINERS_CONF
 
 pytestmark = pytest.mark.integration
 
@@ -168,17 +166,8 @@ def test_crio_pod_gets_its_cdi_device_through_the_nvidia_handler(
     ]
     assert main(args) == 0
     capsys.readouterr()
-    (work / "conf").write_text(CONTAINERS_CONF)
     with engines.crio(config, drop_ins, work, engine) as daemon:
-        podman = ["podman", "--root", str(work / "storage"), "--storage-driver", "vfs"]
-        podman += ["--runroot", "/run/containers/storage"]  # CRI-O's, in its private /run
-        subprocess.run(
-            daemon.inside(*podman, "load", "-i", str(image)),
-            capture_output=True,
-            check=True,
-            timeout=120,
-            env={**os.environ, "CONTAINERS_CONF": str(work / "conf")},
-        )
+        daemon.podman_load(image, work)
         client = cri.Cri(daemon.socket, timeout=120)
         try:
             client.wait_ready(timeout=60)
