@@ -64,19 +64,45 @@ def merge_edits(blocks: Sequence[Mapping[str, object]]) -> dict[str, object]:
     return result
 
 
-def _section(parent: dict[str, object], key: str, kind: type) -> object:
+class MalformedOciSpec(CtkError):
+    """A field of the OCI spec that inject would edit has the wrong JSON type."""
+
+    def __init__(self, field: str, value: object, wanted: str) -> None:
+        super().__init__(
+            f"the OCI spec's {field} is {_json_type(value)}, not {wanted}",
+            hint="fix the OCI runtime spec (config.json): nothing was written",
+        )
+        self.field = field
+
+
+def _json_type(value: object) -> str:
+    names: tuple[tuple[type, str], ...] = (
+        *((bool, "a boolean"), (str, "a string"), (int, "a number"), (float, "a number")),
+        *((list, "an array"), (dict, "an object")),
+    )
+    return next((n for t, n in names if isinstance(value, t)), "null")
+
+
+def _section(parent: dict[str, object], key: str, kind: type, field: str) -> object:
+    """``parent[key]``, made empty where absent or null; `MalformedOciSpec` (naming ``field``)
+    where it holds another type: the user's value is never replaced."""
     value = parent.get(key)
-    if not isinstance(value, kind):
+    if value is None:
         value = kind()
         parent[key] = value
+    elif not isinstance(value, kind):
+        raise MalformedOciSpec(field, value, "an object" if kind is dict else "an array")
     return value
 
 
 def _apply_env(oci: dict[str, object], env: list[object], *, replace_existing: bool) -> None:
-    process = _section(oci, "process", dict)
+    process = _section(oci, "process", dict, "process")
     assert isinstance(process, dict)
-    current = _section(process, "env", list)
+    current = _section(process, "env", list, "process.env")
     assert isinstance(current, list)
+    for i, entry in enumerate(current):
+        if not isinstance(entry, str):
+            raise MalformedOciSpec(f"process.env[{i}]", entry, "a string")
     index = {str(e).split("=", 1)[0]: i for i, e in enumerate(current)} if replace_existing else {}
     for entry in env:
         key = str(entry).split("=", 1)[0]
@@ -129,7 +155,7 @@ def _apply_devices(
     nodes: list[object],
     hosts: Mapping[str, HostDevice],
 ) -> None:
-    linux = _section(oci, "linux", dict)
+    linux = _section(oci, "linux", dict, "linux")
     assert isinstance(linux, dict)
     uid, gid = _user_ids(oci)
     for node in nodes:
@@ -141,16 +167,16 @@ def _apply_devices(
             device["uid"] = uid
         if "gid" not in device and gid > 0:
             device["gid"] = gid
-        devices = _section(linux, "devices", list)
+        devices = _section(linux, "devices", list, "linux.devices")
         assert isinstance(devices, list)
         devices[:] = [
             d for d in devices if not (isinstance(d, dict) and d.get("path") == device["path"])
         ]
         devices.append(device)
         if device["type"] in ("b", "c"):
-            resources = _section(linux, "resources", dict)
+            resources = _section(linux, "resources", dict, "linux.resources")
             assert isinstance(resources, dict)
-            rules = _section(resources, "devices", list)
+            rules = _section(resources, "devices", list, "linux.resources.devices")
             assert isinstance(rules, list)
             rules.append(
                 {
@@ -170,7 +196,7 @@ def _depth(mount: object) -> tuple[int, str]:
 
 
 def _apply_mounts(oci: dict[str, object], mounts: list[object]) -> None:
-    current = _section(oci, "mounts", list)
+    current = _section(oci, "mounts", list, "mounts")
     assert isinstance(current, list)
     for mount in mounts:
         if not isinstance(mount, dict):
@@ -194,9 +220,9 @@ def _apply_hooks(oci: dict[str, object], hooks: list[object]) -> None:
     for hook in hooks:
         if not isinstance(hook, dict) or hook.get("hookName") not in HOOK_STAGES:
             continue
-        stages = _section(oci, "hooks", dict)
+        stages = _section(oci, "hooks", dict, "hooks")
         assert isinstance(stages, dict)
-        stage = _section(stages, str(hook["hookName"]), list)
+        stage = _section(stages, str(hook["hookName"]), list, f"hooks.{hook['hookName']}")
         assert isinstance(stage, list)
         oci_hook = {"path": hook.get("path")}
         for key in ("args", "env", "timeout"):
@@ -210,14 +236,14 @@ def _apply_hooks(oci: dict[str, object], hooks: list[object]) -> None:
 
 
 def _apply_gids(oci: dict[str, object], gids: list[object]) -> None:
-    process = _section(oci, "process", dict)
+    process = _section(oci, "process", dict, "process")
     assert isinstance(process, dict)
-    user = _section(process, "user", dict)
+    user = _section(process, "user", dict, "process.user")
     assert isinstance(user, dict)
     for gid in gids:
         if gid == 0:
             continue
-        current = _section(user, "additionalGids", list)
+        current = _section(user, "additionalGids", list, "process.user.additionalGids")
         assert isinstance(current, list)
         if gid not in current:
             current.append(gid)
@@ -249,7 +275,7 @@ def apply_edits(
     if isinstance(hooks, list):
         _apply_hooks(result, hooks)
     if edits.get("intelRdt") is not None:
-        linux = _section(result, "linux", dict)
+        linux = _section(result, "linux", dict, "linux")
         assert isinstance(linux, dict)
         linux["intelRdt"] = copy.deepcopy(edits["intelRdt"])
     gids = edits.get("additionalGids")

@@ -49,9 +49,16 @@ def _spec(path: str) -> tuple[dict[str, object], str]:
 
 def _format_of(path: str | None, given: str | None) -> SpecFormat:
     from ctk.cdi.options import SpecFormat
+    from ctk.errors import UsageError
 
     if given:
-        return SpecFormat(given.lower())
+        try:
+            return SpecFormat(given.lower())
+        except ValueError:
+            choices = ", ".join(f.value for f in SpecFormat)
+            raise UsageError(
+                f"--format {given}: not a spec format", hint=f"use {choices}"
+            ) from None
     if path and path.endswith(".json"):
         return SpecFormat.JSON
     return SpecFormat.YAML
@@ -82,17 +89,25 @@ def transform_root(
     """Move a spec's host or container paths from one root to another (a driver container)."""
     from ctk.cdi.serialize import render_data
     from ctk.cdi.transform import transform_root as transform
+    from ctk.errors import UsageError
+    from ctk.host import files
 
+    for option, root in (("--from", from_root), ("--to", to_root)):
+        if not root.startswith("/"):  # a relative root makes relative host paths: no spec
+            raise UsageError(
+                f"{option} {root!r}: a root must be an absolute path",
+                hint="a spec's paths are absolute; pass the root as one, e.g. /run/nvidia/driver",
+            )
+    fmt = _format_of(output or (input_path if input_path != "-" else None), spec_format)
+    if output:
+        files.require_parent(Path(output), "--output")
     spec, _ = _spec(input_path)
     moved = transform(spec, from_root=from_root, to_root=to_root, relative_to=relative_to)
-    fmt = _format_of(output or (input_path if input_path != "-" else None), spec_format)
     text = render_data(moved, fmt)
     if not output:
         sys.stdout.write(text)
         return
-    from ctk.host import files
-
-    files.write_atomic(Path(output), text, mode=0o644, make_parents=True)
+    files.write_atomic(Path(output), text, mode=0o644)
 
 
 def _host_devices(paths: list[str]) -> Mapping[str, HostDevice]:
@@ -153,7 +168,7 @@ def inject(
     Shows what a container would get (env, device nodes and their cgroup rules, mounts, hooks)
     without starting one: `ctk cdi inject --device nvidia.com/gpu=0 < config.json`.
     """
-    from ctk.cdi.inject import apply_edits, merge_edits, needed_host_paths
+    from ctk.cdi.inject import MalformedOciSpec, apply_edits, merge_edits, needed_host_paths
     from ctk.host.cdi_specs import DEFAULT_SPEC_DIRS, load_spec_dirs
 
     data, source = _read_input(input_path, "OCI spec")
@@ -185,7 +200,10 @@ def inject(
         blocks.append(_edits(entry))
     edits = merge_edits(blocks)
     hosts = _host_devices(needed_host_paths(edits))
-    result = apply_edits(oci, edits, hosts, replace_existing_env=replace_existing_env)
+    try:
+        result = apply_edits(oci, edits, hosts, replace_existing_env=replace_existing_env)
+    except MalformedOciSpec as exc:
+        raise CtkError(f"{source}: {exc.message}", hint=exc.hint) from exc
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
 
@@ -211,7 +229,12 @@ def diff(
     nodes, hooks and mounts added, removed or changed; kind, cdiVersion and driver version.
     """
     from ctk.cdi.diff import diff_json, diff_lines, diff_specs
+    from ctk.errors import UsageError
 
+    if old == new == "-":  # standard input can be read once
+        raise UsageError(
+            "cdi diff - -: standard input cannot be both specs", hint="name a file for one"
+        )
     found = diff_specs(_spec(old)[0], _spec(new)[0])
     if as_json:
         json.dump(diff_json(found), sys.stdout, indent=2)

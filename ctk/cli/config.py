@@ -25,7 +25,7 @@ def _emit(text: str, output: Path | None) -> None:
         return
     from ctk.host import files
 
-    files.write_atomic(output, text, make_parents=True)
+    files.write_atomic(output, text, make_parents=True)  # as nvidia-ctk does for config default
     compat.info(f"wrote {output}")
 
 

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, Final, Literal, overload
 
-from ctk.errors import CtkError
+from ctk.errors import CtkError, UsageError
 
 MIB: Final = 1 << 20
 DEFAULT_LIMIT: Final = 16 * MIB
@@ -220,6 +220,18 @@ def write_target(path: Path, *, follow_symlinks: bool = True) -> Path:
     return target
 
 
+def require_parent(path: Path, option: str) -> None:
+    """Refuse an output ``path`` whose directory does not exist (or is not a directory): a
+    mistyped directory is not created (`UsageError` naming ``option``)."""
+    parent = path.parent
+    if not parent.is_dir():
+        state = "is not a directory" if os.path.lexists(parent) else "does not exist"
+        raise UsageError(
+            f"{option} {path}: {parent} {state}",
+            hint="create the directory first, or name a file in an existing one",
+        )
+
+
 def write_atomic(
     path: Path,
     data: str | bytes,
@@ -258,6 +270,12 @@ def _write(target: Path, payload: bytes, *, mode: int | None, backup: bool) -> P
         raise _os_error(target, "write", IsADirectoryError(errno.EISDIR, "Is a directory"))
     if old is not None and stat.S_ISLNK(old.st_mode):
         old = None  # a link replaced by a file (follow_symlinks=False): the new file's own mode
+    if old is not None and not stat.S_ISREG(old.st_mode):  # a FIFO, socket or device
+        kind = next((k for test, k, _ in _KINDS if test(old.st_mode)), "a special file")
+        raise CtkError(
+            f"{target}: is {kind}, not a regular file; not replaced",
+            hint="name a regular file (or a new one)",
+        )
     sweep_temp(target.parent)
     backup_path = None
     if backup and old is not None:

@@ -97,6 +97,7 @@ def test_transform_host_and_container_paths() -> None:
 def test_transform_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = tmp_path / "in.yaml"
     source.write_text(SPEC)
+    (tmp_path / "out").mkdir()
     out = tmp_path / "out" / "moved.yaml"
     argv = ["cdi", "transform", "root", "--from", "/driver", "--to", "/", "--input", str(source)]
     moved = _yaml(SPEC.replace("/driver/", "/"))
@@ -119,6 +120,73 @@ def test_transform_refuses_an_invalid_spec(
         == 1
     )
     assert capsys.readouterr().err.startswith(f"error: {source}: not a valid CDI spec: ")
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        pytest.param(
+            ["--format", "xml"],
+            "error: --format xml: not a spec format\nhint: use yaml, json\n",
+            id="format",
+        ),
+        pytest.param(
+            ["--to", ""], "error: --to '': a root must be an absolute path\n", id="empty-to"
+        ),
+        pytest.param(
+            ["--to", "../../etc"],
+            "error: --to '../../etc': a root must be an absolute path\n",
+            id="relative-to",
+        ),
+        pytest.param(
+            ["--from", "driver"],
+            "error: --from 'driver': a root must be an absolute path\n",
+            id="relative-from",
+        ),
+    ],
+)
+def test_transform_usage_errors_exit_2(
+    extra: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "in.yaml"
+    source.write_text(SPEC)
+    argv = ["cdi", "transform", "root", "--input", str(source), "--to", "/x", *extra]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.startswith(message)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(["cdi", "transform", "root", "--to", "/x", "--output"], id="transform"),
+        pytest.param(["config", "--output"], id="config"),
+    ],
+)
+def test_output_is_never_a_fifo_or_a_new_directory(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An --output that names a FIFO is refused and the FIFO kept; a transform's --output in a
+    missing directory is refused and no directory made (a mistyped path is not created)."""
+    source = tmp_path / "in.yaml"
+    source.write_text(SPEC)
+    extra = ["--input", str(source)] if command[0] == "cdi" else ["--config", str(tmp_path / "c")]
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert main([*command, str(fifo), *extra]) == 1
+    assert capsys.readouterr().err == (
+        f"error: {fifo}: is a named pipe (FIFO), not a regular file; not replaced\n"
+        "hint: name a regular file (or a new one)\n"
+    )
+    assert fifo.is_fifo()
+    if command[0] == "config":  # a missing directory is made, as by `nvidia-ctk config default`
+        return
+    missing = tmp_path / "missing" / "out.yaml"
+    assert main([*command, str(missing), *extra]) == 2
+    assert capsys.readouterr().err == (
+        f"error: --output {missing}: {missing.parent} does not exist\n"
+        "hint: create the directory first, or name a file in an existing one\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "in.yaml"]
 
 
 # --- diff ------------------------------------------------------------------------------------
@@ -392,6 +460,56 @@ def test_inject_cli(
     assert capsys.readouterr().err == (
         "error: unresolvable CDI devices example.com/gpu=9\n"
         "hint: ctk cdi list shows the devices of the spec directories\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "problem"),
+    [
+        pytest.param({"process": {"env": "A=1"}}, "process.env is a string, not an array",
+                     id="env"),
+        pytest.param({"process": {"env": [1, None]}}, "process.env[0] is a number, not a string",
+                     id="env-entry"),
+        pytest.param({"process": []}, "process is an array, not an object", id="process"),
+        pytest.param({"linux": {"devices": "x"}}, "linux.devices is a string, not an array",
+                     id="devices"),
+        pytest.param({"linux": {"resources": {"devices": {}}}},
+                     "linux.resources.devices is an object, not an array", id="cgroup-rules"),
+        pytest.param({"mounts": {}}, "mounts is an object, not an array", id="mounts"),
+        pytest.param({"hooks": []}, "hooks is an array, not an object", id="hooks"),
+        pytest.param({"hooks": {"createContainer": {}}},
+                     "hooks.createContainer is an object, not an array", id="hook-stage"),
+    ],
+)  # fmt: skip
+def test_inject_refuses_a_malformed_field_it_would_edit(
+    config: dict[str, object],
+    problem: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The user's value is never replaced by an empty one: the field is named, nothing printed."""
+    (tmp_path / "spec.yaml").write_text(
+        "cdiVersion: 0.5.0\nkind: example.com/gpu\ndevices:\n  - name: '0'\n"
+        "    containerEdits:\n      env: [B=2]\n      deviceNodes: [{path: /dev/null}]\n"
+        "      mounts: [{hostPath: /x, containerPath: /x}]\n"
+        "      hooks: [{hookName: createContainer, path: /bin/true}]\n"
+    )
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(json.dumps(config).encode())))
+    argv = ["cdi", "inject", "--spec-dir", str(tmp_path), "--device", "example.com/gpu=0"]
+    assert main(argv) == 1
+    out, err = capsys.readouterr()
+    assert (out, err) == (
+        "",
+        f"error: <stdin>: the OCI spec's {problem}\n"
+        "hint: fix the OCI runtime spec (config.json): nothing was written\n",
+    )
+
+
+def test_diff_refuses_standard_input_twice(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cdi", "diff", "-", "-"]) == 2
+    assert capsys.readouterr().err == (
+        "error: cdi diff - -: standard input cannot be both specs\nhint: name a file for one\n"
     )
 
 
