@@ -18,8 +18,9 @@ import pytest
 
 from ctk.host.agent import docker_runtimes
 from ctk.host.root import HostRoot
+from tests import engines
 from tests.agent import supervisor
-from tests.engines import DOCKERD_ISOLATED
+from tests.engines import DOCKERD_ISOLATED, Engine
 from tests.fake_nvml import FakeNode, SkipNode, materialise
 from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401
 
@@ -52,6 +53,34 @@ state = "{state}"
   SystemdCgroup = true
 """
 
+# The same node on containerd 2.x: its config is version 3, with the CRI plugin split into
+# io.containerd.cri.v1.runtime and .images, in the single quotes `containerd config default` of
+# 2.x writes.
+CONTAINERD_CONFIG_V3 = """\
+# the node's own containerd config (containerd 2.x, as kubespray would write it)
+version = 3
+root = '{root}'
+state = '{state}'
+
+[grpc]
+  address = '/run/containerd/containerd.sock'
+
+[ttrpc]
+  address = '/run/containerd/containerd.sock.ttrpc'
+
+[plugins.'io.containerd.cri.v1.images'.pinned_images]
+  sandbox = 'registry.k8s.io/pause:3.10'
+
+[plugins.'io.containerd.cri.v1.runtime'.containerd]
+  default_runtime_name = 'runc'
+
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+  runtime_type = 'io.containerd.runc.v2'
+
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+  SystemdCgroup = true
+"""
+
 DAEMON_JSON = '{\n  "log-level": "warn"\n}\n'
 HOOK = "#!/bin/sh\nexit 0\n"
 
@@ -64,6 +93,22 @@ class Host:
     ctl: Path
     node: FakeNode
     engine: str
+    build: Engine | None = None  # the real engine the supervisor runs (None: no engine)
+
+    @property
+    def containerd_2(self) -> bool:
+        """Whether the engine is containerd 2.x, whose node config is version 3."""
+        return self.build is not None and self.build.version >= (2,)
+
+    @property
+    def config_version(self) -> int:
+        """The `version` of the host's own containerd config."""
+        return 3 if self.containerd_2 else 2
+
+    @property
+    def cri(self) -> str:
+        """The id of the CRI plugin table holding the runtimes in this containerd's config."""
+        return "io.containerd.cri.v1.runtime" if self.containerd_2 else "io.containerd.grpc.v1.cri"
 
     @property
     def pid(self) -> int:
@@ -117,6 +162,7 @@ class Host:
             capture_output=True,
             text=True,
             check=False,
+            timeout=120,
         )
 
 
@@ -160,7 +206,9 @@ def workstation(
 NVIDIA_RUNTIME = '#!/bin/sh\nexec runc "$@"\n'
 
 
-def _make_host(tmp: Path, node: FakeNode, engine: str, *, toolkit: bool = True) -> Host:
+def _make_host(
+    tmp: Path, node: FakeNode, engine: str, *, toolkit: bool = True, build: Engine | None = None
+) -> Host:
     root = node.root
     if toolkit:
         runtime = root / "usr/bin/nvidia-container-runtime"
@@ -175,7 +223,9 @@ def _make_host(tmp: Path, node: FakeNode, engine: str, *, toolkit: bool = True) 
         hook.parent.mkdir(parents=True, exist_ok=True)
         hook.write_text(HOOK)
         hook.chmod(0o755)
-    return Host(root, ctl, node, engine)
+    if build is not None:  # the engine and the host's commands run this build's binaries
+        (ctl / "engine.path").write_text(build.path)
+    return Host(root, ctl, node, engine, build)
 
 
 def packaged() -> bytes | None:
@@ -189,33 +239,60 @@ def packaged() -> bytes | None:
         return None
 
 
-@pytest.fixture
-def containerd_host(tmp_path: Path, short_tmp: Path, workstation: FakeNode) -> Iterator[Host]:
-    """The workstation node with a real containerd 1.6 on the host's own config."""
-    if shutil.which("containerd") is None or shutil.which("unshare") is None:
-        pytest.skip("containerd (and unshare) are not installed")
-    host = _make_host(tmp_path, workstation, "containerd")
+def running(host: Host) -> Path:
+    """The binary of the engine process the supervisor started: the build the test asked for."""
+    return Path(os.readlink(f"/proc/{host.pid}/exe"))
+
+
+def _params(found: list[Engine]) -> list[object]:
+    return [pytest.param(e, id=e.id, marks=pytest.mark.integration) for e in found]
+
+
+# The engines the hosts run, one test parameter each: this machine's own, then today's where
+# CTK_ENGINES names them (tests/engines.py).
+CONTAINERDS = engines.containerds()
+DOCKERS = engines.dockers()
+
+
+@pytest.fixture(params=_params(CONTAINERDS))
+def containerd_host(
+    request: pytest.FixtureRequest, tmp_path: Path, short_tmp: Path, workstation: FakeNode
+) -> Iterator[Host]:
+    """The workstation node with a real containerd (each version in turn) on the host's own
+    config: version 2 for 1.x, version 3 for 2.x, as each writes it."""
+    build: Engine = request.param
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare is not installed")
+    host = _make_host(tmp_path, workstation, "containerd", build=build)
     config = host.path("/etc/containerd/config.toml")
     config.parent.mkdir(parents=True)
     short = short_tmp
-    config.write_text(CONTAINERD_CONFIG.format(root=short / "root", state=short / "state"))
+    text = CONTAINERD_CONFIG_V3 if host.containerd_2 else CONTAINERD_CONFIG
+    config.write_text(text.format(root=short / "root", state=short / "state"))
     host.path("/run/containerd").mkdir(parents=True)
+    # All of the host's /run: containerd 2.x also serves NRI there (/var/run/nri/nri.sock).
     argv = supervisor.namespaced(
-        host.root, ["containerd", "--config", "/etc/containerd/config.toml"]
+        host.root,
+        [str(build.daemon), "--config", "/etc/containerd/config.toml"],
+        bound=("etc/containerd", "run"),
     )
     (host.ctl / "engine.argv").write_text(json.dumps(argv))
     supervisor.start(host.ctl)
     wait_socket(host.path("/run/containerd/containerd.sock"))
+    assert running(host) == build.daemon.resolve()
     yield host
     supervisor.stop(host.ctl)
 
 
-@pytest.fixture
-def docker_host(tmp_path: Path, short_tmp: Path, workstation: FakeNode) -> Iterator[Host]:
-    """The workstation node with a real dockerd 20.10 on the host's own daemon.json."""
-    if shutil.which("dockerd") is None:
-        pytest.skip("dockerd is not installed")
-    host = _make_host(tmp_path, workstation, "docker")
+@pytest.fixture(params=_params(DOCKERS))
+def docker_host(
+    request: pytest.FixtureRequest, tmp_path: Path, short_tmp: Path, workstation: FakeNode
+) -> Iterator[Host]:
+    """The workstation node with a real dockerd (each version in turn) on the host's own
+    daemon.json. A fetched dockerd starts its own containerd: the 2.x that `Engine.path` puts
+    first on PATH."""
+    build: Engine = request.param
+    host = _make_host(tmp_path, workstation, "docker", build=build)
     daemon_json = host.path("/etc/docker/daemon.json")
     daemon_json.parent.mkdir(parents=True)
     daemon_json.write_text(DAEMON_JSON)
@@ -223,7 +300,7 @@ def docker_host(tmp_path: Path, short_tmp: Path, workstation: FakeNode) -> Itera
     sock = host.path("/var/run/docker.sock")
     sock.parent.mkdir(parents=True, exist_ok=True)
     argv = [
-        "dockerd",
+        str(build.daemon),
         "--config-file",
         str(daemon_json),
         "--data-root",
@@ -243,5 +320,6 @@ def docker_host(tmp_path: Path, short_tmp: Path, workstation: FakeNode) -> Itera
     while docker_runtimes(HostRoot(host.root)) is None:  # the API answers once dockerd is up
         assert time.monotonic() < deadline, (host.ctl / "engine.log").read_text()
         time.sleep(0.1)
+    assert running(host) == build.daemon.resolve()
     yield host
     supervisor.stop(host.ctl)

@@ -1,7 +1,8 @@
 """A stand-in for the host's systemd and root for `ctk agent` tests (no systemd on this machine).
 
 The test starts a real engine whose config lives in a fake host tree. containerd runs in a
-private mount namespace with the fake host's /etc/containerd and /run/containerd bound over the
+private mount namespace with the fake host's /etc/containerd and /run/containerd (the agent
+tests: all of its /run, which also holds containerd 2.x's /var/run/nri/nri.sock) bound over the
 real ones, so the host paths ctk writes into its config (the `imports` entry) resolve as they
 would on a node. The agent reaches "the host's root" through this file as its `--host-exec`:
 
@@ -9,7 +10,9 @@ would on a node. The agent reaches "the host's root" through this file as its `-
     python3 supervisor.py CTL containerd --config F config dump
 
 CTL is a directory holding `host` (the fake host's path), `engine` (containerd or docker),
-`engine.pid`, `engine.argv` (JSON) and `restarts.log` (one line per restart).
+`engine.pid`, `engine.argv` (JSON), `engine.path` (optional: the PATH the engine and the host's
+commands run with, so that a fetched engine's own `containerd` and shims come first) and
+`restarts.log` (one line per restart).
 """
 
 from __future__ import annotations
@@ -23,24 +26,39 @@ import time
 from pathlib import Path
 
 BOUND = ("etc/containerd", "run/containerd")
+HOST_TIMEOUT = 100.0
+"""Seconds a host command may take: less than the agent's own limit on its --host-exec (120 s)."""
 
 
-def namespaced(host: Path, argv: list[str]) -> list[str]:
-    """``argv`` run in a mount namespace where the fake host's containerd dirs are the real ones."""
+def namespaced(host: Path, argv: list[str], bound: tuple[str, ...] = BOUND) -> list[str]:
+    """``argv`` run in a mount namespace where the fake host's ``bound`` dirs (by default its
+    containerd dirs) are the real ones."""
     binds = " && ".join(
-        f"mkdir -p /{d} && mount --bind {host / d} /{d}" for d in BOUND if (host / d).is_dir()
+        f"mkdir -p /{d} && mount --bind {host / d} /{d}" for d in bound if (host / d).is_dir()
     )
     script = f'{binds} && exec "$@"'
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *argv]
 
 
+def engine_env(ctl: Path) -> dict[str, str]:
+    """The environment of the engine and of the host's commands: this one, with the PATH that
+    `engine.path` names where the test wrote one."""
+    path = ctl / "engine.path"
+    return {**os.environ, "PATH": path.read_text().strip()} if path.exists() else {**os.environ}
+
+
 def start(ctl: Path) -> int:
     """Start the engine as `engine.argv` says (detached); record and return its PID."""
     argv = json.loads((ctl / "engine.argv").read_text())
-    log = (ctl / "engine.log").open("ab")
-    process = subprocess.Popen(
-        argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True
-    )
+    with (ctl / "engine.log").open("ab") as log:
+        process = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=engine_env(ctl),
+        )
     (ctl / "engine.pid").write_text(f"{process.pid}\n")
     return process.pid
 
@@ -82,7 +100,13 @@ def main(argv: list[str]) -> int:
         stop(ctl)
         start(ctl)
         return 0
-    done = subprocess.run(namespaced(host, command), check=False)
+    try:
+        done = subprocess.run(
+            namespaced(host, command), env=engine_env(ctl), check=False, timeout=HOST_TIMEOUT
+        )
+    except subprocess.TimeoutExpired:
+        print(f"{' '.join(command)}: no answer within {HOST_TIMEOUT:g} s", file=sys.stderr)
+        return 124
     return done.returncode
 
 

@@ -1,4 +1,6 @@
-"""`ctk agent` against a real containerd 1.6 whose config lives in a fake host tree."""
+"""`ctk agent` against a real containerd whose config lives in a fake host tree: this machine's
+1.6 and today's 2.1 and 1.7 where CTK_ENGINES names them (tests/engines.py), each on a config of
+its own version (conftest.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -40,12 +43,43 @@ def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
 
 
 def runtimes(host: Host) -> dict[str, object]:
-    done = host.dump()
-    assert done.returncode == 0, done.stderr
-    cri = toml_loads(done.stdout)["plugins"]["io.containerd.grpc.v1.cri"]
-    found = cri["containerd"]["runtimes"]
+    """The CRI runtimes in `config dump`, from this version's CRI plugin table."""
+    found = dumped(host)["plugins"][host.cri]["containerd"]["runtimes"]
     assert isinstance(found, dict)
     return found
+
+
+def assert_drop_in_shape(host: Host, drop_in: dict[str, Any]) -> None:
+    """ctk's drop-in as this containerd version needs it (docs/runtime.md, "The drop-in, by
+    containerd version"), and the main file's settings still in effect beside it."""
+    cri = drop_in["plugins"][host.cri]
+    if host.containerd_2:  # merged key by key: only what ctk adds
+        assert set(drop_in["plugins"]) == {host.cri}
+        assert cri == {
+            "containerd": {"runtimes": {"nvidia": cri["containerd"]["runtimes"]["nvidia"]}}
+        }
+    else:  # the import replaces the whole CRI table: a copy of the main file's settings
+        assert cri["sandbox_image"] == "registry.k8s.io/pause:3.9"
+        assert cri["containerd"]["default_runtime_name"] == "runc"
+        assert set(cri["containerd"]["runtimes"]) == {"runc", "nvidia"}
+    nvidia = cri["containerd"]["runtimes"]["nvidia"]
+    assert nvidia["options"] == {
+        "SystemdCgroup": True,  # runc's options, copied
+        "BinaryName": "/usr/bin/nvidia-container-runtime",
+    }
+    plugins = dumped(host)["plugins"]  # the main file's settings, in effect on every version
+    if host.containerd_2:
+        sandbox = plugins["io.containerd.cri.v1.images"]["pinned_images"]["sandbox"]
+        assert sandbox == "registry.k8s.io/pause:3.10"
+    else:
+        assert plugins[host.cri]["sandbox_image"] == "registry.k8s.io/pause:3.9"
+    assert runtimes(host)["runc"]["options"]["SystemdCgroup"] is True  # type: ignore[index]
+
+
+def dumped(host: Host) -> dict[str, Any]:
+    done = host.dump()
+    assert done.returncode == 0, done.stderr
+    return toml_loads(done.stdout)
 
 
 def state(host: Host) -> dict[str, object]:
@@ -68,7 +102,7 @@ def test_once_configures_then_does_nothing_then_repairs_then_uninstalls(
     main = toml_loads(config.read_text())
     assert main["imports"] == [IMPORT]  # the host's path, never the agent's view of it
     drop_in = toml_loads(host.path(IMPORT).read_text())
-    assert drop_in["version"] == 2  # never above the main file's
+    assert drop_in["version"] == main["version"] == host.config_version  # never above it
     assert host.restarts == 1
     assert host.pid != first_pid
     assert "\nrestarted containerd (systemctl restart containerd); down " in done.stderr
@@ -76,6 +110,7 @@ def test_once_configures_then_does_nothing_then_repairs_then_uninstalls(
         **runtimes(host)["nvidia"],  # type: ignore[dict-item]
         "runtime_type": "io.containerd.runc.v2",
     }
+    assert_drop_in_shape(host, drop_in)
     assert ready.exists()
     spec = host.path("/var/run/cdi/nvidia.yaml").read_text()
     assert "hostPath: /dev/nvidia0\n" in spec
@@ -146,6 +181,7 @@ def test_sigterm_in_the_loop_exits_0_without_reverting(
             capture_output=True,
             text=True,
             check=False,
+            timeout=120,
         )
         assert second.returncode == 1
         assert second.stderr.startswith(
@@ -171,8 +207,11 @@ def test_containerd_exits_on_sighup(containerd_host: Host) -> None:
     """The measured fact behind refusing --restart-mode signal for containerd."""
     pid = containerd_host.pid
     os.kill(pid, signal.SIGHUP)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == -signal.SIGHUP  # a shell shows 128 + 1 = 129
+    deadline = time.monotonic() + 15
+    while (status := os.waitpid(pid, os.WNOHANG))[0] != pid:  # the fixture started it: a child
+        assert time.monotonic() < deadline, "containerd outlived SIGHUP by 15 s"
+        time.sleep(0.05)
+    assert os.waitstatus_to_exitcode(status[1]) == -signal.SIGHUP  # a shell shows 128 + 1 = 129
     done = containerd_host.agent("--once", "--restart-mode", "signal")
     assert done.returncode == 2
     assert done.stderr.splitlines()[0] == (
@@ -321,10 +360,8 @@ def test_uninstall_after_a_persons_edit_removes_only_ctks_entries(
     config = host.path("/etc/containerd/config.toml")
     original = config.read_text()
     assert host.agent("--once").returncode == 0
-    registry = (
-        '\n[plugins."io.containerd.grpc.v1.cri".registry]\n'
-        '  config_path = "/etc/containerd/certs.d"\n'
-    )
+    images = "'io.containerd.cri.v1.images'" if host.containerd_2 else '"io.containerd.grpc.v1.cri"'
+    registry = f'\n[plugins.{images}.registry]\n  config_path = "/etc/containerd/certs.d"\n'
     config.write_text(config.read_text() + registry)  # a person's edit after ctk's
     done = host.agent("--uninstall")
     assert done.returncode == 0, done.stderr
@@ -405,3 +442,39 @@ def test_a_spec_kept_in_its_own_layout_is_recognised_next_pass(containerd_host: 
     assert spec.read_text() == as_json
     state = host_agent.read_state(HostRoot(host.root))
     assert state.spec_digest == hashlib.sha256(as_json.encode()).hexdigest()
+
+
+def test_a_persons_edit_of_the_main_files_cri_settings_reaches_containerd(
+    containerd_host: Host,
+) -> None:
+    """On 2.x the drop-in holds only ctk's keys, so an edit of config.toml takes effect as it
+    is; on 1.x the drop-in's copy hides it until the agent's next pass copies it again (without
+    restarting containerd: the person who edits the config restarts it)."""
+    host = containerd_host
+    config = host.path("/etc/containerd/config.toml")
+    drop_in = host.path(IMPORT)
+    assert host.agent("--once").returncode == 0
+    copied, pid = drop_in.read_bytes(), host.pid
+    text = config.read_text()
+    if host.containerd_2:
+        text += "\n[plugins.'io.containerd.cri.v1.runtime']\n  restrict_oom_score_adj = true\n"
+    else:
+        line = '  sandbox_image = "registry.k8s.io/pause:3.9"\n'
+        assert line in text
+        text = text.replace(line, line + "  restrict_oom_score_adj = true\n")
+    config.write_text(text)
+    restrict = dumped(host)["plugins"][host.cri]["restrict_oom_score_adj"]
+    assert restrict is host.containerd_2  # 1.x: still the drop-in's copy, false
+
+    done = host.agent("--once")
+    assert done.returncode == 0, done.stderr
+    if host.containerd_2:
+        assert done.stderr == "pass: nothing changed; ready\n"
+        assert drop_in.read_bytes() == copied
+    else:
+        assert f"updated {IMPORT}\n" in done.stderr
+        cri = toml_loads(drop_in.read_text())["plugins"][host.cri]
+        assert cri["restrict_oom_score_adj"] is True
+    assert dumped(host)["plugins"][host.cri]["restrict_oom_score_adj"] is True
+    assert config.read_text() == text
+    assert (host.restarts, host.pid) == (1, pid)

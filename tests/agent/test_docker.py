@@ -1,4 +1,5 @@
-"""`ctk agent` against a real dockerd 20.10 whose daemon.json lives in a fake host tree."""
+"""`ctk agent` against a real dockerd whose daemon.json lives in a fake host tree: this machine's
+20.10 and today's 28 and 26 where CTK_ENGINES names them (tests/engines.py)."""
 
 from __future__ import annotations
 

@@ -83,7 +83,7 @@ def test_choose_handler_binary(
 
 def drop_in_runtime(host: Host) -> dict[str, object]:
     data = toml_loads(host.path(DROP_IN).read_text())
-    cri = data["plugins"]["io.containerd.grpc.v1.cri"]
+    cri = data["plugins"][host.cri]
     return {
         "enable_cdi": cri.get("enable_cdi"),
         "nvidia": cri["containerd"]["runtimes"]["nvidia"]["options"]["BinaryName"],
@@ -103,7 +103,7 @@ def test_cdi_without_the_toolkit_runs_plain_runc_and_is_ready(
     assert drop_in_runtime(host) == {"enable_cdi": True, "nvidia": "runc"}
     dumped = host.dump()
     assert dumped.returncode == 0, dumped.stderr
-    cri = toml_loads(dumped.stdout)["plugins"]["io.containerd.grpc.v1.cri"]
+    cri = toml_loads(dumped.stdout)["plugins"][host.cri]
     assert cri["containerd"]["runtimes"]["nvidia"]["options"]["BinaryName"] == "runc"
     assert ready.exists()
     state = json.loads(host.path("/var/lib/ctk/agent/state.json").read_text())
@@ -156,13 +156,22 @@ def test_no_toolkit_and_no_cdi_is_not_ready_and_says_why(
         timeout=120,
     )
     # ctk doctor names the same root cause on this host.
-    (check,) = [
-        c for c in json.loads(doctor.stdout)["checks"] if c["id"] == "toolkit.not-installed"
-    ]
-    assert (check["status"], check["summary"]) == (
-        "fail",
-        "the NVIDIA Container Toolkit is not installed: no engine can inject GPUs",
-    )
+    checks = {c["id"]: c for c in json.loads(doctor.stdout)["checks"]}
+    toolkit = checks["toolkit.not-installed"]
+    if host.containerd_2:  # CDI is on by default: the agent's spec is a route, the handler not
+        assert toolkit["status"] == "ok"
+        assert "(containerd 2.x): CDI on by default since 2.0)" in toolkit["summary"]
+        runtime = checks["containerd.runtime-not-configured"]
+        assert (runtime["status"], runtime["summary"]) == (
+            "fail",
+            f"/etc/containerd/config.toml names the nvidia runtime {NCR}, which does not exist: "
+            "GPU containers fail to start",
+        )
+    else:
+        assert (toolkit["status"], toolkit["summary"]) == (
+            "fail",
+            "the NVIDIA Container Toolkit is not installed: no engine can inject GPUs",
+        )
     # The toolkit arrives: the next pass is ready, without touching the engine again.
     host.path(NCR).write_text('#!/bin/sh\nexec runc "$@"\n')
     host.path(NCR).chmod(0o755)
