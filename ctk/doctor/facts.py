@@ -228,6 +228,7 @@ class RuntimeEntry:
     binary: str | None = None
     binary_exists: bool = True
     systemd_cgroup: bool | None = None
+    source: str | None = None  # the config file that defines it (None: the engine's main one)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

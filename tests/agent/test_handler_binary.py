@@ -13,6 +13,7 @@ import pytest
 from ctk.agent.model import HandlerBinary, choose_handler_binary
 from ctk.toml_compat import loads as toml_loads
 from tests.agent.conftest import Host
+from tests.agent.test_containerd import IMPORT
 
 NCR = "/usr/bin/nvidia-container-runtime"
 OPERATOR = "/usr/local/nvidia/toolkit/nvidia-container-runtime"
@@ -164,8 +165,8 @@ def test_no_toolkit_and_no_cdi_is_not_ready_and_says_why(
         runtime = checks["containerd.runtime-not-configured"]
         assert (runtime["status"], runtime["summary"]) == (
             "fail",
-            f"/etc/containerd/config.toml names the nvidia runtime {NCR}, which does not exist: "
-            "GPU containers fail to start",
+            f"{IMPORT} names the nvidia runtime {NCR}, which does not exist: GPU containers "
+            "fail to start",  # the drop-in that defines it, not the main file
         )
     else:
         assert (toolkit["status"], toolkit["summary"]) == (

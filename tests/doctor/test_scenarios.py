@@ -910,7 +910,7 @@ SCENARIOS = [
     pytest.param(
         "containerd-runtime-binary-missing",
         {
-            "containerd.runtime-not-configured": "/etc/containerd/config.toml names the nvidia runtime /usr/bin/nvidia-container-runtime, which does not exist: GPU containers fail to start",
+            "containerd.runtime-not-configured": "/etc/containerd/conf.d/99-nvidia.toml names the nvidia runtime /usr/bin/nvidia-container-runtime, which does not exist: GPU containers fail to start",
         },
         set(),
         id="containerd-nvidia-runtime-binary-missing",

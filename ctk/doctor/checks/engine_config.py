@@ -43,6 +43,7 @@ def nvidia_runtime_entry(engine: EngineFacts) -> tuple[RuntimeEntry | None, list
     if runtime is None:
         names = ", ".join(sorted(engine.runtimes)) or "none"
         return None, [Evidence(where, f"runtimes: {names} (no nvidia)")]
+    where = runtime.source or where  # a drop-in that defines it, where one does
     if runtime.binary and not runtime.binary_exists:
         return None, [Evidence(where, f"nvidia runtime binary {runtime.binary} is missing")]
     return runtime, [Evidence(where, f"nvidia -> {runtime.binary or 'default binary'}")]
@@ -53,10 +54,11 @@ def runtime_binary_missing(engine: EngineFacts, restart: str) -> Result | None:
     runtime = engine.runtimes.get("nvidia")
     if runtime is None or not runtime.binary or runtime.binary_exists:
         return None
+    where = runtime.source or engine.config_path or engine.engine
     return fail(
-        f"{engine.config_path or engine.engine} names the nvidia runtime {runtime.binary}, which "
-        "does not exist: GPU containers fail to start",
-        Evidence(engine.config_path or engine.engine, f"nvidia -> {runtime.binary} (missing)"),
+        f"{where} names the nvidia runtime {runtime.binary}, which does not exist: GPU "
+        "containers fail to start",
+        Evidence(where, f"nvidia -> {runtime.binary} (missing)"),
         commands=("sudo apt-get install -y nvidia-container-toolkit", restart),
         notes=("or point the runtime at the binary's real path",),
     )

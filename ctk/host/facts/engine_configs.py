@@ -123,6 +123,7 @@ def _runtimes(g: Gatherer, view: Any, binaries: Mapping[str, str]) -> dict[str, 
             binary=binary,
             binary_exists=exists,
             systemd_cgroup=runtime.systemd_cgroup,
+            source=runtime.source or None,
         )
     return entries
 
