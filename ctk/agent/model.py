@@ -10,6 +10,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from importlib import resources
 from pathlib import PurePosixPath
 from typing import Final
 
@@ -268,7 +269,9 @@ class State:
     hook: bool = False  # the agent installed the native hook (uninstall removes it)
     runtime_path: str | None = None  # the binary the nvidia handler was configured with
     template: str | None = None  # digest of the k3s/RKE2 template the engine was restarted for
-    created: tuple[str, ...] = ()  # files of its own in the agent's file system (outlets, ready)
+    # files of its own in the agent's file system (outlets, ready): path -> digest of the bytes
+    # it wrote there (None: unknown, from an earlier version's state; such a file is kept)
+    created: Mapping[str, str | None] = field(default_factory=dict)
 
 
 def untouched(state: State, current: Mapping[str, str | None]) -> bool:
@@ -326,19 +329,38 @@ def dump_state(state: State) -> str:
         "hook": state.hook,
         "runtime_path": state.runtime_path,
         "template": state.template,
-        "created": list(state.created),
+        "created": dict(state.created),
     }
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
+def _schema_problem(data: object) -> str | None:
+    """Where and how ``data`` breaks ctk/schemas/agent-state.json (None: it matches)."""
+    import jsonschema
+
+    schema = json.loads(resources.files("ctk").joinpath("schemas/agent-state.json").read_text())
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(schema).iter_errors(data)
+    )
+    if error is None:
+        return None
+    where = "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    return f"{where.lstrip('.') or 'the document'}: {error.message}"
+
+
 def load_state(name: str, text: str | None) -> State:
-    """Parse the state file ``name`` (missing: a fresh state); `CtkError` when unreadable."""
+    """Parse the state file ``name`` (missing: a fresh state); `CtkError` when it is not JSON or
+    does not match its schema (ctk/schemas/agent-state.json): the agent restores, overwrites and
+    deletes files by what it says, so a value it does not expect is never acted on."""
     if text is None:
         return State()
     try:
         data = json.loads(text)
         if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
             raise ValueError(f"not a version {STATE_VERSION} agent state")
+        problem = _schema_problem(data)
+        if problem is not None:
+            raise ValueError(problem)
         configs = {
             str(path): Written(original=_opt_str(w["original"]), left=_opt_str(w["left"]))
             for path, w in dict(data.get("configs", {})).items()
@@ -360,13 +382,20 @@ def load_state(name: str, text: str | None) -> State:
             hook=bool(data.get("hook", False)),
             runtime_path=_opt_str(data.get("runtime_path")),
             template=_opt_str(data.get("template")),
-            created=tuple(str(p) for p in data.get("created", [])),
+            created=_created(data.get("created", {})),
         )
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise CtkError(
             f"{name}: not a ctk agent state file ({exc})",
             hint="move it away; the next pass starts afresh (its counters restart at 0)",
         ) from exc
+
+
+def _created(value: object) -> dict[str, str | None]:
+    if isinstance(value, list):  # an earlier version's list of paths: what it wrote is unknown
+        return dict.fromkeys(map(str, value))
+    assert isinstance(value, dict)  # the schema allows nothing else
+    return {str(path): str(known) for path, known in value.items()}
 
 
 def _opt_str(value: object) -> str | None:

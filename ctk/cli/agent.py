@@ -164,7 +164,7 @@ def agent(
 ) -> None:
     """Keep this node's engine, CDI spec and readiness right (the DaemonSet's agent)."""
     from ctk.agent.model import SOCKETS, check_restart_mode, detect_runtime
-    from ctk.cli.agent_pass import Agent, reconcile
+    from ctk.cli.agent_pass import Agent, check_state, reconcile
     from ctk.cli.agent_pass import uninstall as revert
     from ctk.host import agent as host_agent
     from ctk.host.root import HostRoot, existing_root
@@ -216,6 +216,7 @@ def agent(
             nfd_dir=nfd_features_dir,
             enable_cdi=enable_cdi,
         )
+        check_state(settings, state, str(host_agent.state_path(host)))
         if uninstall:
             left = revert(settings, state)
             if left.restart_pending:  # kept: the next agent still has a restart to report

@@ -76,6 +76,25 @@ def _config(agent: Agent) -> PurePosixPath:
     return PurePosixPath(agent.config) if agent.config else ENGINES[agent.runtime].config_path
 
 
+def managed_configs(agent: Agent) -> frozenset[str]:
+    """The engine config files this agent may write, restore or remove (host paths)."""
+    drop_in = agent.drop_in or ENGINES[agent.runtime].drop_in_path
+    return frozenset(str(p) for p in (_config(agent), drop_in) if p)
+
+
+def check_state(agent: Agent, state: State, name: str) -> None:
+    """Refuse a state file (``name``) that names engine configs other than this agent's own: a
+    pass or uninstall would overwrite or restore them by what it says."""
+    foreign = sorted(set(state.configs) - managed_configs(agent))
+    if foreign:
+        raise CtkError(
+            f"{name}: names {', '.join(foreign)}, which this agent does not manage "
+            f"({', '.join(sorted(managed_configs(agent)))}); nothing was touched",
+            hint="run the agent with the --runtime, --config and --drop-in it was installed "
+            "with, or move the state file away (the next pass starts afresh)",
+        )
+
+
 def _spec_path(agent: Agent) -> PurePosixPath:
     return agent.cdi_dir / SPEC_NAME
 
@@ -303,7 +322,12 @@ def _spec(agent: Agent, state: State) -> tuple[State, bool, str | None]:
 
 
 def _own(state: State, path: str) -> State:
-    return state if path in state.created else replace(state, created=(*state.created, path))
+    """``state`` knowing the agent's own file ``path`` as it is now (uninstall removes it only
+    while it still holds those bytes)."""
+    now = host_agent.file_digest(Path(path))
+    if now is None or state.created.get(path) == now:
+        return state
+    return replace(state, created={**state.created, path: now})
 
 
 def _mark_ready(agent: Agent, state: State, ready: bool) -> State:
@@ -398,8 +422,13 @@ def uninstall(agent: Agent, state: State) -> State:
         state, configs={}, record=None, ready_pid=None, runtime_path=None, template=None
     )
     state = _restart(agent, state, changed=changed, live=False, removal=True)
-    if state.spec is not None and files.remove(agent.host.path(state.spec)):
-        agent.say(f"removed {state.spec}")
+    if state.spec is not None:
+        spec = agent.host.path(state.spec)
+        now = host_agent.file_digest(spec)
+        if now is not None and now != state.spec_digest:  # not the spec the agent left
+            agent.say(f"kept {state.spec}: not the spec the agent wrote")
+        elif files.remove(spec):
+            agent.say(f"removed {state.spec}")
     state = replace(state, spec=None)
     if state.hook:
         from ctk.host import installation
@@ -411,10 +440,13 @@ def uninstall(agent: Agent, state: State) -> State:
         for path in outcome.kept if outcome else ():
             agent.say(f"kept {path}: changed since ctk installed it")
         state = replace(state, hook=False)
-    for name in state.created:
-        if files.remove(Path(name)):
+    for name, written in state.created.items():
+        now = host_agent.file_digest(Path(name))
+        if now is not None and now != written:  # not what the agent left there (or unknown)
+            agent.say(f"kept {name}: not the file the agent wrote")
+        elif files.remove(Path(name)):
             agent.say(f"removed {name}")
-    return replace(state, created=())
+    return replace(state, created={})
 
 
 def _revert_configs(agent: Agent, state: State) -> bool:

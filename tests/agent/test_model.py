@@ -149,20 +149,73 @@ def test_state_round_trip() -> None:
         configs={"/etc/docker/daemon.json": Written(original=None, left=digest("{}"))},
         record='{"changes": []}',
         spec="/var/run/cdi/nvidia.yaml",
-        created=("/outlets/ctk.prom",),
+        created={"/outlets/ctk.prom": digest("# HELP")},
     )
     assert load_state("s", dump_state(state)) == state
     assert load_state("s", None) == State()
+    legacy = '{"version": 1, "created": ["/outlets/ctk.prom"]}'  # an earlier version's list
+    assert load_state("s", legacy).created == {"/outlets/ctk.prom": None}
 
 
 @pytest.mark.parametrize(
-    "text", ["", "[]", '{"version": 9}', '{"version": 1, "configs": {"x": {"original": 1}}}']
+    ("text", "problem"),
+    [
+        pytest.param("", "Expecting value: line 1 column 1 (char 0)", id="empty"),
+        pytest.param("[]", "not a version 1 agent state", id="array"),
+        pytest.param('{"version": 9}', "not a version 1 agent state", id="version"),
+        pytest.param(
+            '{"version": 1, "configs": {"/x": {"original": 1, "left": null}}}',
+            "configs./x.original: 1 is not of type 'string', 'null'",
+            id="config-original",
+        ),
+        pytest.param(
+            '{"version": 1, "configs": []}', "configs: [] is not of type 'object'", id="configs"
+        ),
+        pytest.param(
+            '{"version": 1, "configs": {"etc/x": {"original": null, "left": null}}}',
+            "configs: 'etc/x' does not match '^/'",
+            id="relative-config",
+        ),
+        pytest.param(
+            '{"version": 1, "ready_pid": true}',
+            "ready_pid: True is not of type 'integer', 'null'",
+            id="ready-pid-bool",
+        ),
+        pytest.param(
+            '{"version": 1, "engine_restarts": 1.5}',
+            "engine_restarts: 1.5 is not of type 'integer'",
+            id="restarts-fraction",
+        ),
+        pytest.param(
+            '{"version": 1, "drift_repairs": -1}',
+            "drift_repairs: -1 is less than the minimum of 0",
+            id="repairs-negative",
+        ),
+        pytest.param(
+            '{"version": 1, "spec": "/var/run/cdi/../../etc/passwd"}',
+            "spec: '/var/run/cdi/../../etc/passwd' should not be valid under "
+            "{'pattern': '(^|/)\\\\.\\\\.(/|$)'}",
+            id="spec-dotdot",
+        ),
+        pytest.param(
+            '{"version": 1, "created": {"/x": "not-a-digest"}}',
+            "created./x: 'not-a-digest' does not match '^[0-9a-f]{64}$'",
+            id="created-digest",
+        ),
+        pytest.param(
+            '{"version": 1, "restarts": 1}',
+            "the document: Additional properties are not allowed ('restarts' was unexpected)",
+            id="unknown-key",
+        ),
+    ],
 )
-def test_state_unreadable(text: str) -> None:
+def test_state_unreadable(text: str, problem: str) -> None:
+    """Anything the schema (ctk/schemas/agent-state.json) does not allow is refused, naming
+    where: the agent restores, overwrites and deletes files by what the state says."""
     with pytest.raises(CtkError) as caught:
         load_state("/host/var/lib/ctk/agent/state.json", text)
-    assert caught.value.message.startswith(
-        "/host/var/lib/ctk/agent/state.json: not a ctk agent state file ("
+    assert caught.value.message == (
+        f"/host/var/lib/ctk/agent/state.json: not a ctk agent state file ({problem})"
     )
 
 
