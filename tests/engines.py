@@ -100,8 +100,16 @@ def dockers() -> list[Engine]:
     return _own("docker.io", "dockerd", "/usr/bin/docker") + _fetched("docker.io")
 
 
-CRIO_TOOLS = Path(__file__).resolve().parents[2] / "shared/tools/cri-o"
-"""Where CRI-O's build lies beside the checkout (Debian packages none); absent on a laptop."""
+CRIO_TOOLS = next(
+    (
+        found
+        for above in Path(__file__).resolve().parents[1:]
+        if (found := above / "shared/tools/cri-o").is_dir()
+    ),
+    Path(__file__).resolve().parents[2] / "shared/tools/cri-o",
+)
+"""Where CRI-O's build lies beside the checkout (Debian packages none); absent on a laptop.
+Looked for above the checkout too: `.ci/run` runs the suite again in a copy inside `.ci/`."""
 
 
 def crios() -> list[Engine]:
