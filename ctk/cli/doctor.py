@@ -363,6 +363,20 @@ def _fix(
         if finding.check in affected:
             was = before[finding.check].status.value
             out.write(f"  {finding.check}: {was} -> {finding.status.value}  {finding.summary}\n")
+    # Checks the fixed ones had blocked (depends_on) run now and may find more: say so, or the
+    # exit code would be unexplained.
+    surfaced = [
+        f
+        for f in after
+        if f.check not in affected and f.is_problem and not before[f.check].is_problem
+    ]
+    if surfaced:
+        out.write("Now found (the fixed checks had blocked them):\n")
+        for finding in surfaced:
+            was = before[finding.check].status.value
+            out.write(f"  {finding.check}: {was} -> {finding.status.value}  {finding.summary}\n")
+        if doctor_fix.planned(surfaced):
+            out.write("ctk can fix these too: run ctk doctor --fix again\n")
     stuck = [f for f in after if f.check in affected and f.is_problem]
     if stuck:
         states = ", ".join(f"{f.check} still {f.status.value}" for f in stuck)

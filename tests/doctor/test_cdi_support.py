@@ -13,7 +13,7 @@ import pytest
 from ctk.doctor.checks.containerd import containerd_cdi
 from ctk.doctor.checks.docker import daemon_json_invalid, docker_cdi
 from ctk.doctor.facts import EngineFacts, NodeFacts
-from ctk.doctor.model import Status
+from ctk.doctor.model import Severity, Status
 from tests.doctor.test_cdi_readers import CONTAINERD, DOCKER
 from tests.doctor.test_cdi_readers import node as readers_node
 
@@ -25,13 +25,14 @@ def node(engine: EngineFacts) -> NodeFacts:
 
 @pytest.mark.parametrize(
     ("version", "status"),
-    [("20.10.24", Status.WARN), ("24.0.9", Status.WARN), ("25.0.0", Status.OK), (None, Status.OK)],
+    [("20.10.24", Status.FAIL), ("24.0.9", Status.FAIL), ("25.0.0", Status.OK), (None, Status.OK)],
 )
 def test_docker_cdi_needs_docker_25(version: str | None, status: Status) -> None:
     result = docker_cdi(node(replace(DOCKER, version=version)))
     assert result.status is status, result
-    if status is Status.WARN:
+    if status is Status.FAIL:  # an error, as CDI off and no spec directory are (issue 23, 6)
         assert f"docker {version} has no CDI support (it came in 25.0)" in result.summary
+        assert result.severity is Severity.ERROR
 
 
 @pytest.mark.parametrize(

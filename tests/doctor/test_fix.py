@@ -25,7 +25,9 @@ def test_fix_configures_docker_and_rechecks(
     docker_node: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = docker_node / DAEMON_JSON
-    assert main(["doctor", "--root", str(docker_node), "--fix", "--yes"]) == 0
+    # the toolkit is in CDI mode: with the runtime there, Docker's CDI being off is found next
+    # (an error, as every way Docker cannot serve a CDI request is), and fixed by a second run
+    assert main(["doctor", "--root", str(docker_node), "--fix", "--yes"]) == 1
     out = capsys.readouterr().out
     tail = out[out.index("ctk can fix these findings itself:") :]
     assert tail == (
@@ -38,6 +40,11 @@ def test_fix_configures_docker_and_rechecks(
         "\nAfter the fixes:\n"
         "  docker.runtime-not-configured: fail -> ok  nvidia runtime configured "
         "(default runtime runc)\n"
+        "Now found (the fixed checks had blocked them):\n"
+        "  docker.cdi-not-enabled: skip -> fail  the toolkit uses CDI but Docker's CDI support "
+        "is off: `--device nvidia.com/gpu=...` fails with 'could not select device driver "
+        '"cdi"\'\n'
+        "ctk can fix these too: run ctk doctor --fix again\n"
     )
     written = json.loads(config.read_text())
     assert written["runtimes"]["nvidia"]["path"] == "/usr/bin/nvidia-container-runtime"
@@ -45,6 +52,11 @@ def test_fix_configures_docker_and_rechecks(
     # the undo record belongs to the diagnosed node's state directory, not this machine's
     undo = docker_node / "var/lib/ctk/runtime/undo"
     assert [p.name.endswith("daemon.json.json") for p in undo.iterdir()] == [True]
+    # the second run fixes what the first one uncovered
+    assert main(["doctor", "--root", str(docker_node), "--fix", "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert "  docker.cdi-not-enabled: fail -> ok  " in out
+    assert json.loads(config.read_text())["features"] == {"cdi": True}
 
 
 def test_fix_declined_changes_nothing(

@@ -1111,6 +1111,29 @@ def test_docker_cdi_reading_no_directory_is_an_error(
 
 
 @pytest.mark.parametrize(
+    "node",
+    [
+        "docker-cdi-off",
+        "docker-cdi-before-default",
+        "docker-cdi-default-off",
+        "docker-cdi-on-no-dirs",
+        "docker-cdi-default-blank-dirs",
+    ],
+)
+def test_every_way_docker_cannot_serve_cdi_is_an_error_alike(
+    node: str,
+    fake_node: Callable[[str], FakeNode],  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The toolkit in CDI mode: CDI off (by setting or by version) and CDI on reading no
+    directory each fail every CDI request, so each is the same finding's error (issue 23, 6)."""
+    built = fake_node(node)
+    code, document = run_doctor(built.root, capsys, "--check", "docker.cdi-not-enabled")
+    [finding] = document["checks"]
+    assert (code, finding["status"], finding["severity"]) == (1, "fail", "error")
+
+
+@pytest.mark.parametrize(
     ("node", "summary"),
     [
         pytest.param(

@@ -161,7 +161,7 @@ def _cdi_wanted(facts: NodeFacts) -> bool:
 
 @check(
     "docker.cdi-not-enabled",
-    severity=Severity.WARNING,
+    severity=Severity.ERROR,
     title="Docker has CDI enabled where CDI is used",
     remedy="Enable CDI in daemon.json (features.cdi) and restart Docker.",
     sources=("https://github.com/cncf-tags/container-device-interface/issues/84",),
@@ -177,11 +177,14 @@ def docker_cdi(facts: NodeFacts) -> Result:
     if not _cdi_wanted(facts):
         return ok("CDI is not required (toolkit mode is not cdi)")
     unsupported = cdi_unsupported(Runtime.DOCKER, docker)
+    # The toolkit in CDI mode means CDI requests are made: each way Docker cannot answer them
+    # (too old, CDI off, no spec directory) fails every one of them, and is an error alike.
     if unsupported is not None:
-        return warn(
+        return fail(
             f"the toolkit uses CDI but {unsupported}: `--device nvidia.com/gpu=...` fails with "
             "'is not an absolute path'",
             Evidence(docker.config_path, unsupported),
+            severity=Severity.ERROR,
             notes=(
                 "upgrade Docker to 25 or later (28.2 reads CDI specs by default), or run GPU "
                 "containers with --runtime=nvidia and NVIDIA_VISIBLE_DEVICES",
@@ -193,10 +196,11 @@ def docker_cdi(facts: NodeFacts) -> Result:
     elif docker.cdi_enabled is None and default is not None:
         on = f"CDI enabled by default ({default}); daemon.json does not turn it off"
     else:
-        return warn(
+        return fail(
             "the toolkit uses CDI but Docker's CDI support is off: `--device nvidia.com/gpu=...` "
             "fails with 'could not select device driver \"cdi\"'",
             Evidence(docker.config_path, cdi_setting(Runtime.DOCKER, docker)),
+            severity=Severity.ERROR,
             commands=("sudo systemctl restart docker",),
             fixes=(configure_fix("docker", enable_cdi=True),),
         )
