@@ -357,6 +357,17 @@ def _fix(
             return 1
     affected = sorted({i for _, ids in plan for i in ids})
     _, after, _ = _diagnose(root, need, shown, nvml_timeout)
+    return _after_fixes(findings, after, affected)
+
+
+def _after_fixes(
+    findings: Sequence[Finding], after: Sequence[Finding], affected: Sequence[str]
+) -> int:
+    """Say what the fixes changed, and what the checks they unblocked find now; the exit code."""
+    from ctk.cli import doctor_fix
+    from ctk.doctor.run import summarize
+
+    out = sys.stdout
     before = {f.check: f for f in findings}
     out.write("\nAfter the fixes:\n")
     for finding in after:

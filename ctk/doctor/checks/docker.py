@@ -26,7 +26,6 @@ from ctk.doctor.model import (
     fail,
     ok,
     skip,
-    warn,
 )
 from ctk.runtime_config.engines import CDI_SPEC_DIRS, Runtime
 
