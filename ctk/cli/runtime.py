@@ -280,8 +280,18 @@ def _apply(
     if dry_run:
         _print_documents(runtime, plan, verb)
         return
-    for change in plan.files:
-        _write(change, place, backup=backup)
+    from ctk.host import engine_files as host_engines
+
+    records = [r for change in plan.files if (r := _write(change, place, backup=backup))]
+    defaults = {str(ENGINES[runtime].config_path), str(ENGINES[runtime].drop_in_path)}
+    machine = records and records[0].is_relative_to(host_engines.DEFAULT_STATE_DIR)
+    if machine and str(place.root) == "/" and not {c.path for c in plan.files} <= defaults:
+        # a config of its own (a scratch file, another node's) whose undo record went into
+        # this machine's /var/lib/ctk: say so (--root or CTK_STATE_DIR keep it elsewhere)
+        sys.stderr.write(
+            f"note: the undo record is {records[0]} (unconfigure reads it; --root keeps it "
+            "under the config's root, $CTK_STATE_DIR elsewhere)\n"
+        )
     if not changes:
         sys.stdout.write(f"{_nothing(runtime, verb)}\n")
         return
@@ -322,7 +332,8 @@ def _print_documents(runtime: Runtime, plan: Plan, verb: str) -> None:
         sys.stderr.write(f"{_nothing(runtime, verb)}\n")
 
 
-def _write(change: FileChange, place: Place, *, backup: bool) -> None:
+def _write(change: FileChange, place: Place, *, backup: bool) -> Path | None:
+    """Write ``change`` (its undo record first); the record's path where one was written."""
     from ctk.host import engine_files as host_engines
     from ctk.host import files
     from ctk.runtime_config.changes import dump_record
@@ -364,6 +375,7 @@ def _write(change: FileChange, place: Place, *, backup: bool) -> None:
         files.remove(host_engines.legacy_record_path(path))
     if change.drop_record:
         files.remove(record_file)
+    return record_file if change.record is not None else None
 
 
 def _nothing(runtime: Runtime, verb: str) -> str:

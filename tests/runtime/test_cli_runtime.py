@@ -1114,3 +1114,38 @@ def test_users_own_default_nvidia_runtime_is_given_back(
     assert config.read_text() != original
     assert run(capsys, "unconfigure", *args)[0] == 0
     assert config.read_text() == original
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a private mount namespace needs root")
+def test_a_scratch_configs_undo_record_in_this_machines_state_dir_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`runtime configure --config SCRATCH` without --root keeps its undo record in this
+    machine's /var/lib/ctk, and says so; with --root or $CTK_STATE_DIR it says nothing (the
+    record is where the user put it). /var/lib is a tmpfs of the test's own namespace here."""
+    config = tmp_path / "daemon.json"
+    config.write_text("{}\n")
+    env = {k: v for k, v in os.environ.items() if k != "CTK_STATE_DIR"}
+    script = 'mount -t tmpfs tmpfs /var/lib && exec "$@"'
+    done = subprocess.run(
+        [
+            *("unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"),
+            *(sys.executable, "-m", "ctk.cli.app", "runtime", "configure", "--runtime=docker"),
+            *("--config", str(config)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**env, "PYTHONPATH": str(REPO)},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    record = "/var/lib/ctk/runtime/undo/" + str(config).replace("/", "%2F") + ".json"
+    assert (
+        f"note: the undo record is {record} (unconfigure reads it; --root keeps it under the "
+        "config's root, $CTK_STATE_DIR elsewhere)\n"
+    ) in done.stderr
+    config.write_text("{}\n")  # with the tests' own state directory: nothing to say
+    capsys.readouterr()
+    assert main(["runtime", "configure", "--runtime=docker", "--config", str(config)]) == 0
+    assert "undo record" not in capsys.readouterr().err
