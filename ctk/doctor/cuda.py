@@ -191,11 +191,108 @@ def malformed(need: CudaNeed) -> tuple[str, ...]:
 
 def expression_holds(expression: str, host: HostCuda) -> bool:
     """Whether any space-separated alternative has all its comma-joined conditions true."""
-    alternatives = expression.split()
+    alternatives = parse_expression(expression)
     if not alternatives:
         return True
-    return any(
-        all(_condition_holds(cond, host) for cond in alt.split(",") if cond) for alt in alternatives
+    return any(alternative_holds(alt, host) for alt in alternatives)
+
+
+@dataclass(frozen=True, slots=True)
+class Alternative:
+    """One space-separated term of a requirement: comma-joined conditions that must all hold."""
+
+    conditions: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        """The term as the image wrote it (`brand=tesla,driver>=418,driver<419`)."""
+        return ",".join(self.conditions)
+
+    def values(self, prop: str) -> tuple[tuple[str, str], ...]:
+        """(operator, value) of each condition on ``prop``, in order."""
+        found = []
+        for condition in self.conditions:
+            match = _CONDITION.match(condition)
+            if match and match.group(1) == prop:
+                found.append((match.group(2), match.group(3)))
+        return tuple(found)
+
+
+def parse_expression(expression: str) -> tuple[Alternative, ...]:
+    """The alternatives of one `NVIDIA_REQUIRE_*` value (space = OR, comma = AND); a term of
+    nothing but commas is dropped, as both of NVIDIA's evaluators let it satisfy nothing."""
+    terms = (tuple(c for c in term.split(",") if c) for term in expression.split())
+    return tuple(Alternative(conditions) for conditions in terms if conditions)
+
+
+def alternative_holds(alt: Alternative, host: HostCuda, *, assume_brand: bool = False) -> bool:
+    """Whether every condition holds; ``assume_brand``: `brand` conditions count as met."""
+    return all(
+        (assume_brand and condition.startswith("brand")) or _condition_holds(condition, host)
+        for condition in alt.conditions
+    )
+
+
+def branch_cuda(alt: Alternative, table: Sequence[CudaRow]) -> Version | None:
+    """The newest CUDA major.minor a driver inside the term's `driver<` / `driver<=` bound runs
+    natively, by the table's minimum drivers; None when the term sets no upper bound."""
+    bounds = [(op, parse_version(value)) for op, value in alt.values("driver") if op in ("<", "<=")]
+    best: Version | None = None
+    for op, bound in bounds:
+        if bound is None:
+            continue
+        for row in table:
+            if row.min_driver is None or not row.verified:
+                continue
+            below = _compare(row.min_driver, bound)
+            if (below < 0 or (op == "<=" and below == 0)) and (best is None or row.cuda[:2] > best):
+                best = row.cuda[:2]
+    return best
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ForwardCompat:
+    """The requirement holds through a term like `brand=tesla,driver>=418,driver<419` while the
+    driver's CUDA is older than the workload's: only forward compatibility bridges the gap."""
+
+    clause: str
+    brands: tuple[str, ...]
+    branch_cuda: Version | None
+    """The newest CUDA the clause's driver range runs without compat libraries (the table)."""
+    brand_assumed: bool = False
+    """NVML named no brand: the clause holds only if the GPU is of its brand."""
+
+
+def forward_compat_clause(
+    expressions: Iterable[str],
+    host: HostCuda,
+    table: Sequence[CudaRow],
+    required: Version | None,
+) -> ForwardCompat | None:
+    """The term that holds on a host whose CUDA is older than ``required`` (so not through a
+    `cuda` condition); when NVML named no brand, one that would hold if the brand matched."""
+    if required is None or host.cuda is None or host.cuda[:2] >= required[:2]:
+        return None
+    terms = [alt for expression in expressions for alt in parse_expression(expression)]
+    held = next((alt for alt in terms if alternative_holds(alt, host)), None)
+    assumed = False
+    if held is None and not host.brands - {"unknown"}:
+        held = next(
+            (
+                alt
+                for alt in terms
+                if alt.values("brand") and alternative_holds(alt, host, assume_brand=True)
+            ),
+            None,
+        )
+        assumed = held is not None
+    if held is None:
+        return None
+    return ForwardCompat(
+        clause=held.text,
+        brands=tuple(value.lower() for _, value in held.values("brand")),
+        branch_cuda=branch_cuda(held, table),
+        brand_assumed=assumed,
     )
 
 
@@ -221,6 +318,8 @@ class Verdict:
     row: CudaRow | None
     mvc_applies: bool
     beyond_table: bool
+    forward_compat: ForwardCompat | None = None
+    """Set when the requirement is met only through a forward-compatibility clause."""
 
 
 def judge(need: CudaNeed, host: HostCuda, table: Sequence[CudaRow]) -> Verdict:
@@ -240,6 +339,19 @@ def judge(need: CudaNeed, host: HostCuda, table: Sequence[CudaRow]) -> Verdict:
         and row.min_driver_mvc is not None
         and version_at_least(host.driver, row.min_driver_mvc)
     )
+    bridge = forward_compat_clause(expressions, host, table, required)
+    if bridge is not None and not satisfied:
+        # with the brand unknown the clause may hold: then every other expression must
+        others = [
+            e for e in expressions if all(a.text != bridge.clause for a in parse_expression(e))
+        ]
+        if not bridge.brand_assumed or not all(expression_holds(e, host) for e in others):
+            bridge = None
     return Verdict(
-        satisfied=satisfied, required=required, row=row, mvc_applies=mvc, beyond_table=beyond
+        satisfied=satisfied,
+        required=required,
+        row=row,
+        mvc_applies=mvc,
+        beyond_table=beyond,
+        forward_compat=bridge,
     )

@@ -324,6 +324,9 @@ class CompatLibrary:
     """Host driver branches it supports (its `.note.cuda.fwd_compatibility`); () when unknown."""
     on_path: str | None = None
     """Where the library path forces it first (`LD_LIBRARY_PATH`, an ld.so.conf file)."""
+    mounted_at: str | None = None
+    """Where the runtime bind-mounted it over the driver's libraries (nvidia-container-cli does
+    so when the compat libcuda's major is above the driver's), from `/proc/self/mountinfo`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -504,6 +504,28 @@ SCENARIOS = [
         id="cuda-compat-on-h100-usable",
     ),
     pytest.param(
+        "container-fwd-compat-missing",
+        {
+            "cuda.driver-too-old": "the workload needs CUDA 10.2 but driver 418.87.01 supports 10.1; the requirement holds only through brand=tesla,driver>=418,driver<419, which counts on forward compatibility: the image has no cuda-compat libraries, so CUDA fails with 'CUDA driver version is insufficient for CUDA runtime version'",
+        },
+        set(),
+        id="cuda-10.2-on-418-without-compat",
+    ),
+    pytest.param(
+        "container-fwd-compat-unused",
+        {
+            "cuda.driver-too-old": "the workload needs CUDA 10.2 but driver 418.87.01 supports 10.1; the requirement holds only through brand=tesla,driver>=418,driver<419, which counts on forward compatibility: nothing shows it applies here, and without it CUDA fails with 'CUDA driver version is insufficient for CUDA runtime version'",
+        },
+        set(),
+        id="cuda-10.2-on-418-compat-not-used",
+    ),
+    pytest.param(
+        "container-fwd-compat-used",
+        {},
+        set(),
+        id="cuda-10.2-on-418-compat-mounted",
+    ),
+    pytest.param(
         "container-new-major",
         {
             "cuda.driver-too-old": "the workload needs CUDA 13.0 but driver 535.104.05 supports 12.2: the runtime refuses the container (unsatisfied condition: cuda>=13.0)",

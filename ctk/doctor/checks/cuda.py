@@ -84,7 +84,9 @@ def _judge(facts: NodeFacts) -> tuple[CudaNeed, compat.HostCuda, compat.Verdict]
     return need, host, verdict
 
 
-def _upgrade_commands(verdict: compat.Verdict, host: compat.HostCuda) -> tuple[str, ...]:
+def _upgrade_commands(
+    verdict: compat.Verdict, host: compat.HostCuda, *, offer_compat: bool = True
+) -> tuple[str, ...]:
     commands = []
     if verdict.row is not None and verdict.row.min_driver is not None:
         minimum = verdict.row.min_driver_text
@@ -97,7 +99,7 @@ def _upgrade_commands(verdict: compat.Verdict, host: compat.HostCuda) -> tuple[s
         commands.append(
             f"or use an image built for CUDA {compat.format_version(host.cuda)} or older"
         )
-    if verdict.required is not None:
+    if verdict.required is not None and offer_compat:
         major, minor = verdict.required[:2]
         known = host.brands - {"unknown"}
         compat_line = (
@@ -115,6 +117,119 @@ def _upgrade_commands(verdict: compat.Verdict, host: compat.HostCuda) -> tuple[s
                 "(CUDA error 804)"
             )
     return tuple(commands)
+
+
+COMPAT_DIR = "/usr/local/cuda/compat"
+
+
+def _bridge_gaps(
+    facts: NodeFacts, host: compat.HostCuda, bridge: compat.ForwardCompat
+) -> tuple[Evidence, ...]:
+    """What is not shown for forward compatibility to work here; () when all of it is."""
+    gaps = []
+    known = host.brands - {"unknown"}
+    if bridge.brand_assumed or not known:
+        gaps.append(
+            Evidence("NVML brand", "unknown: forward compatibility needs a data-center GPU")
+        )
+    elif not known <= DATA_CENTER_BRANDS:
+        shown = ", ".join(sorted(known - DATA_CENTER_BRANDS))
+        gaps.append(Evidence("NVML brand", f"{shown}: not a data-center brand (tesla, nvidia)"))
+    if facts.where not in INSIDE:
+        gaps.append(
+            Evidence(
+                f"{COMPAT_DIR}/libcuda.so.*",
+                "not checked: only the image's environment is known here",
+            )
+        )
+        return tuple(gaps)
+    lib = facts.container.compat
+    if lib is None:
+        return (
+            *gaps,
+            Evidence(f"{COMPAT_DIR}/libcuda.so.*", "absent: no cuda-compat in the image"),
+        )
+    version = compat.parse_version(lib.version)
+    if version is None or version <= host.driver:
+        gaps.append(Evidence(lib.path, f"not newer than driver {host.driver_text}: unused"))
+    if lib.driver_branches and host.driver[0] not in lib.driver_branches:
+        branches = ", ".join(str(b) for b in lib.driver_branches)
+        gaps.append(
+            Evidence(lib.path, f"supports driver branches {branches}, not {host.driver[0]}")
+        )
+    if lib.on_path is None and lib.mounted_at is None:
+        gaps.append(
+            Evidence(
+                lib.path,
+                "not used: neither LD_LIBRARY_PATH nor ld.so.conf names its directory, and the "
+                "runtime did not mount it over the driver's libcuda",
+            )
+        )
+    return tuple(gaps)
+
+
+def _forward_compat_verdict(
+    facts: NodeFacts,
+    host: compat.HostCuda,
+    verdict: compat.Verdict,
+    bridge: compat.ForwardCompat,
+    evidence: tuple[Evidence, ...],
+) -> Result:
+    """The requirement holds only through a `brand=` clause: ok where forward compatibility is
+    shown to apply, an error inside a container whose image has no compat libraries (without
+    minor-version compatibility to fall back on), a warning otherwise."""
+    wanted = compat.format_version(verdict.required or ())
+    shown_cuda = compat.format_version(host.cuda or ())
+    clause = Evidence("clause", bridge.clause)
+    if bridge.branch_cuda is not None:
+        clause = Evidence(
+            "clause",
+            f"{bridge.clause} (that driver branch runs CUDA "
+            f"{compat.format_version(bridge.branch_cuda)} natively)",
+        )
+    gaps = _bridge_gaps(facts, host, bridge)
+    lib = facts.container.compat
+    if not gaps and lib is not None:
+        used = f"first on {lib.on_path}" if lib.on_path else f"mounted at {lib.mounted_at}"
+        return ok(
+            f"CUDA {wanted} runs on driver {host.driver_text} through forward compatibility: "
+            f"compat libcuda {lib.version} ({used}) on a data-center GPU",
+            *evidence,
+            clause,
+        )
+    summary = (
+        f"the workload needs CUDA {wanted} but driver {host.driver_text} supports {shown_cuda}; "
+        f"the requirement holds only through {bridge.clause}, which counts on forward "
+        "compatibility"
+    )
+    missing = facts.where in INSIDE and lib is None
+    if verdict.mvc_applies:
+        summary += (
+            ": without it CUDA falls back to minor-version compatibility (no PTX JIT, no newer "
+            "APIs)"
+        )
+    elif missing:
+        summary += (
+            ": the image has no cuda-compat libraries, so CUDA fails with 'CUDA driver version "
+            "is insufficient for CUDA runtime version'"
+        )
+    else:
+        summary += (
+            ": nothing shows it applies here, and without it CUDA fails with 'CUDA driver "
+            "version is insufficient for CUDA runtime version'"
+        )
+    major, minor = (verdict.required or (0, 0))[:2]
+    notes = (
+        f"forward compatibility needs all of: a data-center GPU (NVML brand tesla or nvidia), "
+        f"the image's cuda-compat-{major}-{minor} libraries ({COMPAT_DIR}/libcuda.so.*) listing "
+        f"driver branch {host.driver[0]}, and a runtime that puts them before the driver's "
+        "libcuda (nvidia-container-cli mounts them; in CDI mode the spec's enable-cuda-compat "
+        f"hook adds them to ld.so.conf; or LD_LIBRARY_PATH={COMPAT_DIR})",
+        *_upgrade_commands(verdict, host, offer_compat=False),
+    )
+    if missing and not verdict.mvc_applies:
+        return fail(summary, *evidence, clause, *gaps, notes=notes)
+    return warn(summary, *evidence, clause, *gaps, notes=notes, severity=Severity.WARNING)
 
 
 @check(
@@ -136,6 +251,8 @@ def driver_too_old(facts: NodeFacts) -> Result:
         return judged
     need, host, verdict = judged
     evidence = _evidence(need, host)
+    if verdict.forward_compat is not None:
+        return _forward_compat_verdict(facts, host, verdict, verdict.forward_compat, evidence)
     if verdict.satisfied:
         return ok("the driver satisfies the workload's CUDA requirement", *evidence)
     wanted = compat.format_version(verdict.required) if verdict.required else "the requirement"

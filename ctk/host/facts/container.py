@@ -85,11 +85,11 @@ def gather_container(g: Gatherer, env: Mapping[str, str]) -> ContainerFacts:
         preload=tuple(preload),
         has_torch=any(g.glob(pattern) for pattern in TORCH_GLOBS),
         allocation_markers=g.exists("/var/run/nvidia-container-devices"),
-        compat=_compat(g, env),
+        compat=_compat(g, env, mounts),
     )
 
 
-def _compat(g: Gatherer, env: Mapping[str, str]) -> CompatLibrary | None:
+def _compat(g: Gatherer, env: Mapping[str, str], mounts: set[str]) -> CompatLibrary | None:
     """The highest `libcuda.so.<version>` of the image's compat directory, and its ELF note."""
     from ctk.host.elf import read_note
     from ctk.host.facts.kernel import ld_conf_dirs
@@ -120,9 +120,15 @@ def _compat(g: Gatherer, env: Mapping[str, str]) -> CompatLibrary | None:
         if directory in ld_path
         else ("/etc/ld.so.conf" if directory in ld_conf_dirs(g) else None)
     )
+    mounted = sorted(
+        point
+        for point in mounts
+        if posixpath.basename(point) == posixpath.basename(path) and point != path
+    )
     return CompatLibrary(
         path=path,
         version=version,
+        mounted_at=mounted[0] if mounted else None,
         cuda_version=str(payload["cuda version"]) if "cuda version" in payload else None,
         driver_branches=tuple(b for b in branches if isinstance(b, int))
         if isinstance(branches, list)
