@@ -254,6 +254,9 @@ class EngineFacts:
     """containerd's config `version` (3: containerd 2.x); None for the other engines."""
     cdi_spec_dirs: tuple[str, ...] | None = None
     """The config's spec directories as written; None: not set (`engine_config.spec_dirs`)."""
+    user_cdi_dirs: tuple[str, ...] = ()
+    """A rootless daemon's own CDI directories ($XDG_CONFIG_HOME/cdi, $XDG_RUNTIME_DIR/cdi),
+    which dockerd 29.2 and later reads after the defaults when `cdi-spec-dirs` is not set."""
     cri_disabled: bool = False
     root_only: str | None = None
     """The imported file (other than config_path) that only root can read, if that is why."""

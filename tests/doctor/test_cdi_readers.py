@@ -484,3 +484,74 @@ def test_cdi_unusable(engine: EngineFacts, expected: tuple[Evidence, ...]) -> No
     """Why an engine that reads CDI specs still fails its runtime check: where it looks."""
     facts = replace(node(engine), cdi=CdiFacts(dirs=DEFAULT_DIRS, specs=(SPEC,)))
     assert cdi_unusable(facts, Runtime.DOCKER) == expected
+
+
+ALICE_DIRS = ("/home/alice/.config/cdi", "/run/user/1000/cdi")
+ROOTLESS = replace(
+    DOCKER,
+    config_path="/home/alice/.config/docker/daemon.json",
+    user_cdi_dirs=ALICE_DIRS,
+)
+
+
+@pytest.mark.parametrize(
+    ("version", "dirs", "expected"),
+    [
+        pytest.param("29.2.0", None, (*DEFAULT_DIRS, *ALICE_DIRS), id="29.2-user-dirs-after"),
+        pytest.param("29.1.5", None, DEFAULT_DIRS, id="29.1-defaults-only"),
+        pytest.param("30.0.0", None, (*DEFAULT_DIRS, *ALICE_DIRS), id="30.0"),
+        pytest.param(None, None, DEFAULT_DIRS, id="unknown-version"),
+        pytest.param("29.2.0", ("/opt/cdi",), ("/opt/cdi",), id="own-list-replaces-all"),
+    ],
+)
+def test_a_rootless_docker_reads_its_user_dirs_from_29_2(
+    version: str | None, dirs: tuple[str, ...] | None, expected: tuple[str, ...]
+) -> None:
+    """A rootless dockerd 29.2+ (moby cd4397b) reads $XDG_CONFIG_HOME/cdi and $XDG_RUNTIME_DIR/cdi
+    after the defaults when cdi-spec-dirs is not set; it is a CDI reader of its own."""
+    rootless = replace(ROOTLESS, version=version, cdi_spec_dirs=dirs)
+    facts = replace(node(), docker_rootless=rootless)
+    [reader] = cdi_readers(facts)
+    assert (reader.name, reader.dirs) == ("rootless docker", expected)
+    assert reader.evidence.source == "/home/alice/.config/docker/daemon.json"
+    mine = SpecFileFacts(path="/home/alice/.config/cdi/nvidia.yaml", kind="nvidia.com/gpu")
+    assert reader.reads(mine) is (ALICE_DIRS[0] in expected)
+
+
+def test_a_rootless_docker_with_cdi_off_reads_nothing() -> None:
+    rootless = replace(ROOTLESS, version="29.2.0", cdi_enabled=False)
+    assert cdi_readers(replace(node(), docker_rootless=rootless)) == ()
+
+
+@pytest.mark.parametrize(
+    ("version", "hook", "expected"),
+    [
+        pytest.param("29.2.0", True, Status.OK, id="29.2-with-nvidia-cdi-hook"),
+        pytest.param("29.10.1", True, Status.OK, id="29.10"),
+        pytest.param("29.1.5", True, Status.WARN, id="29.1"),
+        pytest.param("29.2.0", False, Status.WARN, id="29.2-without-the-hook"),
+        pytest.param(None, True, None, id="version-unknown-cdi-off"),
+    ],
+)
+def test_docker_29_2_sends_gpus_through_cdi(
+    version: str | None, hook: bool, expected: Status | None
+) -> None:
+    """Docker 29.2+ with nvidia-cdi-hook on its PATH turns `--gpus` into nvidia.com/gpu CDI
+    requests (moby 86f122a): the usual GPU request gets GPUs from the spec without the nvidia
+    runtime, so a node that reads CDI by default (28.2+) is fine, and says how."""
+    facts = node(replace(DOCKER_28_2, version=version), mode="auto")
+    if hook:
+        binaries = {**facts.toolkit.binaries, "nvidia-cdi-hook": "/usr/bin/nvidia-cdi-hook"}
+        facts = replace(facts, toolkit=replace(facts.toolkit, binaries=binaries))
+    facts = replace(facts, cdi=CdiFacts(dirs=DEFAULT_DIRS, specs=(SPEC,)))
+    result = cdi_only(facts, Runtime.DOCKER)
+    assert (result.status if result is not None else None) is expected, result
+    if result is not None and expected is Status.OK:
+        assert "(docker run --device nvidia.com/gpu=... or --gpus)" in result.summary
+        assert (
+            Evidence(
+                "/usr/bin/nvidia-cdi-hook",
+                f"docker {version}: --gpus asks for nvidia.com/gpu CDI devices",
+            )
+            in result.evidence
+        )

@@ -302,3 +302,40 @@ def test_the_toolkit_config_is_the_one_the_environment_names(
         expected,
         {"nvidia-container-runtime": {"mode": expected[1:4]}},
     )
+
+
+def test_a_rootless_docker_has_its_user_cdi_dirs(tmp_path: Path) -> None:
+    """The user unit's defaults: ~/.config/cdi and /run/user/<uid>/cdi, the uid from /etc/passwd
+    (no entry for the home: the runtime directory is unknown, only ~/.config/cdi)."""
+    from ctk.host.facts.engine_configs import gather_rootless_docker
+    from ctk.host.facts.gatherer import Gatherer
+    from ctk.host.root import HostRoot
+
+    unit = tmp_path / "home/alice/.config/systemd/user/docker.service"
+    unit.parent.mkdir(parents=True)
+    unit.write_text("[Service]\nExecStart=/usr/bin/dockerd-rootless.sh\n")
+    (tmp_path / "etc").mkdir()
+    passwd = tmp_path / "etc/passwd"
+    passwd.write_text("root:x:0:0::/root:/bin/sh\nalice:x:1000:1000::/home/alice/:/bin/sh\n")
+    found = gather_rootless_docker(Gatherer(HostRoot(tmp_path)), {})
+    assert found is not None
+    assert found.user_cdi_dirs == ("/home/alice/.config/cdi", "/run/user/1000/cdi")
+    passwd.write_text("root:x:0:0::/root:/bin/sh\n")
+    found = gather_rootless_docker(Gatherer(HostRoot(tmp_path)), {})
+    assert found is not None and found.user_cdi_dirs == ("/home/alice/.config/cdi",)
+
+
+def test_specs_in_a_rootless_dockers_user_dirs_are_read(tmp_path: Path) -> None:
+    """The doctor reads the spec files of every directory a reader reads, a rootless Docker's
+    ~/.config/cdi too, so its checks judge the spec that daemon injects."""
+    unit = tmp_path / "home/alice/.config/systemd/user/docker.service"
+    unit.parent.mkdir(parents=True)
+    unit.write_text("[Service]\nExecStart=/usr/bin/dockerd-rootless.sh\n")
+    spec = tmp_path / "home/alice/.config/cdi/nvidia.yaml"
+    spec.parent.mkdir(parents=True)
+    spec.write_text(
+        "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n  - name: '0'\n"
+        "    containerEdits:\n      deviceNodes: [{path: /dev/nvidia0}]\n"
+    )
+    facts, _ = gather(tmp_path, nvml_timeout=5)
+    assert [s.path for s in facts.cdi.specs] == ["/home/alice/.config/cdi/nvidia.yaml"]

@@ -64,7 +64,7 @@ def gpu_specs(facts: NodeFacts) -> tuple[SpecFileFacts, ...]:
     return tuple(spec for spec in facts.cdi.specs if spec.kind == GPU_KIND)
 
 
-def _engine_reader(runtime: Runtime, engine: EngineFacts) -> CdiReader | None:
+def _engine_reader(runtime: Runtime, engine: EngineFacts, name: str = "") -> CdiReader | None:
     """The engine as a reader of CDI specs; None where it reads none (CDI off, a broken or
     unreadable config)."""
     setting = CONFIG_SETTING[runtime]
@@ -73,7 +73,7 @@ def _engine_reader(runtime: Runtime, engine: EngineFacts) -> CdiReader | None:
     if engine.error is not None or engine.needs_root:
         return None  # a broken config stops the engine; an unreadable one names no directories
     return CdiReader(
-        name=engine.engine,
+        name=name or engine.engine,
         evidence=Evidence(engine.config_path, cdi_setting(runtime, engine)),
         dirs=spec_dirs(runtime, engine),
         switched_on=setting is not None and engine.cdi_enabled is True,
@@ -81,13 +81,18 @@ def _engine_reader(runtime: Runtime, engine: EngineFacts) -> CdiReader | None:
 
 
 def cdi_readers(facts: NodeFacts) -> tuple[CdiReader, ...]:
-    """The engines (and podman) that read CDI specs on this node, each with its directories
-    (containerd only where its CRI plugin serves: under Docker alone nothing asks it for CDI)."""
+    """The engines (a rootless Docker and podman too) that read CDI specs on this node, each with
+    its directories (containerd only where its CRI plugin serves: under Docker alone nothing
+    asks it for CDI)."""
     readers = [
         reader
         for runtime, engine in engines_in_use(facts).items()
         if (reader := _engine_reader(runtime, engine)) is not None
     ]
+    rootless = facts.docker_rootless
+    if rootless is not None:  # a daemon of its own, with its own daemon.json and directories
+        reader = _engine_reader(Runtime.DOCKER, rootless, "rootless docker")
+        readers += [reader] if reader is not None else []
     podman = facts.toolkit.binaries.get("podman")
     if podman is not None:
         readers.append(

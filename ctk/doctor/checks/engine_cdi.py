@@ -3,6 +3,7 @@ runtime but gives containers GPUs through CDI (registers no check)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -58,6 +59,25 @@ def plugin_strategies(facts: NodeFacts) -> frozenset[str]:
     return frozenset(s.strip() for s in found.split(",") if s.strip())
 
 
+GPUS_THROUGH_CDI_SINCE: Final = (29, 2)
+"""The first dockerd whose `--gpus` goes through CDI: with nvidia-cdi-hook on its PATH, a GPU
+request becomes `nvidia.com/gpu=<id>` CDI devices, and only where those fail the
+nvidia-container-runtime-hook (moby 86f122a, "Map nvidia --gpus request to CDI device
+requests", docker-v29.2.0)."""
+
+
+def gpus_through_cdi(facts: NodeFacts) -> Evidence | None:
+    """Why Docker's `--gpus` is a CDI request on this node (None: it is not, or unknown)."""
+    docker = facts.engine(Runtime.DOCKER)
+    hook = facts.toolkit.binaries.get("nvidia-cdi-hook")
+    match = re.match(r"(\d+)\.(\d+)", docker.version or "")
+    if hook is None or match is None:
+        return None
+    if (int(match[1]), int(match[2])) < GPUS_THROUGH_CDI_SINCE:
+        return None
+    return Evidence(hook, f"docker {docker.version}: --gpus asks for nvidia.com/gpu CDI devices")
+
+
 def cdi_only(facts: NodeFacts, runtime: Runtime) -> Result | None:
     """The result of an engine's runtime check where the engine names no nvidia runtime but reads
     a usable nvidia.com/gpu spec (`engine_cdi_route`); None where the check fails as before.
@@ -83,6 +103,9 @@ def cdi_only(facts: NodeFacts, runtime: Runtime) -> Result | None:
         *(Evidence(s.path, f"nvidia.com/gpu spec {engine.engine} reads") for s in specs),
     )
     chosen = []
+    gpus = gpus_through_cdi(facts) if runtime is Runtime.DOCKER else None
+    if gpus is not None:  # `docker run --gpus`, the usual GPU request, is one of them
+        chosen.append(gpus)
     if strategies & CDI_STRATEGIES:
         chosen.append(
             Evidence("device plugin", "deviceListStrategy=" + ",".join(sorted(strategies)))
@@ -90,8 +113,9 @@ def cdi_only(facts: NodeFacts, runtime: Runtime) -> Result | None:
     if not installed(facts):
         chosen.append(Evidence("/usr/bin", "no NVIDIA Container Toolkit: CDI is the only route"))
     if reader.switched_on or chosen:
+        request = f"{asked.request} or --gpus" if gpus is not None else asked.request
         return ok(
-            f"no nvidia runtime: GPUs reach containers through CDI ({asked.request}) from "
+            f"no nvidia runtime: GPUs reach containers through CDI ({request}) from "
             f"{specs[0].path}",
             *evidence,
             *chosen,

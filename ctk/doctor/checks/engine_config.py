@@ -198,5 +198,13 @@ def spec_dirs(runtime: Runtime, engine: EngineFacts) -> tuple[str, ...]:
     `cdiSpecDirs: []`)."""
     dirs = engine.cdi_spec_dirs
     if dirs is None:
-        return CDI_SPEC_DIRS
+        release = _release(engine.version)
+        user = release is not None and release >= USER_CDI_DIRS_SINCE
+        return (*CDI_SPEC_DIRS, *(engine.user_cdi_dirs if user else ()))
     return tuple(d for d in dirs if d)
+
+
+USER_CDI_DIRS_SINCE: Final = (29, 2)
+"""The first dockerd that reads a rootless daemon's own CDI directories ($XDG_CONFIG_HOME/cdi,
+$XDG_RUNTIME_DIR/cdi) after the defaults (moby cd4397b, in docker-v29.2.0); before, a rootless
+dockerd reads /etc/cdi and /var/run/cdi only."""

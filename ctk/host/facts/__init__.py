@@ -109,11 +109,12 @@ def gather(
         for runtime, read in ENGINE_FACTS.items()
     }
     rootless = g.step("rootless docker", lambda: gather_rootless_docker(g, binaries))
+    readers = [*engines.values(), rootless]
     extra_dirs = tuple(
         directory
-        for engine in engines.values()
-        if not isinstance(engine, TimedOut)
-        for directory in engine.cdi_spec_dirs or ()
+        for engine in readers
+        if engine is not None and not isinstance(engine, TimedOut)
+        for directory in (*(engine.cdi_spec_dirs or ()), *engine.user_cdi_dirs)
         if directory  # "" names no directory (dockerd: no CDI), not the node's /
     )
     cdi = g.step("cdi", lambda: gather_cdi(g, extra_dirs))

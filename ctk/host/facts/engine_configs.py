@@ -338,7 +338,22 @@ def gather_rootless_docker(g: Gatherer, binaries: Mapping[str, str]) -> EngineFa
     if not units:
         return None
     home = units[0].split("/.config/")[0]
-    return gather_docker(g, f"{home}/.config/docker/daemon.json", binaries, installed=True)
+    facts = gather_docker(g, f"{home}/.config/docker/daemon.json", binaries, installed=True)
+    # the user unit's defaults: XDG_CONFIG_HOME is ~/.config, XDG_RUNTIME_DIR /run/user/<uid>
+    user_dirs = [f"{home}/.config/cdi"]
+    uid = _uid_of_home(g.text("/etc/passwd") or "", home)
+    if uid is not None:
+        user_dirs.append(f"/run/user/{uid}/cdi")
+    return replace(facts, user_cdi_dirs=tuple(user_dirs))
+
+
+def _uid_of_home(passwd: str, home: str) -> int | None:
+    """The uid of the /etc/passwd entry whose home directory is ``home`` (None: no such entry)."""
+    for line in passwd.splitlines():
+        fields = line.split(":")
+        if len(fields) >= 6 and fields[5].rstrip("/") == home and fields[2].isdigit():
+            return int(fields[2])
+    return None
 
 
 def kubelet_cgroup_driver(g: Gatherer) -> str | Unavailable | None:
