@@ -357,6 +357,35 @@ class GpuProcess:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Distribution:
+    """A Kubernetes distribution that runs its own containerd and kubelet (k3s, RKE2, microk8s):
+    where it keeps what the doctor reads, and what a remedy edits and restarts there.
+
+    A row of `ctk.host.facts.gatherer.DISTRIBUTIONS`; the gatherer fills in ``unit`` and
+    ``template`` for the node at hand."""
+
+    name: str
+    containerd_config: str
+    """The containerd config the doctor reads (k3s/RKE2: the config.toml rendered at start)."""
+    kubeconfig: str
+    """The kubelet's kubeconfig."""
+    units: tuple[str, ...]
+    """The systemd units that run containerd, server first (servers and agents differ)."""
+    templates: tuple[str, ...] = ()
+    """The Go templates the distribution renders ``containerd_config`` from, the one it prefers
+    first; () where ``containerd_config`` is itself the file to edit (microk8s)."""
+    node_config: str | None = None
+    """The distribution's own config.yaml (k3s/RKE2: `node-name`, `default-runtime`)."""
+    kubelet_args: str | None = None
+    """The kubelet's arguments file (microk8s: `--hostname-override`)."""
+    unit: str = ""
+    """The unit of ``units`` this node has (the first where it has none)."""
+    template: str | None = None
+    """The template an edit belongs in here: the one the node has, else the one the distribution
+    reads for the config version it renders; None where there are no templates."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NodeFacts:
     """All facts about one node; checks read, never gather."""
 
@@ -387,6 +416,12 @@ class NodeFacts:
     """nvidia-persistenced runs (its socket exists): it keeps the GPUs initialised."""
     kubelet_cgroup_driver: str | Unavailable | None = None
     host_mount: str | None = None
+    distribution: Distribution | None = None
+    """The Kubernetes distribution that runs containerd and the kubelet here; None: none of
+    `DISTRIBUTIONS` (containerd and the kubelet as packages, or no Kubernetes)."""
+    gpu_operator: str | None = None
+    """Where this host shows the NVIDIA GPU Operator's work (its toolkit directory, its
+    validation markers); None: nothing of it on the host (the API's view is in ``kubernetes``)."""
 
     def engine(self, runtime: Runtime) -> EngineFacts:
         """``runtime``'s facts; those of an engine that is not installed when none were gathered."""

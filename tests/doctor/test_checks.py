@@ -61,6 +61,11 @@ CONTAINERD_CDI_OFF = EngineFacts(
 """containerd 1.7 as `containerd config default` leaves it: default directories, CDI off."""
 
 
+OPERATOR_LABELS = {"nvidia.com/gpu.deploy.container-toolkit": "true"}
+"""The label the GPU Operator puts on the nodes its toolkit DaemonSet runs on."""
+OPERATOR_LABELLED = Evidence("node labels", "nvidia.com/gpu.deploy.container-toolkit=true")
+
+
 def nvml(*gpus: Gpu, health: Iterable[GpuHealth] = ()) -> NvmlAnswer:
     found = NvmlFacts(driver_version="550.54.15", cuda_driver_version=12040, gpus=gpus)
     return NvmlAnswer(found=found, health=tuple(health))
@@ -449,11 +454,11 @@ CASES = [
     ),
     pytest.param(
         "cdi.management-spec-missing",
-        NodeFacts(kubernetes={"device_list_strategy": "cdi-cri"}),
+        NodeFacts(kubernetes={"device_list_strategy": "cdi-cri", "labels": OPERATOR_LABELS}),
         Result(
             status=Status.FAIL,
             summary="the device plugin uses CDI but no management.nvidia.com/gpu spec exists",
-            evidence=(Evidence("", "no management.nvidia.com/gpu spec"),),
+            evidence=(Evidence("", "no management.nvidia.com/gpu spec"), OPERATOR_LABELLED),
             commands=(
                 "kubectl -n gpu-operator rollout restart "
                 "daemonset/nvidia-container-toolkit-daemonset",
@@ -464,11 +469,11 @@ CASES = [
     *(
         pytest.param(
             "cdi.management-spec-missing",
-            NodeFacts(kubernetes={"device_list_strategy": strategies}),
+            NodeFacts(kubernetes={"device_list_strategy": strategies, "labels": OPERATOR_LABELS}),
             Result(
                 status=Status.FAIL,
                 summary="the device plugin uses CDI but no management.nvidia.com/gpu spec exists",
-                evidence=(Evidence("", "no management.nvidia.com/gpu spec"),),
+                evidence=(Evidence("", "no management.nvidia.com/gpu spec"), OPERATOR_LABELLED),
                 commands=(
                     "kubectl -n gpu-operator rollout restart "
                     "daemonset/nvidia-container-toolkit-daemonset",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import shutil
 import ssl
 import subprocess
@@ -248,3 +249,208 @@ def test_a_pod_reads_its_own_resources(
     api.objects[f"/api/v1/nodes/{NODE}"] = NODE_OBJECT
     assert _doctor(root, capsys)["k8s.unrequested-gpu-access"] == expected
     assert (f"/api/v1/nodes/{NODE}", f"Bearer {TOKEN}") in api.seen
+
+
+def _point_kubeconfig(root: Path, path: str, api: Api) -> None:
+    """The node's own kubeconfig at ``path``, pointed at the recorded server, with the server's
+    CA in the file the kubeconfig names (as k3s, RKE2 and microk8s keep it)."""
+    kubeconfig = root / path.lstrip("/")
+    text = kubeconfig.read_text().replace("https://127.0.0.1:1", api.url)
+    kubeconfig.write_text(text)
+    [ca] = re.findall(r"certificate-authority: (\S+)", text)
+    (root / ca.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+    (root / ca.lstrip("/")).write_bytes(api.ca)
+
+
+GPU_NODE = {
+    "metadata": {"name": NODE, "labels": {}},
+    "status": {"capacity": {"nvidia.com/gpu": "2"}, "allocatable": {"nvidia.com/gpu": "2"}},
+}
+K3S_CONFIG = "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"
+RKE2_CONFIG = "/var/lib/rancher/rke2/agent/etc/containerd/config.toml"
+MICROK8S_CONFIG = "/var/snap/microk8s/current/args/containerd-template.toml"
+NOT_DEFAULT = (
+    "fail",
+    "nvidia is neither containerd's default runtime nor the handler of a RuntimeClass: GPU "
+    "pods run under runc and see no GPU",
+)
+
+
+KUBECONFIGS = {
+    "k3s-agent-no-runtimeclass": "/var/lib/rancher/k3s/agent/kubelet.kubeconfig",
+    "rke2-agent-no-runtimeclass": "/var/lib/rancher/rke2/agent/kubelet.kubeconfig",
+    "microk8s-no-runtimeclass": "/var/snap/microk8s/current/credentials/kubelet.config",
+}
+"""Each distribution node's kubelet kubeconfig, where the distribution keeps it."""
+Remedy = tuple[list[tuple[str, str]], list[str], list[str]]
+"""A finding's evidence (source, value), remedy commands and notes."""
+
+
+@pytest.mark.parametrize(
+    ("node", "expected"),
+    [
+        pytest.param(
+            "k3s-agent-no-runtimeclass",
+            (
+                [
+                    (K3S_CONFIG, "default_runtime_name = None"),
+                    ("RuntimeClasses", "kata"),
+                    (K3S_CONFIG, "k3s's containerd"),
+                ],
+                ["sudo systemctl restart k3s-agent"],
+                [
+                    "create a RuntimeClass named nvidia with handler nvidia (the way k3s "
+                    "documents) and give GPU pods runtimeClassName: nvidia",
+                    "or make nvidia the default: default-runtime: nvidia in "
+                    "/etc/rancher/k3s/config.yaml (the --default-runtime option), then restart "
+                    "k3s-agent",
+                ],
+            ),
+            id="k3s-agent",
+        ),
+        pytest.param(
+            "rke2-agent-no-runtimeclass",
+            (
+                [
+                    (RKE2_CONFIG, "default_runtime_name = None"),
+                    ("RuntimeClasses", "kata"),
+                    (RKE2_CONFIG, "rke2's containerd"),
+                ],
+                ["sudo systemctl restart rke2-agent"],
+                [
+                    "create a RuntimeClass named nvidia with handler nvidia (the way rke2 "
+                    "documents) and give GPU pods runtimeClassName: nvidia",
+                    "or make nvidia the default: default-runtime: nvidia in "
+                    "/etc/rancher/rke2/config.yaml (the --default-runtime option), then restart "
+                    "rke2-agent",
+                ],
+            ),
+            id="rke2-agent",
+        ),
+        pytest.param(
+            "microk8s-no-runtimeclass",
+            (
+                [
+                    (MICROK8S_CONFIG, "default_runtime_name = ${RUNTIME}"),
+                    ("RuntimeClasses", "kata"),
+                    (MICROK8S_CONFIG, "microk8s's containerd"),
+                ],
+                [
+                    "sudo ctk runtime configure --runtime=containerd --set-as-default "
+                    f"--config={MICROK8S_CONFIG}",
+                    "sudo systemctl restart snap.microk8s.daemon-containerd",
+                ],
+                ["or create a RuntimeClass named nvidia with handler nvidia"],
+            ),
+            id="microk8s",
+        ),
+    ],
+)
+def test_a_distributions_kubelet_is_a_kubernetes_node_with_its_own_remedy(
+    node: str,
+    expected: Remedy,
+    fake_node: Callable[[str], FakeNode],  # noqa: F811
+    api: Api,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """k3s, RKE2 and microk8s keep the kubelet's kubeconfig (and node name) in places of their
+    own; containerd there runs in the distribution's unit, from a config it renders (k3s/RKE2:
+    a Go template ctk does not edit; microk8s: containerd-template.toml, which ctk edits)."""
+    built = fake_node(node)
+    api.objects.update(
+        {
+            f"/api/v1/nodes/{NODE}": GPU_NODE,
+            "/apis/node.k8s.io/v1/runtimeclasses": RUNTIME_CLASSES,
+        }
+    )
+    _point_kubeconfig(built.root, KUBECONFIGS[node], api)
+    main(["doctor", "--json", "--root", str(built.root)])
+    checks = {c["id"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    found = checks["containerd.not-default-no-runtimeclass"]
+    assert (found["status"], found["summary"]) == NOT_DEFAULT
+    assert _remedy(found) == expected
+    # the node asked for by the name its kubelet registers (node-name, --hostname-override)
+    assert checks["k8s.gpu-not-allocatable"]["summary"] == "allocatable: nvidia.com/gpu=2"
+
+
+def _remedy(finding: dict[str, Any]) -> Remedy:
+    evidence = [(e["source"], e["value"]) for e in finding["evidence"]]
+    return evidence, finding["remedy"]["commands"], finding["remedy"]["notes"]
+
+
+OPERATOR_TOOLKIT_POD = {
+    "metadata": {
+        "namespace": "nvidia-gpu-operator",
+        "ownerReferences": [{"kind": "DaemonSet", "name": "nvidia-container-toolkit-daemonset"}],
+    },
+    "spec": {"containers": [{"name": "nvidia-container-toolkit-ctr", "image": "toolkit:v1.17"}]},
+}
+NO_MANAGEMENT_SPEC = "the device plugin uses CDI but no management.nvidia.com/gpu spec exists"
+
+
+@pytest.mark.parametrize(
+    ("pods", "expected"),
+    [
+        pytest.param(
+            PLUGIN_PODS["items"],
+            (
+                [
+                    ("/etc/cdi, /var/run/cdi", "no management.nvidia.com/gpu spec"),
+                    (
+                        "GPU Operator",
+                        "none on this node (no toolkit DaemonSet pod, label or files)",
+                    ),
+                ],
+                [],
+                [
+                    "no GPU Operator writes it here: generate it on the node with cdi "
+                    "generate's management mode (--mode management) into "
+                    "/var/run/cdi/management.yaml, with the hook program of the nvidia.com/gpu "
+                    "spec",
+                ],
+            ),
+            id="device-plugin-alone",
+        ),
+        pytest.param(
+            [*PLUGIN_PODS["items"], OPERATOR_TOOLKIT_POD],
+            (
+                [
+                    ("/etc/cdi, /var/run/cdi", "no management.nvidia.com/gpu spec"),
+                    (
+                        "pods on this node",
+                        "GPU Operator DaemonSet "
+                        "nvidia-gpu-operator/nvidia-container-toolkit-daemonset",
+                    ),
+                ],
+                [
+                    "kubectl -n nvidia-gpu-operator rollout restart "
+                    "daemonset/nvidia-container-toolkit-daemonset"
+                ],
+                [],
+            ),
+            id="gpu-operator-in-its-own-namespace",
+        ),
+    ],
+)
+def test_the_management_spec_remedy_fits_what_installed_the_node(
+    pods: list[dict[str, Any]],
+    expected: Remedy,
+    fake_node: Callable[[str], FakeNode],  # noqa: F811
+    api: Api,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The GPU Operator's toolkit DaemonSet writes the management spec at start (restart it, in
+    the namespace its pod runs in); a node without the operator generates it itself."""
+    built = fake_node("crio-cdi-no-management-spec")
+    api.objects.update(
+        {
+            f"/api/v1/nodes/{NODE}": GPU_NODE,
+            f"/api/v1/pods?fieldSelector=spec.nodeName%3D{NODE}": {"items": pods},
+        }
+    )
+    _point_kubeconfig(built.root, "/etc/kubernetes/kubelet.conf", api)
+    main(["doctor", "--json", "--root", str(built.root)])
+    checks = {c["id"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    found = checks["cdi.management-spec-missing"]
+    assert (found["status"], found["summary"]) == ("fail", NO_MANAGEMENT_SPEC)
+    assert _remedy(found) == expected

@@ -6,6 +6,7 @@ import shlex
 
 from ctk.doctor.checks.cdi_readers import cdi_readers, gpu_specs, spec_to_keep
 from ctk.doctor.checks.engine_cdi import CDI_STRATEGIES, plugin_strategies
+from ctk.doctor.checks.installers import gpu_operator, restart_operator_toolkit
 from ctk.doctor.checks.mig import kube, regenerate
 from ctk.doctor.checks.toolkit import runtime_mode, toolkit_version
 from ctk.doctor.expected import expected_devices, missing_from, unknown_uuids
@@ -30,6 +31,8 @@ CDI_SUPPORT = (
 CDI_SPEC = "https://github.com/cncf-tags/container-device-interface/blob/main/SPEC.md"
 REFRESH_UNITS = ("ctk-cdi-refresh.path", "nvidia-cdi-refresh.path")
 REFRESH_TOOLKIT = (1, 18)
+MANAGEMENT_SPEC = "/var/run/cdi/management.yaml"
+"""Where the management spec goes: the toolkit's spec directory for generated specs."""
 MAX_EVIDENCE = 3
 
 
@@ -370,7 +373,10 @@ def refresh_disabled(facts: NodeFacts) -> Result:
     where=HOST_ONLY,
 )
 def management_spec_missing(facts: NodeFacts) -> Result:
-    """The device plugin in CDI mode requests `management.nvidia.com/gpu` devices."""
+    """The device plugin in CDI mode requests `management.nvidia.com/gpu` devices.
+
+    The GPU Operator's toolkit DaemonSet writes that spec when it starts; where no operator
+    works on the node, the spec is generated on the node itself."""
     node = kube(facts)
     if isinstance(node, Result):
         return node
@@ -378,10 +384,18 @@ def management_spec_missing(facts: NodeFacts) -> Result:
         return skip("no Kubernetes device plugin in CDI mode")
     if any(spec.kind == "management.nvidia.com/gpu" for spec in facts.cdi.specs):
         return ok("management.nvidia.com/gpu spec present")
+    summary = "the device plugin uses CDI but no management.nvidia.com/gpu spec exists"
+    missing = Evidence(", ".join(facts.cdi.dirs), "no management.nvidia.com/gpu spec")
+    operator = gpu_operator(facts, node)
+    if operator is not None:
+        return fail(summary, missing, operator, commands=(restart_operator_toolkit(node),))
     return fail(
-        "the device plugin uses CDI but no management.nvidia.com/gpu spec exists",
-        Evidence(", ".join(facts.cdi.dirs), "no management.nvidia.com/gpu spec"),
-        commands=(
-            "kubectl -n gpu-operator rollout restart daemonset/nvidia-container-toolkit-daemonset",
+        summary,
+        missing,
+        Evidence("GPU Operator", "none on this node (no toolkit DaemonSet pod, label or files)"),
+        notes=(
+            "no GPU Operator writes it here: generate it on the node with cdi generate's "
+            f"management mode (--mode management) into {MANAGEMENT_SPEC}, with the hook program "
+            "of the nvidia.com/gpu spec",
         ),
     )

@@ -3,25 +3,32 @@
 from __future__ import annotations
 
 import posixpath
+from dataclasses import replace
 
 from ctk.doctor.checks.engine_cdi import cdi_only, cdi_unusable, plugin_strategies
 from ctk.doctor.checks.engine_config import (
     cdi_default_on,
     cdi_setting,
     cdi_unsupported,
-    configure_fix,
     containerd_unused,
     engine_not_installed,
     nvidia_runtime_entry,
     runtime_binary_missing,
 )
+from ctk.doctor.checks.installers import (
+    containerd_change,
+    containerd_distribution,
+    restart_containerd,
+)
 from ctk.doctor.checks.mig import kube
 from ctk.doctor.facts import NodeFacts, Unavailable
+from ctk.doctor.fixes import Suggestion
 from ctk.doctor.model import (
     HOST_ONLY,
     Evidence,
     Result,
     Severity,
+    Status,
     check,
     fail,
     ok,
@@ -94,11 +101,13 @@ def drop_in_not_imported(facts: NodeFacts) -> Result:
         Evidence(containerd.config_path, f"imports: {imports}"),
         *(Evidence(path, "exists, not imported") for path in orphans),
     )
-    commands = ("sudo systemctl restart containerd",)
-    fixes = (configure_fix("containerd"),)
+    remedy = containerd_change(facts, "import the drop-in (imports)")
+    found = fail(
+        summary, *evidence, commands=remedy.commands, fixes=remedy.fixes, notes=remedy.notes
+    )
     if facts.kubelet:  # the kubelet's pods need what the drop-in says
-        return fail(summary, *evidence, commands=commands, fixes=fixes)
-    return warn(summary, *evidence, commands=commands, fixes=fixes, severity=Severity.WARNING)
+        return found
+    return replace(found, status=Status.WARN, severity=Severity.WARNING)
 
 
 @check(
@@ -123,14 +132,16 @@ def drop_in_copy_stale(facts: NodeFacts) -> Result:
     if not differing:
         return ok(f"{drop_in} carries the CRI settings of the files before it as they are")
     shown = ", ".join(differing[:5]) + (f" and {len(differing) - 5} more" if differing[5:] else "")
+    remedy = containerd_change(facts, "copy the current CRI settings into the drop-in")
     return warn(
         f"{drop_in} carries an old copy of containerd's CRI settings: containerd uses the copy's "
         f"{shown}, not what {containerd.config_path} and the files before the drop-in say now",
         Evidence(drop_in, f"copied settings that differ: {', '.join(differing)}"),
         Evidence(containerd.config_path, "edited after ctk copied its CRI settings"),
-        commands=("sudo systemctl restart containerd",),
-        fixes=(configure_fix("containerd"),),
+        commands=remedy.commands,
+        fixes=remedy.fixes,
         notes=(
+            *remedy.notes,
             "configure writes the copy afresh (on containerd 2.x, which merges imported files "
             "key by key, a drop-in with only ctk's additions instead)",
         ),
@@ -166,19 +177,31 @@ def containerd_runtime(facts: NodeFacts) -> Result:
     if runtime is not None:
         default = containerd.default_runtime or "runc"
         return ok(f"nvidia runtime configured (default runtime {default})", *evidence)
-    missing = runtime_binary_missing(containerd, "sudo systemctl restart containerd")
+    missing = runtime_binary_missing(containerd, restart_containerd(facts), facts=facts)
     if missing is not None:
         return missing
     cdi = cdi_only(facts, Runtime.CONTAINERD)
     if cdi is not None:
         return cdi
+    remedy = containerd_change(facts, "add the nvidia runtime")
+    distribution = containerd_distribution(facts)
+    found_by_itself = (
+        ()
+        if distribution is None or distribution.template is None
+        else (
+            f"{distribution.name} adds the nvidia runtime itself when it finds "
+            f"nvidia-container-runtime at start: install the NVIDIA Container Toolkit and "
+            f"restart {distribution.unit}",
+        )
+    )
     return fail(
         "containerd has no usable nvidia runtime: pods fail with "
         "'no runtime for \"nvidia\" is configured'",
         *evidence,
         *cdi_unusable(facts, Runtime.CONTAINERD),
-        commands=("sudo systemctl restart containerd",),
-        fixes=(configure_fix("containerd"),),
+        commands=remedy.commands,
+        fixes=remedy.fixes,
+        notes=(*found_by_itself, *remedy.notes),
     )
 
 
@@ -226,10 +249,13 @@ def systemd_cgroup_mismatch(facts: NodeFacts) -> Result:
             f"nvidia agrees with runc/kubelet: SystemdCgroup = {_toml_bool(nvidia.systemd_cgroup)}"
         )
     target = "false" if nvidia.systemd_cgroup else "true"
-    commands: tuple[str, ...] = ("sudo systemctl restart containerd",)
-    notes = (f"set SystemdCgroup = {target} under the nvidia runtime's options",)
+    distribution = containerd_distribution(facts)
+    commands: tuple[str, ...] = (restart_containerd(facts),)
+    where = "" if distribution is None else f" in {distribution.template or containerd.config_path}"
+    notes = (f"set SystemdCgroup = {target} under the nvidia runtime's options{where}",)
     if any(e.source == KUBELET_CONFIG for e in want):
-        commands = ("sudo systemctl restart containerd kubelet",)
+        # a distribution runs its kubelet in the same unit as containerd
+        commands = commands if distribution else ("sudo systemctl restart containerd kubelet",)
         notes = (
             "make kubelet and containerd agree: cgroupDriver: systemd in "
             f"{KUBELET_CONFIG} (recommended under systemd), or SystemdCgroup = false for runc "
@@ -258,10 +284,12 @@ def systemd_cgroup_mismatch(facts: NodeFacts) -> Result:
 )
 def not_default_no_runtimeclass(facts: NodeFacts) -> Result:
     """Neither default runtime nor a RuntimeClass: GPU pods run under runc."""
+    containerd = facts.engine(Runtime.CONTAINERD)
+    if not containerd.installed:  # a CRI-O node: nothing of containerd's to judge
+        return skip("containerd is not installed")
     node = kube(facts)
     if isinstance(node, Result):
         return node
-    containerd = facts.engine(Runtime.CONTAINERD)
     if "nvidia" not in containerd.runtimes:  # CDI alone gives GPUs to pods under runc
         return skip("containerd has no nvidia runtime (see containerd.runtime-not-configured)")
     if containerd.default_runtime == "nvidia":
@@ -269,15 +297,41 @@ def not_default_no_runtimeclass(facts: NodeFacts) -> Result:
     handlers = set(node.get("runtimeclass_handlers", ()))
     if "nvidia" in handlers:
         return ok("a RuntimeClass has handler nvidia")
+    runtime_class = "create a RuntimeClass named nvidia with handler nvidia"
+    distribution = containerd_distribution(facts)
+    if distribution is not None and distribution.node_config is not None:
+        # k3s/RKE2 make a runtime the default from their own option, not from config.toml
+        commands: tuple[str, ...] = (restart_containerd(facts),)
+        fixes: tuple[Suggestion, ...] = ()
+        notes: tuple[str, ...] = (
+            f"{runtime_class} (the way {distribution.name} documents) and give GPU pods "
+            "runtimeClassName: nvidia",
+            f"or make nvidia the default: default-runtime: nvidia in {distribution.node_config} "
+            f"(the --default-runtime option), then restart {distribution.unit}",
+        )
+    else:
+        change = 'set default_runtime_name = "nvidia"'
+        remedy = containerd_change(facts, change, set_as_default=True)
+        commands, fixes = remedy.commands, remedy.fixes
+        notes = (*remedy.notes, f"or {runtime_class}")
     return fail(
         "nvidia is neither containerd's default runtime nor the handler of a RuntimeClass: "
         "GPU pods run under runc and see no GPU",
         Evidence(containerd.config_path, f"default_runtime_name = {containerd.default_runtime}"),
         Evidence("RuntimeClasses", ", ".join(sorted(handlers)) or "none"),
-        commands=("sudo systemctl restart containerd",),
-        fixes=(configure_fix("containerd", set_as_default=True),),
-        notes=("or create a RuntimeClass named nvidia with handler nvidia",),
+        *_managed_evidence(facts),
+        commands=commands,
+        fixes=fixes,
+        notes=notes,
     )
+
+
+def _managed_evidence(facts: NodeFacts) -> tuple[Evidence, ...]:
+    """Which distribution runs containerd here, where one does."""
+    distribution = containerd_distribution(facts)
+    if distribution is None:
+        return ()
+    return (Evidence(distribution.containerd_config, f"{distribution.name}'s containerd"),)
 
 
 @check(
@@ -325,11 +379,13 @@ def containerd_cdi(facts: NodeFacts) -> Result:
         listed = "deviceListStrategy=" + ",".join(sorted(strategies))
         summary = "the device plugin hands out GPUs as CDI devices (cdi-cri)"
         evidence = (setting, Evidence("device plugin", listed))
+    remedy = containerd_change(facts, "set enable_cdi = true in the CRI plugin", enable_cdi=True)
     return warn(
         f"{summary} but enable_cdi is not true",
         *evidence,
-        commands=("sudo systemctl restart containerd",),
-        fixes=(configure_fix("containerd", enable_cdi=True),),
+        commands=remedy.commands,
+        fixes=remedy.fixes,
+        notes=remedy.notes,
     )
 
 
@@ -337,22 +393,31 @@ def containerd_cdi(facts: NodeFacts) -> Result:
     "containerd.managed-config",
     severity=Severity.INFO,
     title="containerd's config is not regenerated by a distribution",
-    remedy="Edit config.toml.tmpl (k3s/RKE2) instead of config.toml; restart k3s.",
+    remedy="Edit config.toml.tmpl (k3s/RKE2) instead of config.toml; restart k3s/RKE2.",
     sources=("https://docs.k3s.io/advanced",),
     where=HOST_ONLY,
 )
 def managed_config(facts: NodeFacts) -> Result:
-    """k3s/RKE2 rewrite config.toml at every start."""
+    """k3s/RKE2 rewrite config.toml at every start (microk8s renders its containerd.toml from
+    containerd-template.toml, the TOML file the doctor reads and ctk edits)."""
     containerd = facts.engine(Runtime.CONTAINERD)
     managed = containerd.managed_by
     if managed is None:
         return ok("containerd's config is not managed by k3s/RKE2")
+    distribution = containerd_distribution(facts)
+    if distribution is None:  # the distribution step gave nothing: the path alone says which
+        template = f"{posixpath.dirname(containerd.config_path)}/config.toml.tmpl"
+        unit = managed
+    elif distribution.template is None:
+        return ok(
+            f"containerd's config is {managed}'s {containerd.config_path}, the file to edit",
+        )
+    else:
+        template, unit = distribution.template, distribution.unit
     return warn(
         f"containerd's config is generated by {managed} at every start: edits to config.toml "
         "are lost",
         Evidence(containerd.config_path, f"managed by {managed}"),
-        commands=(f"sudo systemctl restart {managed}",),
-        notes=(
-            f"put custom settings in {posixpath.dirname(containerd.config_path)}/config.toml.tmpl",
-        ),
+        commands=(f"sudo systemctl restart {unit}",),
+        notes=(f"put custom settings in {template}",),
     )

@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
+from ctk.doctor.checks.installers import restart_operator_toolkit
 from ctk.doctor.facts import EngineFacts, NodeFacts, RuntimeEntry
 from ctk.doctor.fixes import ConfigureRuntime
 from ctk.doctor.model import (
@@ -49,16 +50,40 @@ def nvidia_runtime_entry(engine: EngineFacts) -> tuple[RuntimeEntry | None, list
     return runtime, [Evidence(where, f"nvidia -> {runtime.binary or 'default binary'}")]
 
 
-def runtime_binary_missing(engine: EngineFacts, restart: str) -> Result | None:
-    """The fail result when the engine names an nvidia runtime whose binary is gone."""
+OPERATOR_TOOLKIT_DIR: Final = "/usr/local/nvidia/toolkit/"
+"""Where the GPU Operator's toolkit DaemonSet installs the runtime on the host."""
+
+
+def runtime_binary_missing(
+    engine: EngineFacts, restart: str, *, facts: NodeFacts | None = None
+) -> Result | None:
+    """The fail result when the engine names an nvidia runtime whose binary is gone.
+
+    A binary of the GPU Operator's (`/usr/local/nvidia/toolkit/`) comes back when its toolkit
+    DaemonSet runs again, which also restarts the engine; a package's from the package."""
     runtime = engine.runtimes.get("nvidia")
     if runtime is None or not runtime.binary or runtime.binary_exists:
         return None
     where = runtime.source or engine.config_path or engine.engine
-    return fail(
+    summary = (
         f"{where} names the nvidia runtime {runtime.binary}, which does not exist: GPU "
-        "containers fail to start",
-        Evidence(where, f"nvidia -> {runtime.binary} (missing)"),
+        "containers fail to start"
+    )
+    evidence = Evidence(where, f"nvidia -> {runtime.binary} (missing)")
+    if runtime.binary.startswith(OPERATOR_TOOLKIT_DIR):
+        node = facts.kubernetes if facts is not None else None
+        return fail(
+            summary,
+            evidence,
+            commands=(restart_operator_toolkit(node if isinstance(node, Mapping) else None),),
+            notes=(
+                "the GPU Operator's toolkit DaemonSet installs it: look at its pod on this node "
+                "(kubectl get pods -o wide) and its log",
+            ),
+        )
+    return fail(
+        summary,
+        evidence,
         commands=("sudo apt-get install -y nvidia-container-toolkit", restart),
         notes=("or point the runtime at the binary's real path",),
     )

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from ctk.doctor.checks.container import gpu_nodes
 from ctk.doctor.checks.driver import visible_devices
 from ctk.doctor.checks.engine_config import configure_fix, nvidia_runtime_entry
+from ctk.doctor.checks.installers import Remedy, containerd_change
 from ctk.doctor.checks.mig import kube
-from ctk.doctor.facts import EngineFacts, NodeFacts
+from ctk.doctor.facts import NodeFacts
 from ctk.doctor.fixes import SetToolkitConfig
 from ctk.doctor.model import (
     HOST_ONLY,
@@ -96,18 +97,21 @@ def runtimeclass_handler_missing(facts: NodeFacts) -> Result:
     if any(nvidia_runtime_entry(engine)[0] is not None for engine in engines):
         return ok("a RuntimeClass has handler nvidia and the runtime defines it")
     first = engines[0]
+    if first.engine == Runtime.CRIO:
+        remedy = Remedy(
+            fixes=(configure_fix(Runtime.CRIO),), commands=("sudo systemctl restart crio",)
+        )
+    else:
+        remedy = containerd_change(facts, "add the nvidia runtime")
     return fail(
         "a RuntimeClass sends pods to handler nvidia, which this node's runtime does not "
         "define: they fail with 'no runtime for \"nvidia\" is configured'",
         Evidence("RuntimeClasses", "handler nvidia"),
         *(nvidia_runtime_entry(engine)[1][0] for engine in engines),
-        commands=(f"sudo systemctl restart {_service(first)}",),
-        fixes=(configure_fix(_service(first)),),
+        commands=remedy.commands,
+        fixes=remedy.fixes,
+        notes=remedy.notes,
     )
-
-
-def _service(engine: EngineFacts) -> str:
-    return "crio" if engine.engine == "crio" else "containerd"
 
 
 @check(

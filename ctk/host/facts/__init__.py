@@ -36,8 +36,10 @@ from ctk.host.facts.cdi import gather_cdi
 from ctk.host.facts.container import detect_where, gather_container, read_environ
 from ctk.host.facts.engine_configs import (
     ENGINE_FACTS,
+    gather_distribution,
     gather_rootless_docker,
     gather_toolkit,
+    gpu_operator_trace,
     kubelet_cgroup_driver,
 )
 from ctk.host.facts.gatherer import (
@@ -182,6 +184,8 @@ def gather(
         host_mount="/host"
         if where is not Where.HOST and g.exists("/host/etc/os-release")
         else None,
+        distribution=g.step("distribution", lambda: gather_distribution(g)),
+        gpu_operator=g.step("gpu operator", lambda: gpu_operator_trace(g)),
     )
     return facts, tuple(g.timings)
 

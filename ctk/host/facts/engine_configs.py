@@ -17,6 +17,7 @@ from ctk.doctor.facts import (
     TOOLKIT_CONFIG,
     TOOLKIT_CONFIG_ENV,
     ConfigFile,
+    Distribution,
     EngineFacts,
     RuntimeEntry,
     ToolkitFacts,
@@ -26,6 +27,9 @@ from ctk.host.facts.gatherer import (
     BINARIES,
     BINARY_DIRS,
     CONTAINERD_CONFIGS,
+    DISTRIBUTION_UNIT_DIRS,
+    DISTRIBUTIONS,
+    GPU_OPERATOR_PATHS,
     OCI_HOOKS,
     PACKAGE_PREFIXES,
     Gatherer,
@@ -354,6 +358,47 @@ def _uid_of_home(passwd: str, home: str) -> int | None:
         if len(fields) >= 6 and fields[5].rstrip("/") == home and fields[2].isdigit():
             return int(fields[2])
     return None
+
+
+def gather_distribution(g: Gatherer) -> Distribution | None:
+    """The distribution that runs containerd and the kubelet here (the one whose containerd
+    config `gather_containerd` reads, else the one whose kubelet kubeconfig the node has), with
+    the unit this node runs it as and the template an edit of its config belongs in."""
+    found = [d for d in DISTRIBUTIONS if g.exists(d.containerd_config)] or [
+        d for d in DISTRIBUTIONS if g.exists(d.kubeconfig)
+    ]
+    if not found:
+        return None
+    distribution = found[-1]  # as gather_containerd: the last config found is the one read
+    unit = next(
+        (
+            name
+            for name in distribution.units
+            if any(g.exists(f"{d}/{name}.service") for d in DISTRIBUTION_UNIT_DIRS)
+        ),
+        distribution.units[0],
+    )
+    return replace(distribution, unit=unit, template=_template(g, distribution))
+
+
+def _template(g: Gatherer, distribution: Distribution) -> str | None:
+    """The node's template, else the one the distribution reads for the version it renders (a
+    rendered `version = 3`: containerd 2.x, config-v3.toml.tmpl; else config.toml.tmpl)."""
+    if not distribution.templates:
+        return None
+    present = [path for path in distribution.templates if g.exists(path)]
+    if present:
+        return present[0]
+    try:
+        version = tomllib.loads(g.text(distribution.containerd_config) or "").get("version")
+    except (tomllib.TOMLDecodeError, ValueError, RecursionError):
+        version = None
+    return distribution.templates[0 if version == 3 else -1]
+
+
+def gpu_operator_trace(g: Gatherer) -> str | None:
+    """The first of `GPU_OPERATOR_PATHS` the host has: the GPU Operator works on this node."""
+    return next((path for path in GPU_OPERATOR_PATHS if g.exists(path)), None)
 
 
 def kubelet_cgroup_driver(g: Gatherer) -> str | Unavailable | None:

@@ -12,11 +12,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TypeVar, cast
+from typing import Final, TypeVar, cast
 
-from ctk.doctor.facts import TimedOut
+from ctk.doctor.facts import Distribution, TimedOut
 from ctk.errors import CtkError
 from ctk.host import files
+from ctk.host.engine_files import TEMPLATE_NAMES
 from ctk.host.root import HostRoot, PathEscapeError, PathUnreadableError
 
 T = TypeVar("T")
@@ -64,16 +65,53 @@ REFRESH_UNITS = ("nvidia-cdi-refresh.path", "ctk-cdi-refresh.path")
 UNIT_DIRS = ("/etc/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system")
 SECURE_BOOT = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 MODULE_DIRS = ("updates/dkms", "updates", "extra", "kernel/drivers/video", "misc", "video", "")
-CONTAINERD_CONFIGS = (
-    ("/var/lib/rancher/k3s/agent/etc/containerd/config.toml", "k3s"),
-    ("/var/lib/rancher/rke2/agent/etc/containerd/config.toml", "rke2"),
+_K3S = "/var/lib/rancher/k3s/agent"
+_RKE2 = "/var/lib/rancher/rke2/agent"
+_MICROK8S = "/var/snap/microk8s/current"
+DISTRIBUTIONS: Final[tuple[Distribution, ...]] = (
+    Distribution(
+        name="k3s",
+        containerd_config=f"{_K3S}/etc/containerd/config.toml",
+        kubeconfig=f"{_K3S}/kubelet.kubeconfig",
+        units=("k3s", "k3s-agent"),
+        templates=tuple(f"{_K3S}/etc/containerd/{name}" for name in TEMPLATE_NAMES),
+        node_config="/etc/rancher/k3s/config.yaml",
+    ),
+    Distribution(
+        name="rke2",
+        containerd_config=f"{_RKE2}/etc/containerd/config.toml",
+        kubeconfig=f"{_RKE2}/kubelet.kubeconfig",
+        units=("rke2-server", "rke2-agent"),
+        templates=tuple(f"{_RKE2}/etc/containerd/{name}" for name in TEMPLATE_NAMES),
+        node_config="/etc/rancher/rke2/config.yaml",
+    ),
+    Distribution(
+        name="microk8s",
+        containerd_config=f"{_MICROK8S}/args/containerd-template.toml",
+        kubeconfig=f"{_MICROK8S}/credentials/kubelet.config",
+        units=("snap.microk8s.daemon-containerd",),
+        kubelet_args=f"{_MICROK8S}/args/kubelet",
+    ),
 )
+"""Kubernetes distributions that run their own containerd and kubelet: the layouts of the
+agent's distribution presets (`deploy/helm/ctk/templates/_helpers.tpl`, docs/fleet.md; a test
+holds the two to the same paths and units), plus the kubelet's kubeconfig and node settings."""
+CONTAINERD_CONFIGS = tuple((d.containerd_config, d.name) for d in DISTRIBUTIONS)
+DISTRIBUTION_UNIT_DIRS = (*UNIT_DIRS, "/usr/local/lib/systemd/system")
+"""Where a distribution's units live: RKE2's tarball install puts them under /usr/local."""
+GPU_OPERATOR_PATHS = (
+    "/usr/local/nvidia/toolkit/nvidia-container-runtime",
+    "/run/nvidia/validations",
+)
+"""What the GPU Operator leaves on a host: its toolkit DaemonSet's install directory, its
+validator's markers."""
 KUBELET_PATHS = (
     "/var/lib/kubelet/config.yaml",
     "/etc/kubernetes/kubelet.conf",
     "/var/lib/rancher/k3s",
     "/var/lib/rancher/rke2",
     "/usr/bin/kubelet",
+    *(d.kubeconfig for d in DISTRIBUTIONS),
 )
 TORCH_GLOBS = (
     "/usr/lib/python3*/site-packages/torch",

@@ -2,8 +2,9 @@
 
 In a pod: the in-cluster API with the pod's service account (`KUBERNETES_SERVICE_HOST`, the token
 and CA under /var/run/secrets/kubernetes.io/serviceaccount). On a host: the kubelet's kubeconfig
-(/etc/kubernetes/kubelet.conf, client certificate or token) and node name (kubeadm's
-`--hostname-override`, else the host name). Every request is a GET bounded in time; an API that
+(kubeadm's /etc/kubernetes/kubelet.conf, else k3s's, RKE2's or microk8s's: `DISTRIBUTIONS`;
+client certificate or token) and node name (the kubelet's `--hostname-override`, k3s/RKE2's
+`node-name`, else the host name). Every request is a GET bounded in time; an API that
 cannot be reached makes the facts `Unavailable` with the reason, never a failure.
 """
 
@@ -23,15 +24,17 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
-from ctk.doctor.facts import Unavailable
+from ctk.doctor.facts import Distribution, Unavailable
 from ctk.doctor.model import Where
-from ctk.host.facts.gatherer import Gatherer
+from ctk.host.facts.gatherer import DISTRIBUTIONS, Gatherer
 
 SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 KUBELET_KUBECONFIG = "/etc/kubernetes/kubelet.conf"
 KUBEADM_FLAGS = "/var/lib/kubelet/kubeadm-flags.env"
 REQUEST_TIMEOUT_S = 2.0
 DEVICE_PLUGIN = re.compile(r"(k8s-)?device-plugin", re.I)
+OPERATOR_TOOLKIT = re.compile(r"nvidia-container-toolkit-daemonset")
+"""The GPU Operator's toolkit DaemonSet (its ClusterPolicy names it so)."""
 PLUGIN_SETTINGS = {"MIG_STRATEGY": "mig_strategy", "DEVICE_LIST_STRATEGY": "device_list_strategy"}
 
 
@@ -86,13 +89,22 @@ def _in_cluster(g: Gatherer, env: Mapping[str, str]) -> Access | Unavailable | N
     )
 
 
+def kubelet_kubeconfigs() -> tuple[tuple[str, Distribution | None], ...]:
+    """Where kubelets keep their kubeconfig: kubeadm's, then each distribution's."""
+    return ((KUBELET_KUBECONFIG, None), *((d.kubeconfig, d) for d in DISTRIBUTIONS))
+
+
 def _kubelet(g: Gatherer) -> Access | Unavailable | None:
     import yaml
 
-    text = g.text(KUBELET_KUBECONFIG)
+    found = [(p, d) for p, d in kubelet_kubeconfigs() if g.readable(p) is not None]
+    if not found:
+        return None
+    path, distribution = found[0]
+    text = g.text(path)
     if text is None:
-        if g.readable(KUBELET_KUBECONFIG) is False:
-            return Unavailable(f"{KUBELET_KUBECONFIG} is readable by root only", needs_root=True)
+        if g.readable(path) is False:
+            return Unavailable(f"{path} is readable by root only", needs_root=True)
         return None
     try:
         config = yaml.safe_load(text)
@@ -100,14 +112,14 @@ def _kubelet(g: Gatherer) -> Access | Unavailable | None:
         user = config["users"][0]["user"]
         server = str(cluster["server"])
     except (yaml.YAMLError, ValueError, RecursionError, KeyError, IndexError, TypeError) as exc:
-        return Unavailable(f"{KUBELET_KUBECONFIG} is not a kubeconfig ({type(exc).__name__})")
+        return Unavailable(f"{path} is not a kubeconfig ({type(exc).__name__})")
     return Access(
         server=server,
         ca=_data(g, cluster, "certificate-authority"),
         token=user.get("token"),
         cert=_data(g, user, "client-certificate"),
         key=_data(g, user, "client-key"),
-        node=_node_name(g),
+        node=_node_name(g, distribution),
     )
 
 
@@ -122,13 +134,37 @@ def _data(g: Gatherer, entry: Mapping[str, Any], name: str) -> bytes | None:
     return text.encode() if text else None
 
 
-def _node_name(g: Gatherer) -> str | None:
-    flags = g.text(KUBEADM_FLAGS) or ""
-    match = re.search(r"--hostname-override[= ](\S+?)[\"' ]", flags + " ")
+def _node_name(g: Gatherer, distribution: Distribution | None = None) -> str | None:
+    """The kubelet's node name: its `--hostname-override` (kubeadm's flags file, microk8s's
+    kubelet arguments), k3s/RKE2's `node-name`, else the host name."""
+    flags_file = KUBEADM_FLAGS if distribution is None else distribution.kubelet_args
+    flags = (g.text(flags_file) if flags_file else None) or ""
+    match = re.search(r"--hostname-override[= ](\S+?)[\"' \n]", flags + " ")
     if match:
         return match.group(1)
+    configured = _configured_node_name(g, distribution)
+    if configured:
+        return configured
     hostname = (g.text("/etc/hostname") or "").strip().lower()
     return hostname or None
+
+
+def _configured_node_name(g: Gatherer, distribution: Distribution | None) -> str | None:
+    """`node-name` of k3s/RKE2's config.yaml."""
+    import yaml
+
+    path = None if distribution is None else distribution.node_config
+    text = g.text(path) if path else None
+    if not text:
+        return None
+    try:
+        config = yaml.safe_load(text)
+    except (yaml.YAMLError, ValueError, RecursionError):
+        return None
+    name = config.get("node-name") if isinstance(config, dict) else None
+    if not isinstance(name, str):
+        return None
+    return name.strip().lower() or None
 
 
 @contextmanager
@@ -186,6 +222,7 @@ def _read(access: Access) -> dict[str, Any]:
             selector = urllib.parse.quote(f"spec.nodeName={node_name}")
             pods = _optional(access, context, f"/api/v1/pods?fieldSelector={selector}")
             facts.update(_plugin_settings(pods))
+            facts.update(_operator_toolkit(pods))
         classes = _optional(access, context, "/apis/node.k8s.io/v1/runtimeclasses")
         if isinstance(classes, dict):
             facts["runtimeclass_handlers"] = sorted(
@@ -207,6 +244,19 @@ def _pod_facts(pod: Mapping[str, Any]) -> dict[str, Any]:
         resources = (container.get("resources") or {}).get("limits") or {}
         limits.update(_gpu_resources(resources))
     return {"runtimeClassName": spec.get("runtimeClassName"), "limits": limits}
+
+
+def _operator_toolkit(pods: Any) -> dict[str, dict[str, str]]:
+    """The GPU Operator's toolkit DaemonSet with a pod on this node (its namespace and name)."""
+    items = pods.get("items", []) if isinstance(pods, dict) else []
+    for pod in items:
+        metadata = pod.get("metadata") or {}
+        for owner in metadata.get("ownerReferences") or []:
+            name = str(owner.get("name", ""))
+            if owner.get("kind") == "DaemonSet" and OPERATOR_TOOLKIT.fullmatch(name):
+                namespace = str(metadata.get("namespace") or "default")
+                return {"gpu_operator_toolkit": {"namespace": namespace, "daemonset": name}}
+    return {}
 
 
 def _plugin_settings(pods: Any) -> dict[str, str]:
