@@ -60,7 +60,7 @@ PODMAN_READER = CdiReader(
     name="podman",
     evidence=Evidence("/usr/bin/podman", "podman uses CDI natively"),
     dirs=DEFAULT_DIRS,
-    switched_on=True,
+    switched_on=False,  # installed is not used (issue 23, item 5)
 )
 
 
@@ -241,8 +241,19 @@ def test_reads(reader: CdiReader, path: str, expected: bool) -> None:
         pytest.param(node(CRIO), [], id="crio-reads-but-relies-on-nothing"),
         pytest.param(
             node(DOCKER, CONTAINERD, CRIO, podman=True),
-            [DOCKER_READER.evidence, CONTAINERD_READER.evidence, PODMAN_READER.evidence],
+            [DOCKER_READER.evidence, CONTAINERD_READER.evidence],
             id="switched-on-only",
+        ),
+        pytest.param(node(podman=True), [], id="podman-installed-is-not-used"),
+        pytest.param(
+            replace(node(CRIO), kubernetes={"device_list_strategy": "envvar,cdi-cri"}),
+            [Evidence("device plugin", "deviceListStrategy=cdi-cri,envvar")],
+            id="device-plugin-in-a-cdi-strategy",
+        ),
+        pytest.param(
+            replace(node(CRIO), kubernetes={"device_list_strategy": "envvar"}),
+            [],
+            id="device-plugin-envvar",
         ),
         pytest.param(node(DOCKER_28_2, CONTAINERD_2), [], id="a-default-asks-for-nothing"),
         pytest.param(
@@ -259,7 +270,8 @@ def test_reads(reader: CdiReader, path: str, expected: bool) -> None:
     ],
 )
 def test_cdi_consumers(facts: NodeFacts, expected: list[Evidence]) -> None:
-    """What makes cdi.spec-missing fail: CRI-O always reads specs, so it alone needs none."""
+    """What makes cdi.spec-missing fail: something set up to request CDI devices. CRI-O always
+    reads specs and podman may run no GPU container: they alone make it a warning."""
     assert cdi_consumers(facts) == expected
 
 

@@ -79,6 +79,14 @@ SCENARIOS = [
         id="cdi-missing",
     ),
     pytest.param(
+        "podman-installed-legacy-docker",
+        {
+            "cdi.spec-missing": "no nvidia.com/gpu CDI spec in /etc/cdi, /var/run/cdi: CDI requests fail with 'unresolvable CDI devices nvidia.com/gpu=all' (nothing here is set up to request them yet)",
+        },
+        set(),
+        id="podman-installed-is-not-a-cdi-user",
+    ),
+    pytest.param(
         "cdi-stale",
         {
             "cdi.spec-stale": "/var/run/cdi/nvidia.yaml was generated for driver 535.104.05 but driver 550.54.15 is loaded: containers fail at creation or get mismatched libraries",

@@ -47,13 +47,24 @@ def unreadable(facts: NodeFacts) -> Result | None:
 
 
 def cdi_consumers(facts: NodeFacts) -> list[Evidence]:
-    """What on this node relies on CDI specs: the toolkit in mode cdi, and the programs that read
-    specs because someone switched CDI on (not CRI-O, which reads them whatever its config says)."""
+    """What on this node is set up to request CDI devices: the toolkit in mode cdi, the
+    programs that read specs because someone switched CDI on, and a device plugin that hands out
+    GPUs as CDI devices (not a program that merely could: see `cdi_readers_only`)."""
     users = []
     if runtime_mode(facts) == "cdi":
         users.append(Evidence(facts.toolkit.config.path, 'nvidia-container-runtime.mode = "cdi"'))
     users += [reader.evidence for reader in cdi_readers(facts) if reader.switched_on]
+    strategies = plugin_strategies(facts)
+    if strategies & CDI_STRATEGIES:
+        listed = ",".join(sorted(strategies))
+        users.append(Evidence("device plugin", f"deviceListStrategy={listed}"))
     return users
+
+
+def cdi_readers_only(facts: NodeFacts) -> list[Evidence]:
+    """The programs that could take GPUs through CDI but nothing shows they are asked to
+    (podman installed, CRI-O, an engine reading CDI by default)."""
+    return [reader.evidence for reader in cdi_readers(facts) if not reader.switched_on]
 
 
 @check(
@@ -98,15 +109,23 @@ def spec_missing(facts: NodeFacts) -> Result:
         devices = sorted({name for spec in specs for name in spec.devices})
         return ok(f"{len(devices)} nvidia.com/gpu device(s) in " + ", ".join(s.path for s in specs))
     users = cdi_consumers(facts)
-    if not users:
-        return skip("no CDI spec, and nothing on this node uses CDI")
-    return fail(
+    missing = [Evidence(d, "no nvidia.com/gpu spec") for d in facts.cdi.dirs]
+    summary = (
         "no nvidia.com/gpu CDI spec in " + ", ".join(facts.cdi.dirs) + ": CDI requests fail "
-        "with 'unresolvable CDI devices nvidia.com/gpu=all'",
-        *users,
-        *(Evidence(d, "no nvidia.com/gpu spec") for d in facts.cdi.dirs),
-        fixes=(GenerateSpec(), EnableRefresh()),
+        "with 'unresolvable CDI devices nvidia.com/gpu=all'"
     )
+    if users:  # something here is set up to request CDI devices: they fail now
+        return fail(summary, *users, *missing, fixes=(GenerateSpec(), EnableRefresh()))
+    could = cdi_readers_only(facts)
+    if could:  # presence is not use: a warning, for the day someone asks
+        return warn(
+            summary + " (nothing here is set up to request them yet)",
+            *could,
+            *missing,
+            fixes=(GenerateSpec(), EnableRefresh()),
+            severity=Severity.WARNING,
+        )
+    return skip("no CDI spec, and nothing on this node uses CDI")
 
 
 def _stale_evidence(spec: SpecFileFacts, module: str | None) -> list[Evidence]:

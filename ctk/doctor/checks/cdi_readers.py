@@ -31,10 +31,11 @@ class CdiReader:
     evidence: Evidence
     dirs: tuple[str, ...]
     switched_on: bool
-    """Someone asked for CDI: a setting turned it on, or the program takes GPUs through CDI only
-    (podman). False for CRI-O, which reads specs whatever its config says and takes GPUs from its
-    runtime unless a pod asks for CDI devices, and for an engine whose version reads CDI by
-    default (Docker 28.2+, containerd 2.x) without a setting: upgrading it asked for nothing."""
+    """Someone asked for CDI: a setting turned it on. False for podman (installed is not used:
+    it may run no GPU container at all), for CRI-O, which reads specs whatever its config says
+    and takes GPUs from its runtime unless a pod asks for CDI devices, and for an engine whose
+    version reads CDI by default (Docker 28.2+, containerd 2.x) without a setting: upgrading it
+    asked for nothing."""
 
     def reads(self, spec: SpecFileFacts) -> bool:
         """Whether ``spec`` lies in one of the directories this program reads."""
@@ -100,7 +101,7 @@ def cdi_readers(facts: NodeFacts) -> tuple[CdiReader, ...]:
                 name="podman",
                 evidence=Evidence(podman, "podman uses CDI natively"),
                 dirs=CDI_SPEC_DIRS,
-                switched_on=True,
+                switched_on=False,  # installed is not used: nothing says it runs GPU containers
             )
         )
     return tuple(readers)
