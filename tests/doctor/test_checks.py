@@ -490,6 +490,50 @@ CASES = [
         id="management-spec-not-needed-without-cdi-strategies",
     ),
     pytest.param(
+        "k8s.device-list-strategy-invalid",
+        NodeFacts(kubernetes={"device_list_strategy": "envvar, cdi"}),
+        Result(
+            status=Status.FAIL,
+            summary="the device plugin's DEVICE_LIST_STRATEGY names cdi, which it does not know: "
+            "it exits at start with 'invalid strategy: cdi' and the node offers no GPUs",
+            evidence=(Evidence("device plugin", "DEVICE_LIST_STRATEGY=envvar, cdi"),),
+            notes=(
+                "the strategies are cdi-annotations, cdi-cri, envvar, volume-mounts "
+                "(comma-separated, several allowed)",
+            ),
+        ),
+        id="device-list-strategy-unknown-name",
+    ),
+    pytest.param(
+        "k8s.device-list-strategy-invalid",
+        NodeFacts(kubernetes={"device_list_strategy": " , "}),
+        Result(
+            status=Status.FAIL,
+            summary="the device plugin's DEVICE_LIST_STRATEGY names no strategy: it exits at "
+            "start ('no device list strategy specified') and the node offers no GPUs",
+            evidence=(Evidence("device plugin", "DEVICE_LIST_STRATEGY= , "),),
+            notes=(
+                "name one or more of cdi-annotations, cdi-cri, envvar, volume-mounts, "
+                "comma-separated",
+            ),
+        ),
+        id="device-list-strategy-none",
+    ),
+    pytest.param(
+        "k8s.device-list-strategy-invalid",
+        NodeFacts(kubernetes={"device_list_strategy": "volume-mounts,cdi-annotations"}),
+        Result(status=Status.OK, summary="DEVICE_LIST_STRATEGY=cdi-annotations,volume-mounts"),
+        id="device-list-strategy-known",
+    ),
+    pytest.param(
+        "k8s.device-list-strategy-invalid",
+        NodeFacts(kubernetes={"labels": {}}),
+        Result(
+            status=Status.SKIP, summary="no device plugin on this node sets DEVICE_LIST_STRATEGY"
+        ),
+        id="device-list-strategy-unset",
+    ),
+    pytest.param(
         "hami.memory-limit-not-enforced",
         NodeFacts(
             where=Where.POD,

@@ -173,6 +173,7 @@ def test_host_checks_run_on_the_api_servers_view(
             "ok",
             "allocatable: nvidia.com/gpu=1, nvidia.com/mig-3g.40gb=1",
         ),
+        "k8s.device-list-strategy-invalid": ("ok", "DEVICE_LIST_STRATEGY=cdi-cri"),
         "k8s.unrequested-gpu-access": ("skip", "applies on pod only"),
     }
     assert {auth for _, auth in api.seen} == {f"Bearer {TOKEN}"}
@@ -188,6 +189,7 @@ def test_an_unreachable_api_makes_its_checks_unknown(
     assert sorted(unknown) == [
         "cdi.management-spec-missing",
         "containerd.not-default-no-runtimeclass",
+        "k8s.device-list-strategy-invalid",
         "k8s.gpu-not-allocatable",
         "k8s.runtimeclass-handler-missing",
         "mig.device-plugin-stale",

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Final
 
 from ctk.doctor.checks.container import gpu_nodes
 from ctk.doctor.checks.driver import visible_devices
+from ctk.doctor.checks.engine_cdi import plugin_strategies
 from ctk.doctor.checks.engine_config import configure_fix, nvidia_runtime_entry
 from ctk.doctor.checks.installers import Remedy, containerd_change
 from ctk.doctor.checks.mig import kube
@@ -147,3 +149,46 @@ def gpu_not_allocatable(facts: NodeFacts) -> Result:
             "'No devices found', a MIG strategy error)",
         ),
     )
+
+
+DEVICE_LIST_STRATEGIES: Final = frozenset({"envvar", "volume-mounts", "cdi-annotations", "cdi-cri"})
+"""The list strategies the device plugin takes (api/config/v1 of k8s-device-plugin); any other
+name makes it exit at start with 'invalid strategy: <name>'."""
+
+
+@check(
+    "k8s.device-list-strategy-invalid",
+    severity=Severity.ERROR,
+    title="the device plugin's DEVICE_LIST_STRATEGY names strategies it knows",
+    remedy="Set DEVICE_LIST_STRATEGY to envvar, volume-mounts, cdi-annotations and/or cdi-cri.",
+    sources=(K8S_DEVICE_PLUGIN,),
+    where=HOST_ONLY,
+)
+def device_list_strategy_invalid(facts: NodeFacts) -> Result:
+    """An unknown name (a typo, `cdi` for `cdi-cri`) or none: the plugin does not start."""
+    node = kube(facts)
+    if isinstance(node, Result):
+        return node
+    raw = node.get("device_list_strategy")
+    if not isinstance(raw, str):
+        return skip("no device plugin on this node sets DEVICE_LIST_STRATEGY")
+    given = plugin_strategies(facts)
+    known = ", ".join(sorted(DEVICE_LIST_STRATEGIES))
+    evidence = Evidence("device plugin", f"DEVICE_LIST_STRATEGY={raw}")
+    if not given:
+        return fail(
+            "the device plugin's DEVICE_LIST_STRATEGY names no strategy: it exits at start "
+            "('no device list strategy specified') and the node offers no GPUs",
+            evidence,
+            notes=(f"name one or more of {known}, comma-separated",),
+        )
+    wrong = sorted(given - DEVICE_LIST_STRATEGIES)
+    if wrong:
+        return fail(
+            f"the device plugin's DEVICE_LIST_STRATEGY names {', '.join(wrong)}, which it does "
+            f"not know: it exits at start with 'invalid strategy: {wrong[0]}' and the node "
+            "offers no GPUs",
+            evidence,
+            notes=(f"the strategies are {known} (comma-separated, several allowed)",),
+        )
+    return ok(f"DEVICE_LIST_STRATEGY={','.join(sorted(given))}")
