@@ -27,7 +27,7 @@ from ctk.doctor.fixes import (
     SetToolkitConfig,
     Suggestion,
     ToolkitConfigDefault,
-    argv,
+    argv_under,
 )
 from ctk.doctor.model import Finding, Status
 
@@ -60,33 +60,12 @@ def not_applied(fix: Fix) -> str:
 
 
 def shown(fix: Fix, root: Path) -> str | None:
-    """The ctk command line ``fix`` amounts to on the node under ``root``; None: not there."""
-    args = argv(fix)
-    if args is None or isinstance(fix, REFUSED) or not applies_under(fix, root):
+    """The ctk command line ``fix`` amounts to on the node under ``root`` (the one its remedy
+    prints, `argv_under`); None: not there."""
+    if isinstance(fix, REFUSED) or not applies_under(fix, root):
         return None
-    from ctk.host.root import HostRoot
-    from ctk.runtime_config.engines import ENGINES, Runtime
-
-    if str(root) == "/":
-        return shlex.join(["ctk", *args])
-    host = HostRoot(root)
-    match fix:
-        case ConfigureRuntime():
-            config = host.path(fix.config or ENGINES[fix.runtime].config_path)
-            # in place: a drop-in's import line would name the path under --root
-            drop_in = [] if fix.runtime is Runtime.DOCKER else ["--drop-in-config="]
-            extra = [f"--config={config}", *drop_in]
-            args = tuple(a for a in args if not a.startswith("--config="))
-        case CreateCharLinks():
-            extra = [f"--root={root}", f"--dev-char-path={host.path('/dev/char')}"]
-        case SetToolkitConfig():
-            from ctk.toolkit_config import DEFAULT_PATH
-
-            extra = [f"--config={host.path(fix.config or DEFAULT_PATH)}"]
-            args = tuple(a for a in args if not a.startswith("--config="))
-        case _:
-            extra = [f"--root={root}"]
-    return shlex.join(["ctk", *args, *extra])
+    args = argv_under(fix, str(root))
+    return None if args is None else shlex.join(["ctk", *args])
 
 
 def applies_under(fix: Fix, root: Path) -> bool:
@@ -129,7 +108,7 @@ def apply(fix: Fix, root: Path) -> None:
 
             call(system.create_device_nodes, driver_root=root, control_devices=True)
         case GenerateSpec():
-            _generate(Path(fix.output))
+            _generate(Path(fix.output), fix.mode)
         case SetToolkitConfig():
             from ctk.toolkit_config import DEFAULT_PATH
 
@@ -151,10 +130,12 @@ NO_SUBCOMMAND: Final = SimpleNamespace(invoked_subcommand=None)
 """The `typer.Context` `ctk config` is called with when run without a sub-command."""
 
 
-def _generate(output: Path) -> None:
+def _generate(output: Path, mode: str | None = None) -> None:
     from ctk.cli import cdi
+    from ctk.cli.cdi_generate import DiscoveryMode
 
-    call(command_function(cdi.app, "generate"), output=output)
+    extra = {} if mode is None else {"mode": DiscoveryMode(mode)}
+    call(command_function(cdi.app, "generate"), output=output, **extra)
 
 
 def command_function(app: typer.Typer, name: str) -> Callable[..., Any]:

@@ -129,6 +129,13 @@ def report(facts: NodeFacts, findings: Sequence[Finding], *, verbose: bool, stri
     head = f"ctk doctor: {facts.where.value}, root {facts.root}, {user}, ctk {__version__}"
     for line in _wrapped(head, "", "  ", width):
         console.print(Text(line))
+    if facts.root != "/" and any(f.is_problem and f.commands for f in findings):
+        text = (
+            f"The fixes below are for the node under {facts.root}: ctk's name that root; run "
+            f"the others on that node (from a debug pod: `sudo chroot {facts.root}` first)."
+        )
+        for line in _wrapped(text, "", "", width):
+            console.print(Text(line, style="dim"))
     if facts.host_mount:
         text = (
             f"The node's file system is mounted at {facts.host_mount}: run "

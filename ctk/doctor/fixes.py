@@ -9,6 +9,7 @@ is applied cannot drift apart.
 
 from __future__ import annotations
 
+import posixpath
 import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
@@ -57,6 +58,8 @@ class GenerateSpec:
     """Write the CDI spec for the node's current devices to ``output``."""
 
     output: str = DEFAULT_SPEC
+    mode: str | None = None
+    """`cdi generate --mode` (`management`: the management.nvidia.com/gpu spec); None: auto."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,7 +149,8 @@ def argv(fix: Suggestion, tool: Tool = Tool.CTK) -> tuple[str, ...] | None:
             extra = ("--load-kernel-modules",) if tool is Tool.NVIDIA_CTK else ()
             return ("system", "create-device-nodes", "--control-devices", *extra)
         case GenerateSpec():
-            return ("cdi", "generate", f"--output={fix.output}")
+            mode = (f"--mode={fix.mode}",) if fix.mode else ()
+            return ("cdi", "generate", *mode, f"--output={fix.output}")
         case ValidateSpec():
             return ("cdi", "validate", fix.path) if tool is Tool.CTK else None
         case SetToolkitConfig():
@@ -159,15 +163,71 @@ def argv(fix: Suggestion, tool: Tool = Tool.CTK) -> tuple[str, ...] | None:
             return None
 
 
-def command_line(fix: Suggestion, tool: Tool = Tool.CTK) -> str | None:
-    """The command a person runs for ``fix``; None where ``tool`` has none."""
-    if isinstance(fix, EnableRefresh):
-        return f"sudo systemctl enable --now {REFRESH_UNIT[tool]}"
-    args = argv(fix, tool)
-    if args is None:
-        return None
+def _under(root: str, path: str) -> str:
+    """Where ``path`` of the node whose / is mounted at ``root`` is, seen from outside: its
+    symlinks resolved inside the root (an absolute link target restarts there), as `--fix`
+    writes it; joined as written where it cannot be resolved (an escape, a loop)."""
+    from ctk.rootpath import RootPathError, resolve
+
+    try:
+        return resolve(root, path)
+    except RootPathError:
+        return posixpath.join(root, path.lstrip("/"))
+
+
+def argv_under(fix: Suggestion, root: str) -> tuple[str, ...] | None:
+    """ctk's arguments for ``fix`` on the node whose / is ``root`` (what `doctor --fix` runs
+    there, the root's prefix on the paths ctk opens and `--root` where the command takes one);
+    None where ctk cannot act on the node from outside it (a spec generated from outside would
+    name host paths with the root's prefix)."""
+    args = argv(fix)
+    if args is None or root == "/":
+        return args
+    match fix:
+        case ConfigureRuntime():
+            from ctk.runtime_config.engines import ENGINES
+
+            config = _under(root, fix.config or str(ENGINES[fix.runtime].config_path))
+            # in place: a drop-in's import line would name the path under the root
+            drop_in = () if fix.runtime is Runtime.DOCKER else ("--drop-in-config=",)
+            kept = tuple(a for a in args if not a.startswith("--config="))
+            return (*kept, f"--config={config}", *drop_in)
+        case CreateCharLinks():
+            return (*args, f"--root={root}", f"--dev-char-path={_under(root, '/dev/char')}")
+        case SetToolkitConfig():
+            from ctk.doctor.facts import TOOLKIT_CONFIG
+
+            kept = tuple(a for a in args if not a.startswith("--config="))
+            return (*kept, f"--config={_under(root, fix.config or TOOLKIT_CONFIG)}")
+        case ToolkitConfigDefault():
+            return ("config", "default", f"--output={_under(root, fix.output)}")
+        case ValidateSpec():
+            return ("cdi", "validate", _under(root, fix.path))
+        case GenerateSpec() | EnableRefresh():
+            return None
+        case _:
+            return (*args, f"--root={root}")
+
+
+def command_line(fix: Suggestion, tool: Tool = Tool.CTK, root: str = "/") -> str | None:
+    """The command a person runs for ``fix``; None where ``tool`` has none. Under a ``root``
+    (`doctor --root /host` in a debug pod) it acts on that node: ctk's own command with the
+    root (`argv_under`, the line `--fix` runs), else the node's command through `chroot`."""
     user = isinstance(fix, ValidateSpec) or (isinstance(fix, ConfigureRuntime) and fix.user)
-    return shlex.join([*([] if user else ["sudo"]), tool.value, *args])
+    sudo = [] if user else ["sudo"]
+    if isinstance(fix, EnableRefresh):
+        line = ["systemctl", "enable", "--now", REFRESH_UNIT[tool]]
+    else:
+        args = argv(fix, tool)
+        if args is None:
+            return None
+        line = [tool.value, *args]
+        under = argv_under(fix, root) if tool is Tool.CTK and root != "/" else None
+        if under is not None:
+            return shlex.join([*sudo, "ctk", *under])
+    if root != "/":
+        return shlex.join(["sudo", "chroot", root, *line])
+    return shlex.join([*sudo, *line])
 
 
 def describe(fix: Suggestion) -> str:
@@ -183,7 +243,8 @@ def describe(fix: Suggestion) -> str:
         case CreateDeviceNodes():
             return "create the missing NVIDIA device nodes"
         case GenerateSpec():
-            return f"generate the CDI spec for the current devices into {fix.output}"
+            what = "the management CDI spec" if fix.mode == "management" else "the CDI spec"
+            return f"generate {what} for the current devices into {fix.output}"
         case EnableRefresh():
             return "enable the CDI refresh unit"
         case SetToolkitConfig():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 import ctk.doctor.checks  # noqa: F401  (fills the registry)
 from ctk.doctor.facts import FactTimedOut, NodeFacts
@@ -20,14 +21,33 @@ from ctk.doctor.model import (
     Result,
     Severity,
     Status,
+    Where,
     checks_in_order,
 )
 
+HOST_GROUPS: Final = frozenset({Group.DRIVER, Group.GPU, Group.DEV})
+"""The checks whose commands act on the machine itself (the driver, the GPUs, /dev), wherever
+the doctor runs: in a container they are to be run on the host."""
+
+
+def _where_notes(check: Check, result: Result, facts: NodeFacts | None) -> tuple[str, ...]:
+    """Where the commands of ``result`` are to be run, when that is not where the doctor ran."""
+    if facts is None or not result.commands or facts.root != "/":
+        return ()  # under --root the report's head says where its commands run
+    if facts.where is not Where.HOST and check.group in HOST_GROUPS:
+        return ("run the commands on the host, not in this container",)
+    return ()
+
 
 def _finding(
-    check: Check, result: Result, blocked_by: tuple[str, ...] = (), tool: Tool = Tool.CTK
+    check: Check,
+    result: Result,
+    blocked_by: tuple[str, ...] = (),
+    tool: Tool = Tool.CTK,
+    facts: NodeFacts | None = None,
 ) -> Finding:
-    rendered = (command_line(fix, tool) for fix in result.fixes)
+    root = facts.root if facts is not None else "/"
+    rendered = (command_line(fix, tool, root) for fix in result.fixes)
     return Finding(
         check=check.id,
         group=check.group,
@@ -38,7 +58,7 @@ def _finding(
         evidence=result.evidence,
         remedy=check.remedy if result.status in (Status.FAIL, Status.WARN) else None,
         commands=(*(line for line in rendered if line is not None), *result.commands),
-        notes=result.notes,
+        notes=(*result.notes, *_where_notes(check, result, facts)),
         sources=check.sources,
         blocked_by=blocked_by or result.blocked_by,
         fixes=result.fixes,
@@ -76,7 +96,7 @@ def _evaluate(check: Check, facts: NodeFacts, done: dict[str, Finding]) -> Findi
             status=Status.UNKNOWN,
             summary=f"check crashed ({type(exc).__name__}: {exc}); please report it",
         )
-    return _finding(check, result, tool=tool_of(facts))
+    return _finding(check, result, tool=tool_of(facts), facts=facts)
 
 
 def evaluation_order(registry: dict[str, Check] = REGISTRY) -> tuple[Check, ...]:

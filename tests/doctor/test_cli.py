@@ -60,6 +60,8 @@ def test_group_report_is_exact(node: FakeNode, capsys: pytest.CaptureFixture[str
 
 NO_DRIVER_CHECK = """\
 ctk doctor: host, root {root}, root, ctk 0.1.0
+The fixes below are for the node under {root}: ctk's name that root; run the others on that node \
+(from a debug pod: `sudo chroot {root}` first).
 
 driver
   [FAIL] driver.not-loaded  no NVIDIA kernel module is loaded
@@ -350,10 +352,14 @@ def test_ldconfig_fix_names_the_ldconfig_that_exists(
         capsys, "--root", str(node.root), "--json", "--check", "toolkit.ldconfig-path"
     )
     check = json.loads(out)["checks"][0]
+    config = node.root / "etc/nvidia-container-runtime/config.toml"  # under --root: the node's
     assert (code, check["status"], check["remedy"]["commands"]) == (
         1,
         "fail",
-        ["sudo ctk config --in-place --set nvidia-container-cli.ldconfig=@/usr/sbin/ldconfig"],
+        [
+            "sudo ctk config --in-place --set nvidia-container-cli.ldconfig=@/usr/sbin/ldconfig "
+            f"--config={config}"
+        ],
     )
 
 

@@ -225,7 +225,7 @@ def test_the_remedy_names_the_toolkit_config_the_doctor_read(
             "text": "Point nvidia-container-cli.ldconfig at the host's ldconfig.",
             "commands": [
                 "sudo ctk config --in-place --set nvidia-container-cli.ldconfig=@/sbin/ldconfig "
-                f"--config={config}"
+                f"--config={root}{config}"  # the command --fix runs: the node's file
             ],
             "notes": [],
             "fixable": True,

@@ -134,3 +134,65 @@ def test_a_spec_is_not_generated_under_a_root(tmp_path: Path) -> None:
 )
 def test_command_line_per_tool(fix: Suggestion, ctk: str, nvidia_ctk: str | None) -> None:
     assert (command_line(fix, Tool.CTK), command_line(fix, Tool.NVIDIA_CTK)) == (ctk, nvidia_ctk)
+
+
+FIXES: list[Suggestion] = [
+    ConfigureRuntime(runtime=Runtime.DOCKER),
+    ConfigureRuntime(runtime=Runtime.CONTAINERD, set_as_default=True, enable_cdi=True),
+    ConfigureRuntime(runtime=Runtime.CRIO),
+    CreateCharLinks(),
+    CreateDeviceNodes(),
+    GenerateSpec(),
+    GenerateSpec(output="/var/run/cdi/management.yaml", mode="management"),
+    EnableRefresh(),
+    SetToolkitConfig(settings=(("nvidia-container-runtime.mode", "cdi"),)),
+    ToolkitConfigDefault(output="/etc/nvidia-container-runtime/config.toml"),
+    ValidateSpec(path="/etc/cdi/nvidia.yaml"),
+]
+
+
+@pytest.mark.parametrize("fix", FIXES, ids=lambda f: type(f).__name__)
+def test_a_remedy_under_a_root_acts_on_that_node(fix: Suggestion, tmp_path: Path) -> None:
+    """`doctor --root R` prints, for each fix, the command that acts on the node under R (issue
+    23, item 3): where --fix can apply it, exactly the line --fix runs (with sudo); where only
+    the node itself can (a spec generated from outside would name R's paths), the node's command
+    through chroot; never a bare command that, pasted in the debug pod, acts on the pod."""
+    root = str(tmp_path)
+    line = command_line(fix, Tool.CTK, root)
+    assert line is not None
+    applied = shown(fix, tmp_path) if not isinstance(fix, (EnableRefresh, ValidateSpec)) else None
+    if applied is not None:
+        assert line == f"sudo {applied}"
+    else:  # not applied by --fix (refused, or a user's or the node's own command)
+        words = line.split()
+        assert root in line, line
+        assert words[:3] == ["sudo", "chroot", root] or "ctk" in words[:2], line
+    assert command_line(fix, Tool.CTK) == command_line(fix, Tool.CTK, "/")
+    assert root not in (command_line(fix, Tool.CTK) or "")
+
+
+def test_nvidia_ctk_commands_under_a_root_run_through_chroot(tmp_path: Path) -> None:
+    line = command_line(ConfigureRuntime(runtime=Runtime.DOCKER), Tool.NVIDIA_CTK, str(tmp_path))
+    assert line == f"sudo chroot {tmp_path} nvidia-ctk runtime configure --runtime=docker"
+
+
+def test_a_spec_is_generated_on_the_node_itself(tmp_path: Path) -> None:
+    assert command_line(GenerateSpec(), Tool.CTK, str(tmp_path)) == (
+        f"sudo chroot {tmp_path} ctk cdi generate --output=/var/run/cdi/nvidia.yaml"
+    )
+    assert command_line(ValidateSpec(path="/etc/cdi/x.yaml"), Tool.CTK, str(tmp_path)) == (
+        f"ctk cdi validate {tmp_path}/etc/cdi/x.yaml"
+    )
+
+
+def test_host_commands_in_a_container_say_so() -> None:
+    """In a container the driver's, the GPUs' and /dev's commands are the host's to run."""
+    from ctk.doctor.facts import NodeFacts
+    from ctk.doctor.model import Where
+    from ctk.doctor.run import diagnose
+
+    note = "run the commands on the host, not in this container"
+    for where, expected in ((Where.CONTAINER, True), (Where.POD, True), (Where.HOST, False)):
+        [finding] = diagnose(NodeFacts(where=where), show=["driver.not-loaded"])
+        assert finding.commands and finding.status.value == "fail", finding
+        assert (note in finding.notes) is expected, (where, finding.notes)

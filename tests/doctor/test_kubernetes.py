@@ -339,7 +339,7 @@ Remedy = tuple[list[tuple[str, str]], list[str], list[str]]
                 ],
                 [
                     "sudo ctk runtime configure --runtime=containerd --set-as-default "
-                    f"--config={MICROK8S_CONFIG}",
+                    f"--config=ROOT{MICROK8S_CONFIG} --drop-in-config=",  # what --fix runs there
                     "sudo systemctl restart snap.microk8s.daemon-containerd",
                 ],
                 ["or create a RuntimeClass named nvidia with handler nvidia"],
@@ -370,14 +370,18 @@ def test_a_distributions_kubelet_is_a_kubernetes_node_with_its_own_remedy(
     checks = {c["id"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
     found = checks["containerd.not-default-no-runtimeclass"]
     assert (found["status"], found["summary"]) == NOT_DEFAULT
-    assert _remedy(found) == expected
+    assert _remedy(found, built.root) == expected
     # the node asked for by the name its kubelet registers (node-name, --hostname-override)
     assert checks["k8s.gpu-not-allocatable"]["summary"] == "allocatable: nvidia.com/gpu=2"
 
 
-def _remedy(finding: dict[str, Any]) -> Remedy:
+def _remedy(finding: dict[str, Any], root: Path | None = None) -> Remedy:
+    """Evidence, commands (the --root of the test's node written ROOT) and notes."""
     evidence = [(e["source"], e["value"]) for e in finding["evidence"]]
-    return evidence, finding["remedy"]["commands"], finding["remedy"]["notes"]
+    commands = finding["remedy"]["commands"]
+    if root is not None:
+        commands = [c.replace(str(root), "ROOT") for c in commands]
+    return evidence, commands, finding["remedy"]["notes"]
 
 
 OPERATOR_TOOLKIT_POD = {
@@ -403,13 +407,11 @@ NO_MANAGEMENT_SPEC = "the device plugin uses CDI but no management.nvidia.com/gp
                         "none on this node (no toolkit DaemonSet pod, label or files)",
                     ),
                 ],
-                [],
                 [
-                    "no GPU Operator writes it here: generate it on the node with cdi "
-                    "generate's management mode (--mode management) into "
-                    "/var/run/cdi/management.yaml, with the hook program of the nvidia.com/gpu "
-                    "spec",
+                    "sudo chroot ROOT ctk cdi generate --mode=management "
+                    "--output=/var/run/cdi/management.yaml"
                 ],
+                ["no GPU Operator writes it here: it is generated on the node"],
             ),
             id="device-plugin-alone",
         ),
@@ -455,4 +457,4 @@ def test_the_management_spec_remedy_fits_what_installed_the_node(
     checks = {c["id"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
     found = checks["cdi.management-spec-missing"]
     assert (found["status"], found["summary"]) == ("fail", NO_MANAGEMENT_SPEC)
-    assert _remedy(found) == expected
+    assert _remedy(found, built.root) == expected

@@ -139,6 +139,8 @@ def test_health_fields_come_from_nvml(node: FakeNode, health: GpuHealth) -> None
 
 LEFTOVER = """\
 ctk doctor: host, root {root}, root, ctk 0.1.0
+The fixes below are for the node under {root}: ctk's name that root; run the others on that node \
+(from a debug pod: `sudo chroot {root}` first).
 
 gpu
   [warn] gpu.leftover-processes  GPU memory is held by dead, stuck or missing processes
@@ -157,6 +159,8 @@ stays held.
 
 PENDING = """\
 ctk doctor: host, root {root}, root, ctk 0.1.0
+The fixes below are for the node under {root}: ctk's name that root; run the others on that node \
+(from a debug pod: `sudo chroot {root}` first).
 
 mig
   [warn] mig.mode-pending  MIG mode change pending on GPU 0: it takes effect after a GPU reset \

@@ -412,9 +412,6 @@ def management_spec_missing(facts: NodeFacts) -> Result:
         summary,
         missing,
         Evidence("GPU Operator", "none on this node (no toolkit DaemonSet pod, label or files)"),
-        notes=(
-            "no GPU Operator writes it here: generate it on the node with cdi generate's "
-            f"management mode (--mode management) into {MANAGEMENT_SPEC}, with the hook program "
-            "of the nvidia.com/gpu spec",
-        ),
+        fixes=(GenerateSpec(output=MANAGEMENT_SPEC, mode="management"),),
+        notes=("no GPU Operator writes it here: it is generated on the node",),
     )
