@@ -150,8 +150,11 @@ def call(command: Callable[..., Any], **given: Any) -> Any:
     """Call a command function with ``given`` and every other option at its declared default."""
     import inspect
 
+    parameters = inspect.signature(command).parameters
+    unknown = sorted(set(given) - set(parameters))
+    assert not unknown, f"{command.__name__} takes no {', '.join(unknown)}"  # a renamed option
     kwargs = {}
-    for parameter in inspect.signature(command).parameters.values():
+    for parameter in parameters.values():
         if parameter.name in given:
             kwargs[parameter.name] = given[parameter.name]
         elif parameter.default is inspect.Parameter.empty:

@@ -196,3 +196,17 @@ def test_host_commands_in_a_container_say_so() -> None:
         [finding] = diagnose(NodeFacts(where=where), show=["driver.not-loaded"])
         assert finding.commands and finding.status.value == "fail", finding
         assert (note in finding.notes) is expected, (where, finding.notes)
+
+
+def test_a_fix_calls_its_command_with_options_the_command_has() -> None:
+    """`--fix` calls the command's function: an option it does not have (renamed since) is a
+    bug caught here, never silently dropped (the management spec's --mode reaches generate)."""
+    import inspect
+
+    from ctk.cli import cdi
+    from ctk.cli.doctor_fix import call, command_function
+
+    generate = command_function(cdi.app, "generate")
+    assert {"output", "mode"} <= set(inspect.signature(generate).parameters)
+    with pytest.raises(AssertionError, match="takes no discovery_mode"):
+        call(generate, output=Path("/nonexistent/x.yaml"), discovery_mode="management")
