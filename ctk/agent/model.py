@@ -329,7 +329,7 @@ def dump_state(state: State) -> str:
         "hook": state.hook,
         "runtime_path": state.runtime_path,
         "template": state.template,
-        "created": dict(state.created),
+        "created": [{"path": p, "digest": d} for p, d in state.created.items()],  # in order
     }
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
@@ -382,7 +382,7 @@ def load_state(name: str, text: str | None) -> State:
             hook=bool(data.get("hook", False)),
             runtime_path=_opt_str(data.get("runtime_path")),
             template=_opt_str(data.get("template")),
-            created=_created(data.get("created", {})),
+            created=_created(data.get("created", [])),
         )
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise CtkError(
@@ -392,10 +392,16 @@ def load_state(name: str, text: str | None) -> State:
 
 
 def _created(value: object) -> dict[str, str | None]:
-    if isinstance(value, list):  # an earlier version's list of paths: what it wrote is unknown
-        return dict.fromkeys(map(str, value))
-    assert isinstance(value, dict)  # the schema allows nothing else
-    return {str(path): str(known) for path, known in value.items()}
+    """Path -> digest, in the order the agent made them (a plain path: an earlier version's
+    entry, what it wrote unknown)."""
+    assert isinstance(value, list)  # the schema allows nothing else
+    found: dict[str, str | None] = {}
+    for entry in value:
+        if isinstance(entry, dict):
+            found[str(entry["path"])] = None if entry["digest"] is None else str(entry["digest"])
+        else:
+            found[str(entry)] = None
+    return found
 
 
 def _opt_str(value: object) -> str | None:

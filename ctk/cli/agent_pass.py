@@ -325,9 +325,9 @@ def _own(state: State, path: str) -> State:
     """``state`` knowing the agent's own file ``path`` as it is now (uninstall removes it only
     while it still holds those bytes)."""
     now = host_agent.file_digest(Path(path))
-    if now is None or state.created.get(path) == now:
-        return state
-    return replace(state, created={**state.created, path: now})
+    if path in state.created and (now is None or state.created[path] == now):
+        return state  # known, and unchanged or gone (a ready file while not ready)
+    return replace(state, created={**state.created, path: now})  # first seen: in that order
 
 
 def _mark_ready(agent: Agent, state: State, ready: bool) -> State:

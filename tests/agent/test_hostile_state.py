@@ -59,7 +59,10 @@ def test_uninstall_keeps_files_that_are_not_what_the_agent_wrote(tmp_path: Path)
         {
             "spec": "/etc/important",
             "spec_digest": _sha("a spec\n"),
-            "created": {str(victim): _sha("something else"), str(mine): _sha("")},
+            "created": [
+                {"path": str(victim), "digest": _sha("something else")},
+                {"path": str(mine), "digest": _sha("")},
+            ],
         },
     )
     (host / "etc").mkdir()

@@ -149,7 +149,7 @@ def test_state_round_trip() -> None:
         configs={"/etc/docker/daemon.json": Written(original=None, left=digest("{}"))},
         record='{"changes": []}',
         spec="/var/run/cdi/nvidia.yaml",
-        created={"/outlets/ctk.prom": digest("# HELP")},
+        created={"/run/ctk/ready": None, "/outlets/ctk.prom": digest("# HELP")},  # in order
     )
     assert load_state("s", dump_state(state)) == state
     assert load_state("s", None) == State()
@@ -198,8 +198,8 @@ def test_state_round_trip() -> None:
             id="spec-dotdot",
         ),
         pytest.param(
-            '{"version": 1, "created": {"/x": "not-a-digest"}}',
-            "created./x: 'not-a-digest' does not match '^[0-9a-f]{64}$'",
+            '{"version": 1, "created": [{"path": "/x", "digest": "not-a-digest"}]}',
+            "created[0].digest: 'not-a-digest' does not match '^[0-9a-f]{64}$'",
             id="created-digest",
         ),
         pytest.param(
