@@ -307,16 +307,16 @@ def containerd_pod_config(engine: Engine, work: Path, sandbox_image: str, cri: s
 
 
 @contextlib.contextmanager
-def containerd(config: Path, work: Path, engine: Engine) -> Iterator[Daemon]:
-    """Run ``engine``'s containerd on ``config`` (whose socket is ``work/c.sock``: see
-    `containerd_config`) in a private mount namespace (`PRIVATE_RUN`); yield it once the socket
-    is up."""
-    sock, log_path = work / "c.sock", work / "containerd.log"
+def _private(
+    engine: Engine, args: list[str], sock: Path, log_path: Path, *, timeout: float
+) -> Iterator[Daemon]:
+    """Run ``engine``'s daemon with ``args`` in a private mount namespace (`PRIVATE_RUN`); yield
+    it once ``sock`` exists; stop it (SIGKILL to its group when SIGTERM is not enough)."""
     with log_path.open("w") as log:
         process = subprocess.Popen(
             [
                 *("unshare", "--mount", "--propagation", "private", "sh", "-c", PRIVATE_RUN),
-                *("sh", str(engine.daemon), "--config", str(config)),
+                *("sh", str(engine.daemon), *args),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -324,22 +324,41 @@ def containerd(config: Path, work: Path, engine: Engine) -> Iterator[Daemon]:
             env={**os.environ, "PATH": engine.path},
         )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + timeout
         while not sock.exists():
             assert process.poll() is None, log_path.read_text()
-            assert time.monotonic() < deadline, "containerd did not start"
+            assert time.monotonic() < deadline, f"{engine.id} did not start"
             time.sleep(0.05)
         yield Daemon(process.pid, sock, log_path)
     finally:
         process.terminate()
         try:
-            process.wait(timeout=20)
+            process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=5)
-        for mount in (work / "root", work / "state"):
-            if os.path.ismount(mount):
+
+
+def _unmount_under(*directories: Path) -> None:
+    """Lazily unmount what a stopped daemon left mounted under ``directories`` (deepest first)."""
+    for directory in directories:
+        found = [directory, *directory.rglob("*")] if directory.is_dir() else []
+        for mount in sorted(found, reverse=True):
+            if mount.is_dir() and os.path.ismount(mount):
                 subprocess.run(["umount", "-l", str(mount)], check=False, timeout=10)
+
+
+@contextlib.contextmanager
+def containerd(config: Path, work: Path, engine: Engine) -> Iterator[Daemon]:
+    """Run ``engine``'s containerd on ``config`` (whose socket is ``work/c.sock``: see
+    `containerd_config`) in a private mount namespace (`PRIVATE_RUN`); yield it once the socket
+    is up."""
+    try:
+        args = ["--config", str(config)]
+        with _private(engine, args, work / "c.sock", work / "containerd.log", timeout=30) as d:
+            yield d
+    finally:
+        _unmount_under(work / "root", work / "state")
 
 
 def crio_drop_in(
@@ -389,34 +408,9 @@ enable_nri = false
 def crio(config: Path, drop_ins: Path, work: Path, engine: Engine) -> Iterator[Daemon]:
     """Run ``engine`` (CRI-O) on ``config`` and ``drop_ins`` (with `crio_drop_in`'s settings) in
     a private mount namespace; yield it once its socket answers."""
-    sock, log_path = work / "crio.sock", work / "crio.log"
-    with log_path.open("w") as log:
-        process = subprocess.Popen(
-            [
-                *("unshare", "--mount", "--propagation", "private", "sh", "-c", PRIVATE_RUN),
-                *("sh", str(engine.daemon), "--config", str(config)),
-                *("--config-dir", str(drop_ins)),
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env={**os.environ, "PATH": engine.path},
-        )
     try:
-        deadline = time.monotonic() + 60
-        while not sock.exists():
-            assert process.poll() is None, log_path.read_text()
-            assert time.monotonic() < deadline, "crio did not start"
-            time.sleep(0.05)
-        yield Daemon(process.pid, sock, log_path)
+        args = ["--config", str(config), "--config-dir", str(drop_ins)]
+        with _private(engine, args, work / "crio.sock", work / "crio.log", timeout=60) as d:
+            yield d
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=5)
-        storage = work / "storage"
-        for mount in sorted(storage.rglob("*"), reverse=True) if storage.is_dir() else []:
-            if mount.is_dir() and os.path.ismount(mount):
-                subprocess.run(["umount", "-l", str(mount)], check=False, timeout=10)
+        _unmount_under(work / "storage")
