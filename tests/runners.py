@@ -96,6 +96,19 @@ def main_as_nobody(argv: list[str], timeout: float = 120) -> tuple[int, str, str
         return os.waitstatus_to_exitcode(status), out.read(), err.read()
 
 
+_NEW_DIRS_PRIVATE = (
+    "mount --bind /var/lib /mnt && mount -t tmpfs tmpfs /var/lib && "
+    'for d in /mnt/*; do [ -d "$d" ] || continue; n="${d#/mnt/}"; '
+    'mkdir "/var/lib/$n" && mount --bind "$d" "/var/lib/$n" || exit 1; done && exec "$@"'
+)
+PRIVATE_VAR_LIB = ("unshare", "--mount", "--propagation", "private", "sh", "-c",
+                   _NEW_DIRS_PRIVATE, "sh")  # fmt: skip
+"""A prefix that runs a command in a mount namespace where a directory it makes in /var/lib is
+its own (a tmpfs; the machine's directories there stay as they are): podman and skopeo, as
+root, create /var/lib/containers/cache for a blob cache whatever their --root says, which would
+land on the machine (tests write only under their own directories). Needs root."""
+
+
 def busybox_rootfs(directory: Path) -> Path:
     """A container root file system of busybox and the applets the tests use."""
     rootfs = directory / "rootfs"

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.deploy.chart import BUILD_SH
+from tests.runners import PRIVATE_VAR_LIB
 
 TOOLS = ("mmdebstrap", "umoci", "skopeo")
 BUILD_TIMEOUT = 900  # seconds: a cold base root is most of it
@@ -42,7 +43,7 @@ def image_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("image")
     start = time.monotonic()
     done = subprocess.run(
-        [str(BUILD_SH), str(out)],
+        [*PRIVATE_VAR_LIB, str(BUILD_SH), str(out)],  # skopeo's blob cache: not the machine's
         capture_output=True,
         text=True,
         check=False,
