@@ -22,7 +22,7 @@ from ctk.cli.app import main
 from ctk.host.image_env import read_image_env
 from tests.fake_nvml.fixtures import fake_node, fake_nvml_library  # noqa: F401  (pytest fixtures)
 from tests.nodes import FakeNode
-from tests.runners import PRIVATE_VAR_LIB
+from tests.runners import PRIVATE_VAR_LIB_AND_RUN
 
 pytestmark = pytest.mark.integration
 REQUIRE = "cuda>=12.8 brand=tesla,driver>=470,driver<471"
@@ -38,8 +38,11 @@ def tool(name: str) -> str:
 
 
 def run(*argv: str, env: dict[str, str] | None = None) -> None:
-    """``argv`` with /var/lib of its own (podman and skopeo write a blob cache there)."""
-    subprocess.run([*PRIVATE_VAR_LIB, *argv], check=True, capture_output=True, timeout=60, env=env)
+    """``argv`` with /var/lib and /run of its own (podman and skopeo write a blob cache and an
+    events log there)."""
+    subprocess.run(
+        [*PRIVATE_VAR_LIB_AND_RUN, *argv], check=True, capture_output=True, timeout=60, env=env
+    )
 
 
 def only_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *programs: str) -> None:
