@@ -174,8 +174,10 @@ def dockerd(config: Path, work: Path, engine: Engine) -> Iterator[str]:
     if "data-root" not in data:
         args += ["--data-root", str(work / "data")]
     log = (work / "log").open("w")
+    # its own /run: the containerd 2.x that Docker 26+ start serves NRI at /var/run/nri/nri.sock
+    private = ("unshare", "--mount", "--propagation", "private", "sh", "-c")
     process = subprocess.Popen(
-        args,
+        [*private, 'mount -t tmpfs tmpfs /run && exec "$@"', "sh", *args],
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
