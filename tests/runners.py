@@ -106,6 +106,14 @@ PRIVATE_VAR_LIB = ("unshare", "--mount", "--propagation", "private", "sh", "-c",
 PRIVATE_VAR_LIB_AND_RUN = ("unshare", "--mount", "--propagation", "private", "sh", "-c",
                            f"mount -t tmpfs tmpfs /run && {_NEW_DIRS_PRIVATE}", "sh")  # fmt: skip
 """`PRIVATE_VAR_LIB` with /run a tmpfs too: podman keeps its events log in /run/libpod."""
+OWN_RUN: tuple[str, ...] = (
+    ("unshare", "--mount", "--propagation", "private", "sh", "-c",
+     'mount -t tmpfs tmpfs /run && exec "$@"', "sh")
+    if os.geteuid() == 0
+    else ()
+)  # fmt: skip
+"""A prefix that gives a command (run as root) a /run of its own: `systemd-analyze verify`
+leaves /run/systemd/systemd-units-load behind. Empty for a user, who cannot write /run."""
 """A prefix that runs a command in a mount namespace where a directory it makes in /var/lib is
 its own (a tmpfs; the machine's directories there stay as they are): podman and skopeo, as
 root, create /var/lib/containers/cache for a blob cache whatever their --root says, which would

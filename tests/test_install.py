@@ -18,6 +18,7 @@ import pytest
 
 from ctk.cli.app import main
 from ctk.cli.install import running_ctk
+from tests.runners import OWN_RUN
 
 REPO = Path(__file__).resolve().parents[1]
 GOOD_SPEC = REPO / "tests/fixtures/conformance/cdi-upstream/good/spec-example.json"
@@ -175,7 +176,7 @@ def test_install_into_a_node_tree(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert capsys.readouterr().out == "already installed; nothing written\n"
     # systemd accepts the units as installed in the tree
     verify = subprocess.run(
-        ["systemd-analyze", "verify", f"--root={tree}", *UNITS],
+        [*OWN_RUN, "systemd-analyze", "verify", f"--root={tree}", *UNITS],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert (verify.returncode, verify.stderr) == (0, ""), verify.stderr

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.runners import OWN_RUN
+
 UNITS = Path(__file__).resolve().parents[2] / "ctk" / "data" / "units"
 
 
@@ -20,7 +22,7 @@ def test_units_verify(tmp_path: Path) -> None:
         # `ctk install` puts the real path of ctk for @CTK@; verify checks that it exists
         (tmp_path / unit).write_text(text.replace("@CTK@ ", f"{sys.executable} "))
     result = subprocess.run(
-        ["systemd-analyze", "verify", "ctk-cdi-refresh.service", "ctk-cdi-refresh.path"],
+        [*OWN_RUN, "systemd-analyze", "verify", "ctk-cdi-refresh.service", "ctk-cdi-refresh.path"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
