@@ -143,6 +143,16 @@ def crio_config(config: Path, drop_ins: Path, engine: Engine) -> dict[str, Any]:
     )
 
 
+DOCKERD_PRIVATE = (
+    *("unshare", "--mount", "--propagation", "private", "sh", "-c"),
+    "mount -t tmpfs tmpfs /run && { [ ! -d /etc/docker ] || mount -t tmpfs tmpfs /etc/docker; } "
+    '&& exec "$@"',
+    "sh",
+)
+"""A prefix that runs a test dockerd with /run and /etc/docker of its own: the containerd 2.x
+that Docker 26+ start serves NRI at /var/run/nri/nri.sock, and dockerd 20.10 writes its trust
+key to /etc/docker/key.json whatever --config-file says."""
+
 DOCKERD_ISOLATED = (
     "--iptables=false",
     "--ip6tables=false",
@@ -174,10 +184,8 @@ def dockerd(config: Path, work: Path, engine: Engine) -> Iterator[str]:
     if "data-root" not in data:
         args += ["--data-root", str(work / "data")]
     log = (work / "log").open("w")
-    # its own /run: the containerd 2.x that Docker 26+ start serves NRI at /var/run/nri/nri.sock
-    private = ("unshare", "--mount", "--propagation", "private", "sh", "-c")
     process = subprocess.Popen(
-        [*private, 'mount -t tmpfs tmpfs /run && exec "$@"', "sh", *args],
+        [*DOCKERD_PRIVATE, *args],
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,

@@ -20,7 +20,7 @@ from ctk.host.agent import docker_runtimes
 from ctk.host.root import HostRoot
 from tests import engines
 from tests.agent import supervisor
-from tests.engines import DOCKERD_ISOLATED, Engine
+from tests.engines import DOCKERD_ISOLATED, DOCKERD_PRIVATE, Engine
 from tests.fake_nvml import FakeNode, SkipNode, materialise
 from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401
 
@@ -300,6 +300,7 @@ def docker_host(
     sock = host.path("/var/run/docker.sock")
     sock.parent.mkdir(parents=True, exist_ok=True)
     argv = [
+        *DOCKERD_PRIVATE,  # not the machine's /run and /etc/docker (key.json, NRI's socket)
         str(build.daemon),
         "--config-file",
         str(daemon_json),

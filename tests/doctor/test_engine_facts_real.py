@@ -109,7 +109,8 @@ def test_doctor_reads_docker_cdi_settings_as_dockerd_does(
     parsed, doctor_on, doctor_dirs = _doctor_view(root, engine)
     if parsed.status is Status.FAIL:  # the doctor says dockerd will not start: it must not
         refused = subprocess.run(
-            [str(engine.daemon), "--config-file", str(config), "--data-root", str(tmp_path / "d"),
+            [*engines.DOCKERD_PRIVATE, str(engine.daemon), "--config-file", str(config),
+             "--data-root", str(tmp_path / "d"),
              "--exec-root", str(tmp_path / "e"), "-H", f"unix://{tmp_path / 's'}",
              *engines.DOCKERD_ISOLATED],
             capture_output=True, text=True, check=False, timeout=60,
