@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import stat
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -28,3 +30,51 @@ def _native_hook_built() -> None:
     from tests.hook.native import hook_binary
 
     hook_binary()
+
+
+WATCHED = ("/etc", "/var/lib", "/run", "/usr/local")
+"""Where the tests must leave the machine as they found it (they write only under their own
+temporary directories): compared before and after the whole run."""
+_SNAPSHOT = pytest.StashKey[dict[str, tuple[int, int, int]]]()
+
+
+def _snapshot() -> dict[str, tuple[int, int, int]]:
+    """Every path under `WATCHED` (links not followed): its mode, and a file's size and mtime."""
+    found = {}
+    for top in WATCHED:
+        for directory, dirs, files in os.walk(top):
+            for name in (*dirs, *files):
+                path = os.path.join(directory, name)
+                try:
+                    info = os.lstat(path)
+                except OSError:  # gone meanwhile
+                    continue
+                plain = not stat.S_ISDIR(info.st_mode)
+                found[path] = (info.st_mode, info.st_size * plain, info.st_mtime_ns * plain)
+    return found
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.stash[_SNAPSHOT] = _snapshot()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run when a test added, removed or changed anything under `WATCHED` (issue 22)."""
+    before = session.stash.get(_SNAPSHOT, None)
+    if before is None:
+        return
+    after = _snapshot()
+    changes = [f"added {p}" for p in sorted(after.keys() - before.keys())]
+    changes += [f"removed {p}" for p in sorted(before.keys() - after.keys())]
+    changes += [
+        f"changed {p}" for p in sorted(before.keys() & after.keys()) if before[p] != after[p]
+    ]
+    if changes:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        lines = "\n".join(changes[:40]) + ("\n..." if len(changes) > 40 else "")
+        message = f"the tests wrote outside their temporary directories:\n{lines}\n"
+        if reporter is not None:
+            reporter.write_line(message, red=True)
+        else:
+            sys.stderr.write(message)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -35,11 +35,19 @@ def test_containerd_exits_on_sighup_so_signal_mode_is_refused(engine: Engine) ->
     )
     with (work / "log").open("w") as log:
         process = subprocess.Popen(
-            [str(engine.daemon), "--config", str(config)],
+            [
+                # /run of its own: containerd 2.x serves NRI at /var/run/nri/nri.sock
+                *("unshare", "--mount", "--propagation", "private", "sh", "-c"),
+                *(engines.PRIVATE_RUN, "sh", str(engine.daemon), "--config", str(config)),
+            ],
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
             env={**os.environ, "PATH": engine.path},
+            # SIGHUP's default action, whatever this run inherited (nohup ignores it, and an
+            # ignored signal stays ignored across exec: containerd would never exit on it; a
+            # sh cannot reset it, POSIX keeps a signal ignored on entry ignored)
+            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),  # noqa: PLW1509
         )
     try:
         deadline = time.monotonic() + 20
