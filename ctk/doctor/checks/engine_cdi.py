@@ -3,13 +3,12 @@ runtime but gives containers GPUs through CDI (registers no check)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
 from ctk.doctor.checks.cdi_readers import engine_cdi_route, engine_reader
-from ctk.doctor.checks.engine_config import configure_fix, nvidia_runtime_entry
+from ctk.doctor.checks.engine_config import configure_fix, major_minor, nvidia_runtime_entry
 from ctk.doctor.checks.toolkit import installed
 from ctk.doctor.facts import NodeFacts
 from ctk.doctor.model import Evidence, Result, Severity, ok, warn
@@ -70,10 +69,8 @@ def gpus_through_cdi(facts: NodeFacts) -> Evidence | None:
     """Why Docker's `--gpus` is a CDI request on this node (None: it is not, or unknown)."""
     docker = facts.engine(Runtime.DOCKER)
     hook = facts.toolkit.binaries.get("nvidia-cdi-hook")
-    match = re.match(r"(\d+)\.(\d+)", docker.version or "")
-    if hook is None or match is None:
-        return None
-    if (int(match[1]), int(match[2])) < GPUS_THROUGH_CDI_SINCE:
+    version = major_minor(docker.version)
+    if hook is None or version is None or version < GPUS_THROUGH_CDI_SINCE:
         return None
     return Evidence(hook, f"docker {docker.version}: --gpus asks for nvidia.com/gpu CDI devices")
 

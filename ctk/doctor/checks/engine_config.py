@@ -153,7 +153,8 @@ CONFIG_SETTING: Final[Mapping[Runtime, str | None]] = {
 """The config setting that turns an engine's CDI support on; None: it always reads CDI specs."""
 
 
-def _release(version: str | None) -> tuple[int, int] | None:
+def major_minor(version: str | None) -> tuple[int, int] | None:
+    """An engine version's major and minor (None: no version, or not one)."""
     match = re.match(r"(\d+)\.(\d+)", version or "")
     return None if match is None else (int(match[1]), int(match[2]))
 
@@ -165,7 +166,7 @@ def cdi_default_on(runtime: Runtime, engine: EngineFacts) -> str | None:
     if since is None:
         return None
     first = ".".join(map(str, since))
-    release = _release(engine.version)
+    release = major_minor(engine.version)
     if release is not None:
         if release < since:
             return None
@@ -179,7 +180,7 @@ def cdi_unsupported(runtime: Runtime, engine: EngineFacts) -> str | None:
     """Why this engine's version cannot read CDI specs whatever its config says (None: it can,
     or its version is unknown)."""
     since = CDI_SINCE.get(runtime)
-    release = _release(engine.version)
+    release = major_minor(engine.version)
     if since is None or release is None or release >= since:
         return None
     first = ".".join(map(str, since))
@@ -223,7 +224,7 @@ def spec_dirs(runtime: Runtime, engine: EngineFacts) -> tuple[str, ...]:
     `cdiSpecDirs: []`)."""
     dirs = engine.cdi_spec_dirs
     if dirs is None:
-        release = _release(engine.version)
+        release = major_minor(engine.version)
         user = release is not None and release >= USER_CDI_DIRS_SINCE
         return (*CDI_SPEC_DIRS, *(engine.user_cdi_dirs if user else ()))
     return tuple(d for d in dirs if d)
