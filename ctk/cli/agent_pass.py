@@ -85,11 +85,12 @@ def managed_configs(agent: Agent) -> frozenset[str]:
 def check_state(agent: Agent, state: State, name: str) -> None:
     """Refuse a state file (``name``) that names engine configs other than this agent's own: a
     pass or uninstall would overwrite or restore them by what it says."""
-    foreign = sorted(set(state.configs) - managed_configs(agent))
+    managed = managed_configs(agent)
+    foreign = sorted(set(state.configs) - managed)
     if foreign:
         raise CtkError(
             f"{name}: names {', '.join(foreign)}, which this agent does not manage "
-            f"({', '.join(sorted(managed_configs(agent)))}); nothing was touched",
+            f"({', '.join(sorted(managed))}); nothing was touched",
             hint="run the agent with the --runtime, --config and --drop-in it was installed "
             "with, or move the state file away (the next pass starts afresh)",
         )
@@ -423,12 +424,7 @@ def uninstall(agent: Agent, state: State) -> State:
     )
     state = _restart(agent, state, changed=changed, live=False, removal=True)
     if state.spec is not None:
-        spec = agent.host.path(state.spec)
-        now = host_agent.file_digest(spec)
-        if now is not None and now != state.spec_digest:  # not the spec the agent left
-            agent.say(f"kept {state.spec}: not the spec the agent wrote")
-        elif files.remove(spec):
-            agent.say(f"removed {state.spec}")
+        _remove_own(agent, agent.host.path(state.spec), state.spec_digest, state.spec, "spec")
     state = replace(state, spec=None)
     if state.hook:
         from ctk.host import installation
@@ -441,12 +437,18 @@ def uninstall(agent: Agent, state: State) -> State:
             agent.say(f"kept {path}: changed since ctk installed it")
         state = replace(state, hook=False)
     for name, written in state.created.items():
-        now = host_agent.file_digest(Path(name))
-        if now is not None and now != written:  # not what the agent left there (or unknown)
-            agent.say(f"kept {name}: not the file the agent wrote")
-        elif files.remove(Path(name)):
-            agent.say(f"removed {name}")
+        _remove_own(agent, Path(name), written, name, "file")
     return replace(state, created={})
+
+
+def _remove_own(agent: Agent, path: Path, written: str | None, name: str, what: str) -> None:
+    """Remove ``path`` (shown as ``name``) while it holds the bytes whose digest is ``written``;
+    keep it, and say so, where it holds others (someone's since, or unknown: None)."""
+    now = host_agent.file_digest(path)
+    if now is not None and now != written:
+        agent.say(f"kept {name}: not the {what} the agent wrote")
+    elif files.remove(path):
+        agent.say(f"removed {name}")
 
 
 def _revert_configs(agent: Agent, state: State) -> bool:
