@@ -29,6 +29,7 @@ from ctk.host.facts.gatherer import Gatherer
 from ctk.host.root import HostRoot
 from ctk.runtime_config.engines import Runtime
 from tests import cri, engines
+from tests.doctor.test_engine_facts_real import STATUS
 from tests.engines import Daemon, Engine
 
 pytestmark = [
@@ -55,7 +56,6 @@ CRIO_CASES = {
 }
 TEST_DEVICE, DEFAULT_DEVICE = "vendor.com/class=dev0", "vendor.com/default=dev0"
 DEFAULT_SPEC = engines.CDI_TEST_SPEC.replace("vendor.com/class", "vendor.com/default")
-STATUS = "Package: {package}\nStatus: install ok installed\nArchitecture: amd64\nVersion: {v}\n\n"
 
 
 @pytest.fixture
@@ -129,7 +129,7 @@ def test_doctor_reads_containerd_cdi_settings_as_containerd_does(
     status = root / "var/lib/dpkg/status"
     status.parent.mkdir(parents=True)
     version = ".".join(map(str, engine.version)) + "~ds1-1"
-    status.write_text(STATUS.format(package="containerd", v=version))
+    status.write_text(STATUS.format(package="containerd", version=version))
     facts = gather_containerd(Gatherer(HostRoot(root)), {"containerd": "/usr/bin"})
     doctor = _doctor_view(Runtime.CONTAINERD, facts)
 
