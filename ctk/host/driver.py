@@ -33,14 +33,14 @@ BINARIES = (
     "nvidia-cuda-mps-server",
     "nvidia-imex",
     "nvidia-imex-ctl",
-    "nvidia-xconfig",
 )
+# A graphics tool (nvml mode only, as nvidia-ctk mounts it with the graphics files)
+GRAPHICS_BINARIES = ("nvidia-xconfig",)
 FIRMWARE_CLASS_PATH = "/sys/module/firmware_class/parameters/path"
 # (alternatives, the kind of file each must be)
 IPC_PATHS: tuple[tuple[tuple[str, ...], Callable[[int], bool]], ...] = (
     (("/run/nvidia-persistenced/socket", "/var/run/nvidia-persistenced/socket"), stat.S_ISSOCK),
     (("/run/nvidia-fabricmanager/socket", "/var/run/nvidia-fabricmanager/socket"), stat.S_ISSOCK),
-    (("/tmp/nvidia-mps",), stat.S_ISDIR),
 )
 CONFIG_DIRS = ("/etc", "/usr/local/share", "/usr/share")
 # (file under a config dir, the container path it is mounted at; None: where it was found)
@@ -255,10 +255,11 @@ class _Scan:
             links += _soname_links(directory, scan_dir(directory), names, self.driver)
         return sorted(found.values(), key=lambda f: f.container_path), links
 
-    def binaries(self) -> list[HostFile]:
+    def binaries(self, names: Iterable[str] = BINARIES) -> list[HostFile]:
+        """The first executable regular file of each name in the binary dirs."""
         found = []
-        for name in BINARIES:
-            path = self.find(*(f"{d}/{name}" for d in BINARY_DIRS))
+        for name in names:
+            path = self.find(*(f"{d}/{name}" for d in BINARY_DIRS), kind=_executable)
             if path is not None:
                 found.append(self.file(path))
         return found
@@ -318,6 +319,7 @@ class _Scan:
             )
         ]
         xorg_dirs += XORG_MODULE_DIRS
+        files += self.binaries(GRAPHICS_BINARIES)
         links: list[tuple[str, str]] = []
         glx = f"libglxserver_nvidia.so.{self.version}"
         for name in ("nvidia_drv.so", glx):
@@ -329,6 +331,11 @@ class _Scan:
                 inside = self.driver.relative(path).parent
                 links.append((glx, f"{inside}/libglxserver_nvidia.so"))
         return files, links
+
+
+def _executable(mode: int) -> bool:
+    """A regular file that someone may run (nvidia-ctk mounts only such binaries)."""
+    return stat.S_ISREG(mode) and bool(mode & 0o111)
 
 
 def _is(path: Path, kind: Callable[[int], bool]) -> bool:

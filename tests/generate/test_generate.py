@@ -583,3 +583,34 @@ def test_an_invalid_spec_is_never_written(
         "hint: this is a bug in ctk: report it with the output of --debug",
     ]
     assert output.read_bytes() == b"# the old spec\n"
+
+
+def _host_paths(out: str) -> list[str]:
+    spec = yaml.safe_load(out)
+    edits = [spec.get("containerEdits", {}), *(d["containerEdits"] for d in spec["devices"])]
+    return [m["hostPath"] for e in edits for m in e.get("mounts", [])]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("mode", ["nvml", "management"])
+def test_binaries_mounted_only_when_executable_and_mps_dir_never(
+    mode: str, fake_node: MakeNode, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """nvidia-ctk 1.20's effect: only executable binaries; /tmp/nvidia-mps (a folder) never.
+
+    Its executable locator skips a 0644 file; its file locator skips folders, so the MPS pipe
+    folder that it lists is mounted in no mode (docs/cdi-generate.md, differences).
+    """
+    node = fake_node("workstation")
+    (node.driver_root / "usr/bin/nvidia-smi").chmod(0o644)
+    (node.driver_root / "usr/bin/nvidia-debugdump").chmod(0o100)  # anyone with a bit set
+    (node.driver_root / "tmp/nvidia-mps").mkdir(parents=True)
+    assert main(["cdi", "generate", *_roots(node), "--mode", mode]) == 0
+    mounted = [p.replace(str(node.driver_root), "") for p in _host_paths(capsys.readouterr().out)]
+    assert "/usr/bin/nvidia-smi" not in mounted
+    assert "/usr/bin/nvidia-debugdump" in mounted
+    assert "/usr/bin/nvidia-persistenced" in mounted
+    assert "/tmp/nvidia-mps" not in mounted
+    # nvidia-xconfig is a graphics tool: in the nvml spec with the graphics files, never in
+    # the management spec (nvidia-ctk 1.20 mounts it in neither; today's nvidia-ctk in nvml)
+    assert ("/usr/bin/nvidia-xconfig" in mounted) == (mode == "nvml")

@@ -274,7 +274,7 @@ def test_refresh_to_management_mode_names_each_hook_once(
         "removed 0, GPU-6a6b0c1d-2e3f-4a5b-8c6d-7e8f9a0b1c2d; common device nodes removed "
         "/dev/nvidia-modeset, /dev/nvidia-uvm, /dev/nvidia-uvm-tools, /dev/nvidiactl; "
         "common hooks removed disable-device-node-modification, update-application-profile; "
-        "common hooks changed create-symlinks (2 -> 1); 13 common mounts removed; "
+        "common hooks changed create-symlinks (2 -> 1); 14 common mounts removed; "
         "device edits changed: all (device nodes, hooks, additional GIDs))\n",
     )
     assert output.read_bytes() == fresh.read_bytes()
