@@ -15,10 +15,8 @@ ROOT_FLAGS = ("--root", "--driver-root", "--dev-root", "--host-root")
 NOT_CHECKED = {
     # the agent's --driver-root is a path inside --host-root, checked there (docs/agent.md)
     ("agent", "--driver-root"),
-    # trees ctk writes into, created as needed (tests/system/test_system.py, tests/test_install.py)
+    # trees ctk writes into, created as needed (tests/system/test_system.py)
     ("system create-device-nodes", "--dev-root"),
-    ("install", "--root"),
-    ("uninstall", "--root"),
 }
 
 # Each command line names the root once ({root}) with what else it needs, so the root is the only
@@ -36,12 +34,14 @@ CASES = [
     pytest.param(f"{REFRESH} --driver-root {{root}}", None, id="refresh-driver"),
     pytest.param(f"{REFRESH} --driver-root {{tmp}} --dev-root {{root}}", None, id="refresh-dev"),
     pytest.param(f"{NODES} --driver-root {{root}}", None, id="nodes"),
-    pytest.param(f"{NODES} --root {{root}}", "--driver-root", id="nodes-root"),
+    pytest.param(f"{NODES} --root {{root}}", None, id="nodes-root"),  # named as given
     pytest.param(f"{LINKS} --driver-root {{root}}", None, id="links"),
-    pytest.param(f"{LINKS} --root {{root}}", "--driver-root", id="links-root"),
+    pytest.param(f"{LINKS} --root {{root}}", None, id="links-root"),
     pytest.param("runtime configure --dry-run --root {root}", None, id="configure"),
     pytest.param("runtime unconfigure --dry-run --root {root}", None, id="unconfigure"),
     pytest.param("agent --once --host-root {root}", None, id="agent"),
+    pytest.param("install --root {root}", None, id="install"),  # issue 22, item 3
+    pytest.param("uninstall --root {root}", None, id="uninstall"),
 ]
 
 
@@ -89,6 +89,8 @@ def test_a_root_that_is_no_directory(
     [
         pytest.param(["doctor", "--root", ""], id="doctor"),
         pytest.param(["runtime", "configure", "--root", "", "--dry-run"], id="configure"),
+        pytest.param(["install", "--root", ""], id="install"),
+        pytest.param(["uninstall", "--root", ""], id="uninstall"),
     ],
 )
 def test_an_empty_root(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Annotated
 
@@ -10,23 +11,44 @@ from typer import Option
 
 from ctk.cli import render
 from ctk.cli.options import new_app
-from ctk.errors import CtkError
+from ctk.errors import CtkError, UsageError
 
 if TYPE_CHECKING:
+    from ctk.host.driver_numbers import DriverNumbers
+    from ctk.host.root import HostRoot
     from ctk.node.dev import DevNode
 
 app = new_app(no_args_is_help=True, help="Prepare the node: device nodes and /dev/char links.")
 
 DRIVER_ROOT_ENV = ["NVIDIA_DRIVER_ROOT", "DRIVER_ROOT"]
 DriverRoot = Annotated[
-    Path,
+    Path | None,
     Option(
         "--driver-root",
-        "--root",
         envvar=DRIVER_ROOT_ENV,
-        help="Root of the driver installation; /proc/devices and /dev are read under it.",
+        help="Root of the driver installation; /proc/devices and /dev are read under it "
+        "[default: /].",
+        show_default=False,
     ),
 ]
+# nvidia-ctk's other name for --driver-root: its own option, so that errors name what was given
+RootAlias = Annotated[
+    Path | None, Option("--root", help="The same as --driver-root.", show_default=False)
+]
+
+
+def _given_root(driver_root: Path | None, root: Path | None) -> tuple[str, Path]:
+    """(the option as given, the root): --root or --driver-root (one of them), else /."""
+    if root is None:
+        return "--driver-root", driver_root or Path("/")
+    if driver_root is not None and driver_root != root:
+        raise UsageError(
+            f"--driver-root {driver_root} and --root {root} name two different roots",
+            hint="pass one of them (--root is nvidia-ctk's other name for --driver-root)",
+        )
+    return "--root", root
+
+
 DryRun = Annotated[
     bool,
     Option("--dry-run", envvar="DRY_RUN", help="Show what would change; change nothing."),
@@ -69,16 +91,35 @@ def _load_kernel_modules(*, dry_run: bool) -> None:
         render.echo(f"{'loaded':<13} {module}")
 
 
+def _driver_numbers(root: HostRoot) -> DriverNumbers:
+    """The driver's numbers under ``root``, else the running kernel's (as nvidia-ctk reads)."""
+    from ctk.host.driver_numbers import PROC_DEVICES, read_driver_numbers
+    from ctk.host.root import HostRoot
+
+    kernel = HostRoot()
+    facts = read_driver_numbers(root, kernel=kernel)
+    if root.root != kernel.root and facts.source == kernel.path(PROC_DEVICES):
+        sys.stderr.write(
+            f"note: {root.root} has no {PROC_DEVICES}: read the running kernel's "
+            f"{facts.source} (the majors are the kernel's)\n"
+        )
+    return facts
+
+
 def _create_nodes(
-    driver_root: Path, dev_root: Path, *, control_devices: bool, dry_run: bool
+    driver_root: Path,
+    dev_root: Path,
+    *,
+    control_devices: bool,
+    dry_run: bool,
+    option: str = "--driver-root",
 ) -> list[DevNode]:
     """Create the missing nodes; return every wanted node (host path) there is or would be."""
     from ctk.host.devnodes import make_node, node_state
-    from ctk.host.driver_numbers import read_driver_numbers
     from ctk.host.root import HostRoot, existing_root
     from ctk.node.dev import DevNode, Major, expected_nodes
 
-    facts = read_driver_numbers(existing_root("--driver-root", driver_root))
+    facts = _driver_numbers(existing_root(option, driver_root))
     if Major.FRONTEND not in facts.majors and Major.NVIDIA not in facts.majors:
         raise CtkError(
             f"no NVIDIA driver loaded: {facts.source} lists no nvidia major",
@@ -114,14 +155,18 @@ def _create_nodes(
 def create_device_nodes(
     *,
     driver_root: Annotated[
-        Path,
+        Path | None,
         Option(
             "--driver-root",
-            "--root",
-            envvar=[*DRIVER_ROOT_ENV, "ROOT"],
-            help="Root of the driver installation; /proc/devices is read under it.",
+            envvar=DRIVER_ROOT_ENV,
+            help="Root of the driver installation; /proc/devices is read under it [default: /].",
+            show_default=False,
         ),
-    ] = Path("/"),
+    ] = None,
+    root: Annotated[
+        Path | None,
+        Option("--root", envvar="ROOT", help="The same as --driver-root.", show_default=False),
+    ] = None,
     dev_root: Annotated[
         Path | None,
         Option(
@@ -140,21 +185,25 @@ def create_device_nodes(
     dry_run: DryRun = False,
 ) -> None:
     """Create missing /dev/nvidia* nodes from /proc/devices and the driver's GPU list."""
+    option, given = _given_root(driver_root, root)
     if load_kernel_modules:
         _load_kernel_modules(dry_run=dry_run)
     _create_nodes(
-        driver_root, dev_root or driver_root, control_devices=control_devices, dry_run=dry_run
+        given,
+        dev_root or given,
+        control_devices=control_devices,
+        dry_run=dry_run,
+        option=option,
     )
 
 
-def _all_possible(driver_root: Path) -> list[DevNode]:
+def _all_possible(driver_root: Path, option: str) -> list[DevNode]:
     """Every node the loaded driver implies (host paths), existing or not (--create-all)."""
-    from ctk.host.driver_numbers import read_driver_numbers
     from ctk.host.root import existing_root
     from ctk.node.dev import DevNode, expected_nodes
 
-    root = existing_root("--driver-root", driver_root)
-    facts = read_driver_numbers(root)
+    root = existing_root(option, driver_root)
+    facts = _driver_numbers(root)
     nodes = expected_nodes(facts.majors, facts.gpu_minors, control=True, modeset=True)
     if not nodes:
         raise CtkError(
@@ -191,7 +240,8 @@ def create_dev_char_symlinks(
             "--dev-char-path", envvar="DEV_CHAR_PATH", help="Where the <major>:<minor> links go."
         ),
     ] = Path("/dev/char"),
-    driver_root: DriverRoot = Path("/"),
+    driver_root: DriverRoot = None,
+    root_alias: RootAlias = None,
     create_all: Annotated[
         bool,
         Option(
@@ -214,21 +264,24 @@ def create_dev_char_symlinks(
 ) -> None:
     """Create /dev/char links for the NVIDIA device nodes (prevents NVML "Unknown Error")."""
     from ctk.host.devnodes import dev_nodes, link_state, make_link
-    from ctk.host.driver_numbers import read_driver_numbers
     from ctk.host.root import existing_root
     from ctk.system.devices import CharLink, char_links
 
+    option, driver_root = _given_root(driver_root, root_alias)
     _check_dev_char_path(dev_char_path)
     if load_kernel_modules:
         _load_kernel_modules(dry_run=dry_run)
     planned: list[DevNode] = []
     if create_device_nodes:
-        planned = _create_nodes(driver_root, driver_root, control_devices=True, dry_run=dry_run)
+        planned = _create_nodes(
+            driver_root, driver_root, control_devices=True, dry_run=dry_run, option=option
+        )
     elif create_all:
-        planned = _all_possible(driver_root)
-    root = existing_root("--driver-root", driver_root)
+        planned = _all_possible(driver_root, option)
+    root = existing_root(option, driver_root)
     # A dry run links the nodes it would have created, as the real run links those it created.
-    nodes = sorted(set(dev_nodes(root, read_driver_numbers(root).majors)) | set(planned))
+    numbers = _driver_numbers(root)
+    nodes = sorted(set(dev_nodes(root, numbers.majors)) | set(planned))
     if not nodes:
         render.echo(f"No NVIDIA device nodes found in {driver_root}")
         return

@@ -59,14 +59,20 @@ class DriverNumbers:
     source: Path
 
 
-def read_driver_numbers(root: HostRoot) -> DriverNumbers:
+def read_driver_numbers(root: HostRoot, *, kernel: HostRoot | None = None) -> DriverNumbers:
     """/proc/devices and the GPUs' information files under ``root``.
 
-    A root without /proc/devices is an error, never a silent read of this machine's /proc: the
-    majors of one host would be linked or created under another's /dev.
+    A root without /proc/devices is read through ``kernel`` instead, when given (`ctk system`
+    passes `/`, as nvidia-ctk reads the running kernel's: a driver container's root has no
+    /proc, and the majors are the kernel's, the same for every root on this machine; the
+    result's ``source`` says which was read). Without ``kernel`` it is an error, never a silent
+    read of this machine's /proc.
     """
     devices = root.path(PROC_DEVICES)
     text = files.read_text(devices, missing_ok=True, limit=files.PROC_LIMIT)
+    if text is None and kernel is not None and kernel.path(PROC_DEVICES) != devices:
+        root, devices = kernel, kernel.path(PROC_DEVICES)
+        text = files.read_text(devices, missing_ok=True, limit=files.PROC_LIMIT)
     if text is None:
         raise CtkError(
             f"{devices}: no such file; the driver's majors are read under --driver-root",

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ctk.cli.app import main
+from ctk.errors import CtkError
 from ctk.node.dev import Major, nvidia_majors
 from ctk.nvproc import parse_gpu_information, parse_proc_devices
 from tests.nodes import SkipNode, materialise, node_dir
@@ -328,19 +329,22 @@ def test_dev_char_path_not_a_directory(
 
 
 @pytest.mark.parametrize(
-    "command",
+    ("command", "option"),
     [
-        pytest.param(["create-device-nodes"], id="nodes"),
-        pytest.param(["create-dev-char-symlinks", "--dry-run"], id="links"),
+        pytest.param(["create-device-nodes"], "--driver-root", id="nodes"),
+        pytest.param(["create-device-nodes"], "--root", id="nodes-root"),
+        pytest.param(["create-dev-char-symlinks", "--dry-run"], "--driver-root", id="links"),
+        pytest.param(["create-dev-char-symlinks", "--dry-run"], "--root", id="links-root"),
     ],
 )
 def test_missing_driver_root_is_the_message_generate_gives(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str], option: str
 ) -> None:
+    """The error names the option as it was given (`--root` was once called --driver-root)."""
     missing = tmp_path / "no-such-root"
-    assert main(["system", *command, "--driver-root", str(missing)]) == 1
+    assert main(["system", *command, option, str(missing)]) == 1
     assert capsys.readouterr().err == (
-        f"error: --driver-root {missing}: no such directory\nhint: pass an existing directory\n"
+        f"error: {option} {missing}: no such directory\nhint: pass an existing directory\n"
     )
     assert main(["cdi", "generate", "--driver-root", str(missing)]) == 1
     assert capsys.readouterr().err == (
@@ -348,27 +352,45 @@ def test_missing_driver_root_is_the_message_generate_gives(
     )
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        pytest.param(["create-device-nodes"], id="nodes"),
-        pytest.param(
-            ["create-dev-char-symlinks", "--dev-char-path", "{root}/dev/char"], id="links"
-        ),
-    ],
-)
-def test_root_without_proc_is_an_error_not_this_machines_proc(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+def test_root_without_proc_reads_the_running_kernels(tmp_path: Path) -> None:
+    """As nvidia-ctk: a driver container's root has no /proc; the kernel's majors are read."""
+    from ctk.host.driver_numbers import read_driver_numbers
+    from ctk.host.root import HostRoot
+
+    root = tmp_path / "driver"
+    (root / "dev").mkdir(parents=True)
+    kernel = fake_root(tmp_path / "kernel")
+    facts = read_driver_numbers(HostRoot(root), kernel=HostRoot(kernel))
+    assert facts.source == kernel / "proc/devices"
+    assert facts.majors == nvidia_majors(parse_proc_devices(PROC_DEVICES))
+    assert sorted(facts.gpu_minors) == [0, 1]  # the kernel's GPU information files too
+    # the root's own /proc wins when it has one
+    own = fake_root(tmp_path / "own", proc_devices="Character devices:\n195 nvidia-frontend\n")
+    assert read_driver_numbers(HostRoot(own), kernel=HostRoot(kernel)).majors == {
+        Major.FRONTEND: 195
+    }
+    with pytest.raises(CtkError, match=r"proc/devices: no such file"):
+        read_driver_numbers(HostRoot(root))  # no kernel given: never a silent read
+    with pytest.raises(CtkError, match=rf"{tmp_path}/empty/proc/devices: no such file"):
+        (tmp_path / "empty").mkdir()
+        read_driver_numbers(HostRoot(root), kernel=HostRoot(tmp_path / "empty"))
+
+
+@pytest.mark.parametrize("dry_run", [["--dry-run"], []], ids=["dry-run", "for-real"])
+def test_dev_char_links_of_a_root_without_proc_exit_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], dry_run: list[str]
 ) -> None:
-    """A root without /proc once silently read this machine's /proc/devices instead."""
+    """nvidia-ctk 1.20 exits 0 on such a root: ctk too, saying which /proc/devices it read."""
     root = tmp_path / "root"
     (root / "dev").mkdir(parents=True)
     before = tree(root)
-    args = [arg.format(root=root) for arg in command]
-    assert main(["system", *args, "--driver-root", str(root)]) == 1
-    assert capsys.readouterr().err == (
-        f"error: {root}/proc/devices: no such file; the driver's majors are read under "
-        "--driver-root\nhint: pass the root whose /proc is the running kernel's (/, or a host "
-        "mounted with its /proc), or bind-mount /proc there\n"
+    args = ["create-dev-char-symlinks", "--dev-char-path", f"{root}/dev/char", *dry_run]
+    assert main(["system", *args, "--driver-root", str(root)]) == 0
+    out, err = capsys.readouterr()
+    assert err == (
+        f"note: {root} has no /proc/devices: read the running kernel's /proc/devices "
+        "(the majors are the kernel's)\n"
     )
+    # this machine has no NVIDIA driver, or one without nodes under this empty root
+    assert out == f"No NVIDIA device nodes found in {root}\n"
     assert tree(root) == before
