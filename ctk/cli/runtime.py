@@ -283,6 +283,8 @@ def _apply(
     from ctk.host import engine_files as host_engines
 
     records = [r for change in plan.files if (r := _write(change, place, backup=backup))]
+    if verb == "unconfigure":  # the folders configure made for its files, now empty
+        host_engines.prune_made_dirs(place.root)
     defaults = {str(ENGINES[runtime].config_path), str(ENGINES[runtime].drop_in_path)}
     machine = records and records[0].is_relative_to(host_engines.DEFAULT_STATE_DIR)
     if machine and str(place.root) == "/" and not {c.path for c in plan.files} <= defaults:
@@ -346,6 +348,9 @@ def _write(change: FileChange, place: Place, *, backup: bool) -> Path | None:
     record_file = host_engines.record_path(path, record_for, root)
     if change.record is not None:
         record = dump_record(change.record)
+        made = files.missing_dirs(record_file.parent)
+        if made:  # a scratch --root's var/lib/ctk/...: gone again after unconfigure
+            host_engines.remember_made_dirs(made, root)
         files.write_atomic(
             record_file, record, mode=0o600, make_parents=True, follow_symlinks=False
         )
@@ -368,6 +373,9 @@ def _write(change: FileChange, place: Place, *, backup: bool) -> Path | None:
         if change.after is None:
             files.remove(path)
         else:
+            made = files.missing_dirs(path.parent)
+            if made:  # listed first, so that unconfigure removes them even after a crash
+                host_engines.remember_made_dirs(made, root)
             files.write_atomic(path, change.after, make_parents=True)
     if change.restores:
         files.remove(host_engines.takeover_path(path, root))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -240,6 +241,94 @@ def _state_name(path: Path, *more: Path) -> str:
     import hashlib  # rarely needed: not on every start-up
 
     return hashlib.sha256(name.encode()).hexdigest()
+
+
+def made_dirs_path(root: Path = Path("/")) -> Path:
+    """Where `runtime configure` lists the directories it made (unconfigure removes them)."""
+    return state_dir(root) / "runtime" / "made-dirs.json"
+
+
+def _made_dirs(path: Path) -> list[str]:
+    """The list in ``path``; a missing or damaged list is empty (it only serves clean-up)."""
+    import json
+
+    try:
+        text = files.read_text(path, missing_ok=True)
+        listed = json.loads(text)["directories"] if text is not None else []
+    except (CtkError, ValueError, KeyError, TypeError, RecursionError):
+        return []
+    return [d for d in listed if isinstance(d, str)] if isinstance(listed, list) else []
+
+
+def _save_made_dirs(path: Path, dirs: list[str]) -> None:
+    import json
+
+    if not dirs:
+        files.remove(path)
+        return
+    payload = {"written-by": "ctk runtime configure", "directories": sorted(dirs)}
+    files.write_atomic(
+        path,
+        json.dumps(payload, indent=2) + "\n",
+        mode=0o600,
+        make_parents=True,
+        follow_symlinks=False,
+    )
+
+
+def remember_made_dirs(made: list[Path], root: Path = Path("/")) -> None:
+    """Add ``made`` (directories configure is about to create) to the list unconfigure reads."""
+    path = made_dirs_path(root)
+    known = _made_dirs(path)
+    made = [*made, *files.missing_dirs(path.parent)]  # the list's own folders too
+    wanted = sorted(set(known) | {str(d) for d in made})
+    if wanted != sorted(known):
+        _save_made_dirs(path, wanted)
+
+
+def prune_made_dirs(root: Path = Path("/")) -> list[Path]:
+    """Remove the listed directories that are empty now, and ctk's own empty state folders.
+
+    Only directories inside ``root`` are touched, whatever the list says; one that holds
+    anything (a file of the user's) stays listed. The folders that hold the list itself go
+    last, once nothing else is left. Returns those removed.
+    """
+    path = made_dirs_path(root)
+    top = root.resolve()
+    listed = [
+        Path(name)
+        for name in _made_dirs(path)
+        if name.startswith("/") and Path(name).resolve().is_relative_to(top)
+    ]
+    kept: list[Path] = []
+    removed: list[Path] = []
+
+    def remove(directories: list[Path]) -> None:
+        for directory in sorted(directories, key=lambda d: len(d.parts), reverse=True):
+            try:
+                directory.rmdir()
+            except FileNotFoundError:
+                continue
+            except OSError:
+                kept.append(directory)
+                continue
+            removed.append(directory)
+
+    holders = [d for d in listed if path.is_relative_to(d)]
+    remove([d for d in listed if d not in holders])
+    if kept:
+        _save_made_dirs(path, sorted({str(d) for d in (*kept, *holders)}))
+        return removed
+    files.remove(path)
+    base = state_dir(root)
+    own = [base / "runtime" / "undo", base / "runtime" / "backup", base / "runtime"]
+    if not os.environ.get(STATE_DIR_ENV):
+        own.append(base)  # /var/lib/ctk itself, when it is ctk's default
+    for directory in own:
+        with contextlib.suppress(OSError):
+            directory.rmdir()
+    remove(holders)
+    return removed
 
 
 def record_path(config: Path, drop_in: str | None = None, root: Path = Path("/")) -> Path:

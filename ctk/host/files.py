@@ -285,13 +285,19 @@ def _write(target: Path, payload: bytes, *, mode: int | None, backup: bool) -> P
     return backup_path
 
 
-def _make_parents(directory: Path) -> list[Path]:
-    """Create ``directory`` and missing parents; return those made, deepest first."""
+def missing_dirs(directory: Path) -> list[Path]:
+    """``directory`` and its parents that do not exist yet, deepest first."""
     missing = []
     for candidate in (directory, *directory.parents):
         if os.path.lexists(candidate):
             break
         missing.append(candidate)
+    return missing
+
+
+def _make_parents(directory: Path) -> list[Path]:
+    """Create ``directory`` and missing parents; return those made, deepest first."""
+    missing = missing_dirs(directory)
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
