@@ -48,7 +48,8 @@ func addConfFile(r *Root, prefix string, folders []string) (string, error) {
 
 // openProgram opens path; returns its fd and what makes it unfit to run chrooted ("" if nothing).
 func openProgram(path string) (int, string, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	// O_NONBLOCK: a FIFO named as ldconfig would block the open (and the container start)
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return -1, "", hookErrorf("%s: cannot open ldconfig: %s", path, strerror(err))
 	}

@@ -35,7 +35,7 @@ def test_first_lines_are_install_and_test_commands() -> None:
     first_block = re.search(r"```sh\n(.*?)```", README, re.S)
     assert first_block is not None
     install, test = first_block.group(1).splitlines()
-    assert install.startswith("sudo scripts/install && ")
+    assert install == "scripts/install"  # root or not: it runs itself with sudo when needed
     assert (REPO / "scripts/install").stat().st_mode & 0o111
     assert test == "python3 -m pip install -e '.[test]' && scripts/check"
     ci = (REPO / ".ci" / "run").read_text()
@@ -207,3 +207,29 @@ def test_every_documented_module_exists() -> None:
                 if (first.is_dir() or first.with_suffix(".py").is_file()) and not _resolves(name):
                     missing.append(f"{doc.relative_to(REPO)}: {name}")
     assert missing == []
+
+
+# ctk has no public home yet: an address under a made-up owner (github.com/ctk/ctk,
+# github.com/ctk-project/ctk) once sat in the units' Documentation=, the CDI schema's $id and
+# the image's labels, sending users to a repository that does not exist. `.invalid` (RFC 2606)
+# is the honest placeholder for identifiers that need a URL form.
+MADE_UP = re.compile(r"github\.com/ctk(?:-project|-dev|-org)?/ctk\b|github\.com/ctk/")
+
+
+def test_no_link_names_a_repository_that_does_not_exist() -> None:
+    import subprocess
+
+    tracked = subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "-z"],
+        capture_output=True,
+        check=True,
+        timeout=30,
+    ).stdout.split(b"\0")
+    found = []
+    for name in filter(None, tracked):
+        path = REPO / name.decode()
+        if path.resolve() == Path(__file__).resolve() or not path.is_file():
+            continue
+        text = path.read_bytes().decode("utf-8", "replace")
+        found += [f"{name.decode()}: {m.group(0)}" for m in MADE_UP.finditer(text)]
+    assert found == []

@@ -15,12 +15,17 @@ COMMANDS = [
     pytest.param(["--help"], id="help"),
     pytest.param(["cdi", "--help"], id="group-help"),
     pytest.param(["doctor", "--json", "--root", "{root}"], id="doctor-json"),
+    pytest.param(["cdi", "list", "--spec-dir", "{specs}"], id="cdi-list"),
+    pytest.param(["cdi", "list", "--json", "--spec-dir", "{specs}"], id="cdi-list-json"),
+    pytest.param(["cdi", "validate", "--spec-dir", "{specs}"], id="cdi-validate"),
     pytest.param(
         ["runtime", "configure", "--runtime=docker", "--dry-run", "--config", "{root}/daemon.json"],
         id="configure-dry-run",
     ),
 ]
 
+
+SPECS = Path(__file__).resolve().parent / "fixtures/specs/run/cdi"  # one valid spec
 
 # A Python wrapper (no shell) that closes descriptor 1, then becomes the command it is given.
 CLOSE_STDOUT = [
@@ -33,7 +38,7 @@ CLOSE_STDOUT = [
 def _ctk(
     args: list[str], root: Path, stdout: int, wrapper: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess[str]:
-    argv = [arg.replace("{root}", str(root)) for arg in args]
+    argv = [arg.replace("{root}", str(root)).replace("{specs}", str(SPECS)) for arg in args]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     return subprocess.run(
         [*wrapper, sys.executable, "-m", "ctk.cli.app", *argv],

@@ -9,8 +9,8 @@ as a whole without hiding the others. Reading the directories is `ctk.host.cdi_s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from ctk.cdi.load import compose, locate
 from ctk.cdi.names import QualifiedName
@@ -64,6 +64,8 @@ class Registry:
     files: tuple[SpecFile, ...]
     devices: tuple[ResolvedDevice, ...]
     """Sorted by fully qualified name."""
+    clashes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Devices dropped for a conflict: fully qualified name -> the spec files defining it."""
 
     @property
     def valid(self) -> bool:
@@ -73,6 +75,19 @@ class Registry:
     def device(self, name: str) -> ResolvedDevice | None:
         """The resolved device with the fully qualified ``name``, if any."""
         return next((d for d in self.devices if str(d.name) == name), None)
+
+    def unresolved_reason(self, name: str) -> str:
+        """Why no device ``name`` resolves: a conflict, invalid specs, or no spec defines it."""
+        clash = self.clashes.get(name)
+        if clash:
+            return (
+                f"{name} is defined by {' and '.join(clash)} at the same priority "
+                "(CDI runtimes drop it from both)"
+            )
+        invalid = [f.path for f in self.files if not f.report.valid]
+        if invalid:
+            return f"no valid spec defines {name} ({len(invalid)} invalid spec(s) skipped)"
+        return f"no spec defines {name}"
 
 
 def _report(source: SpecSource) -> SpecReport:
@@ -136,7 +151,11 @@ def build_registry(sources: Sequence[SpecSource]) -> Registry:
         (device for key, (device, _, _) in winners.items() if key not in clashes),
         key=lambda d: str(d.name),
     )
-    return Registry(files, tuple(devices))
+    dropped = {
+        key: tuple(sorted({reports[position][0].path for position, _ in places}))
+        for key, places in clashes.items()
+    }
+    return Registry(files, tuple(devices), dropped)
 
 
 def _locate(source: SpecSource, path: Path) -> tuple[int | None, int | None]:

@@ -91,27 +91,30 @@ def validate(
     directories is checked, including conflicts between them. A spec directory that does not
     exist is skipped with a warning when named with --spec-dir, silently otherwise.
     """
-    if files and (spec_dir or root is not None):
-        option = "--spec-dir" if spec_dir else "--root"
-        raise UsageError(f"give spec files or {option}, not both")
-    dirs: Sequence[SpecDir] = ()
-    dir_problems: list[tuple[str, Problem]] = []
-    with _rare_collections():
-        if files:
-            entries = [SpecEntry(_validate_one(path), None) for path in files]
+    with render.json_errors(as_json):
+        if files and (spec_dir or root is not None):
+            option = "--spec-dir" if spec_dir else "--root"
+            raise UsageError(f"give spec files or {option}, not both")
+        dirs: Sequence[SpecDir] = ()
+        dir_problems: list[tuple[str, Problem]] = []
+        with _rare_collections():
+            if files:
+                entries = [SpecEntry(_validate_one(path), None) for path in files]
+            else:
+                found = _read_dirs(spec_dir, root)
+                dirs = found.dirs
+                dir_problems = _dir_problems(dirs, given=_named(spec_dir))
+                entries = [
+                    SpecEntry(f.report, f.priority, f.conflicts) for f in found.registry.files
+                ]
+        valid = all(entry.valid for entry in entries) and not any(
+            problem.is_error for _, problem in dir_problems
+        )
+        if as_json:
+            render.dump_json(_validate_json(entries, dirs, valid=valid), sys.stdout)
         else:
-            found = _read_dirs(spec_dir, root)
-            dirs = found.dirs
-            dir_problems = _dir_problems(dirs, given=_named(spec_dir))
-            entries = [SpecEntry(f.report, f.priority, f.conflicts) for f in found.registry.files]
-    valid = all(entry.valid for entry in entries) and not any(
-        problem.is_error for _, problem in dir_problems
-    )
-    if as_json:
-        render.dump_json(_validate_json(entries, dirs, valid=valid), sys.stdout)
-    else:
-        _validate_text(entries, dirs, dir_problems, sys.stdout)
-    return 0 if valid else 1
+            _validate_text(entries, dirs, dir_problems, sys.stdout)
+        return 0 if valid else 1
 
 
 @contextlib.contextmanager
@@ -150,16 +153,17 @@ def list_devices(spec_dir: SpecDirOption = None, root: Root = None, as_json: Jso
     Problems go to standard error; the valid devices are listed even when other specs are
     invalid or a spec directory is missing (exit 1 for invalid specs and unreadable directories).
     """
-    found = _read_dirs(spec_dir, root)
-    dir_problems = _dir_problems(found.dirs, given=_named(spec_dir))
-    valid = found.registry.valid and not any(p.is_error for _, p in dir_problems)
-    if as_json:
-        render.dump_json(
-            _list_json(found.registry, found.dirs, dir_problems, valid=valid), sys.stdout
-        )
-    else:
-        _list_text(found.registry, dir_problems, sys.stdout, sys.stderr)
-    return 0 if valid else 1
+    with render.json_errors(as_json):
+        found = _read_dirs(spec_dir, root)
+        dir_problems = _dir_problems(found.dirs, given=_named(spec_dir))
+        valid = found.registry.valid and not any(p.is_error for _, p in dir_problems)
+        if as_json:
+            render.dump_json(
+                _list_json(found.registry, found.dirs, dir_problems, valid=valid), sys.stdout
+            )
+        else:
+            _list_text(found.registry, found.dirs, dir_problems, sys.stdout, sys.stderr)
+        return 0 if valid else 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,13 +300,19 @@ def _dir_json(directory: SpecDir) -> dict[str, object]:
 
 
 def _list_text(
-    registry: Registry, dir_problems: Sequence[tuple[str, Problem]], out: TextIO, err: TextIO
+    registry: Registry,
+    dirs: Sequence[SpecDir],
+    dir_problems: Sequence[tuple[str, Problem]],
+    out: TextIO,
+    err: TextIO,
 ) -> None:
     for device in registry.devices:
         out.write(f"{device.name}\n")
     printer = render.Printer(err)
     for path, problem in dir_problems:
         printer.line(*_problem_text(path, problem))
+    if not registry.files:  # as `cdi validate` says: an empty list is not silence
+        printer.line(f"no CDI spec files (*.json, *.yaml) in {', '.join(d.path for d in dirs)}")
     for spec in registry.files:
         for problem in spec.problems:
             printer.line(*_problem_text(spec.path, problem))

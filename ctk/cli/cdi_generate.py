@@ -612,6 +612,7 @@ def register(app: typer.Typer) -> None:
         path = Path(output) if output else None  # --output="" is stdout, as in nvidia-ctk
         fmt = _spec_format(path, spec_format)
         if path is not None:
+            _check_output(path)  # a directory (/etc/cdi) is refused before a suffix is added
             path = _spec_path(path, fmt)
             _check_link(path)
             _check_output(path)
@@ -678,6 +679,7 @@ def register(app: typer.Typer) -> None:
 
         output_path = Path(output) if output else DEFAULT_OUTPUT
         fmt = _spec_format(output_path, None)
+        _check_output(output_path)  # a directory (/etc/cdi) is refused before a suffix is added
         output_path = _spec_path(output_path, fmt)
         _check_link(output_path)
         _check_output(output_path)

@@ -11,6 +11,7 @@ import typer
 from typer import Argument, Option
 
 from ctk.cdi.transform import RelativeTo
+from ctk.cli import render
 from ctk.cli.options import new_app
 from ctk.errors import CtkError
 
@@ -183,7 +184,8 @@ def inject(
     unresolved = [d for d in devices if registry.device(d) is None]
     if unresolved:
         raise CtkError(
-            f"unresolvable CDI devices {', '.join(unresolved)}",
+            f"unresolvable CDI devices {', '.join(unresolved)}: "
+            + "; ".join(registry.unresolved_reason(d) for d in unresolved),
             hint="ctk cdi list shows the devices of the spec directories",
         )
     reports = {f.path: f.report for f in registry.files}
@@ -228,22 +230,23 @@ def diff(
     Devices added, removed and changed; per device and for the common edits the env, device
     nodes, hooks and mounts added, removed or changed; kind, cdiVersion and driver version.
     """
-    from ctk.cdi.diff import diff_json, diff_lines, diff_specs
-    from ctk.errors import UsageError
+    with render.json_errors(as_json):
+        from ctk.cdi.diff import diff_json, diff_lines, diff_specs
+        from ctk.errors import UsageError
 
-    if old == new == "-":  # standard input can be read once
-        raise UsageError(
-            "cdi diff - -: standard input cannot be both specs", hint="name a file for one"
-        )
-    found = diff_specs(_spec(old)[0], _spec(new)[0])
-    if as_json:
-        json.dump(diff_json(found), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        for line in diff_lines(found) or ["same"]:
-            sys.stdout.write(line + "\n")
-    if not found.same:
-        raise typer.Exit(1)
+        if old == new == "-":  # standard input can be read once
+            raise UsageError(
+                "cdi diff - -: standard input cannot be both specs", hint="name a file for one"
+            )
+        found = diff_specs(_spec(old)[0], _spec(new)[0])
+        if as_json:
+            json.dump(diff_json(found), sys.stdout, indent=2)
+            sys.stdout.write("\n")
+        else:
+            for line in diff_lines(found) or ["same"]:
+                sys.stdout.write(line + "\n")
+        if not found.same:
+            raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

@@ -96,42 +96,43 @@ def doctor(
     if list_checks:
         _print_list(as_json=as_json)
         raise typer.Exit(0)
-    unknown_ids = [c for c in check if c not in REGISTRY]
-    if unknown_ids:
-        raise UsageError(
-            f"unknown check id: {', '.join(unknown_ids)}", hint="`ctk doctor --list` lists them"
-        )
-    if fix and as_json:
-        raise UsageError("--fix and --json cannot be combined", hint="run --fix without --json")
-    root = _root(root_arg)
-    need: CudaNeed | None
-    if image is not None:
-        from ctk.cli.doctor_image import image_need
+    with render.json_errors(as_json):
+        unknown_ids = [c for c in check if c not in REGISTRY]
+        if unknown_ids:
+            raise UsageError(
+                f"unknown check id: {', '.join(unknown_ids)}", hint="`ctk doctor --list` lists them"
+            )
+        if fix and as_json:
+            raise UsageError("--fix and --json cannot be combined", hint="run --fix without --json")
+        root = _root(root_arg)
+        need: CudaNeed | None
+        if image is not None:
+            from ctk.cli.doctor_image import image_need
 
-        need = image_need(image, cuda_version=cuda_version, image_env=image_env)
-    else:
-        need = _cuda_need(cuda_version, image_env)
-    shown = select(ids=check, groups=[g.value for g in group])
-    facts, findings, timings = _diagnose(root, need, shown, nvml_timeout)
-    if npd:
-        from ctk.agent.outlets import npd_report
+            need = image_need(image, cuda_version=cuda_version, image_env=image_env)
+        else:
+            need = _cuda_need(cuda_version, image_env)
+        shown = select(ids=check, groups=[g.value for g in group])
+        facts, findings, timings = _diagnose(root, need, shown, nvml_timeout)
+        if npd:
+            from ctk.agent.outlets import npd_report
 
-        code, line = npd_report(findings)
-        sys.stdout.write(line + "\n")
-        raise typer.Exit(code)
-    from ctk.doctor.run import summarize
+            code, line = npd_report(findings)
+            sys.stdout.write(line + "\n")
+            raise typer.Exit(code)
+        from ctk.doctor.run import summarize
 
-    summary = summarize(findings, strict=strict)
-    if as_json:
-        render.dump_json(to_json(facts, findings, timings, strict=strict), sys.stdout)
+        summary = summarize(findings, strict=strict)
+        if as_json:
+            render.dump_json(to_json(facts, findings, timings, strict=strict), sys.stdout)
+            raise typer.Exit(summary.exit_code)
+        from ctk.cli import doctor_render
+
+        doctor_render.report(facts, findings, verbose=verbose, strict=strict)
+        if fix:
+            code = _fix(root, need, shown, findings, yes=yes, nvml_timeout=nvml_timeout)
+            raise typer.Exit(code)
         raise typer.Exit(summary.exit_code)
-    from ctk.cli import doctor_render
-
-    doctor_render.report(facts, findings, verbose=verbose, strict=strict)
-    if fix:
-        code = _fix(root, need, shown, findings, yes=yes, nvml_timeout=nvml_timeout)
-        raise typer.Exit(code)
-    raise typer.Exit(summary.exit_code)
 
 
 def _diagnose(

@@ -8,8 +8,9 @@ made, so JSON output never loads it, and `Printer` writes plain lines without it
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, TextIO, TypeAlias
 
 if TYPE_CHECKING:
@@ -49,6 +50,29 @@ def echo(text: str) -> None:
 
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
+
+
+ERROR_SCHEMA = "ctk.error/v1"
+
+
+@contextlib.contextmanager
+def json_errors(as_json: bool) -> Iterator[None]:
+    """With --json, an error is a JSON document on standard output too (then shown as usual).
+
+    A program reading the output always gets one document: ``{"schema": "ctk.error/v1",
+    "error": {"message", "hint", "exit_code"}}``; standard error and the exit code stay the same.
+    """
+    from ctk.errors import CtkError
+
+    try:
+        yield
+    except CtkError as exc:
+        if as_json:
+            import sys
+
+            error = {"message": exc.message, "hint": exc.hint, "exit_code": exc.exit_code}
+            dump_json({"schema": ERROR_SCHEMA, "error": error}, sys.stdout)
+        raise
 
 
 def dump_json(value: object, stream: TextIO) -> None:

@@ -94,12 +94,15 @@ annotations=(
     "org.opencontainers.image.description=ctk agent: GPU container node configuration, CDI, drift repair"
     "org.opencontainers.image.version=$version"
     "org.opencontainers.image.revision=$revision"
-    "org.opencontainers.image.source=${CTK_IMAGE_SOURCE:-https://github.com/ctk-project/ctk}"
     "org.opencontainers.image.created=$created"
     "org.opencontainers.image.licenses=Apache-2.0"
     "org.opencontainers.image.ref.name=$ref"
 )
 args=()
+# where the source lives: only when the builder says (CTK_IMAGE_SOURCE), never a made-up address
+if [ -n "${CTK_IMAGE_SOURCE:-}" ]; then
+    annotations+=("org.opencontainers.image.source=$CTK_IMAGE_SOURCE")
+fi
 for a in "${annotations[@]}"; do args+=(--manifest.annotation "$a" --config.label "$a"); done
 umoci config --image "$layout:$version" --no-history --created "$created" --author ctk \
     --os linux --architecture amd64 \

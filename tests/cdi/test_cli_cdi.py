@@ -243,6 +243,21 @@ def test_list_skips_a_missing_spec_dir(capsys: pytest.CaptureFixture[str], tmp_p
     assert capsys.readouterr() == ("nvidia.com/gpu=1\n", f"{missing}: {MISSING}\n")
 
 
+def test_list_without_any_spec_says_so_as_validate_does(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """No spec at all once printed nothing and exited 0: a newcomer saw silence."""
+    empty = tmp_path / "cdi"
+    empty.mkdir()
+    assert main(["cdi", "list", "--spec-dir", str(empty)]) == 0
+    assert capsys.readouterr() == ("", f"no CDI spec files (*.json, *.yaml) in {empty}\n")
+    assert main(["cdi", "validate", "--spec-dir", str(empty)]) == 0
+    assert capsys.readouterr().out == f"no CDI spec files (*.json, *.yaml) in {empty}\n"
+    (empty / "nvidia.yaml").write_bytes((RUN / "nvidia.yaml").read_bytes())
+    assert main(["cdi", "list", "--spec-dir", str(empty)]) == 0
+    assert capsys.readouterr() == ("nvidia.com/gpu=1\n", "")
+
+
 def test_validate_skips_a_missing_spec_dir(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -458,7 +458,32 @@ def test_inject_cli(
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"{}")))
     assert main([*argv[:-1], "example.com/gpu=9"]) == 1
     assert capsys.readouterr().err == (
-        "error: unresolvable CDI devices example.com/gpu=9\n"
+        "error: unresolvable CDI devices example.com/gpu=9: no spec defines example.com/gpu=9\n"
+        "hint: ctk cdi list shows the devices of the spec directories\n"
+    )
+
+
+def test_inject_names_why_a_device_is_unresolvable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A conflict (what `cdi list` reports) or skipped invalid specs, not only "unresolvable"."""
+    for name in ("a.yaml", "b.yaml"):
+        (tmp_path / name).write_text(SPEC)
+    argv = ["cdi", "inject", "--spec-dir", str(tmp_path), "--device", "example.com/gpu=0"]
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"{}")))
+    assert main(argv) == 1
+    assert capsys.readouterr().err == (
+        "error: unresolvable CDI devices example.com/gpu=0: example.com/gpu=0 is defined by "
+        f"{tmp_path}/a.yaml and {tmp_path}/b.yaml at the same priority (CDI runtimes drop it "
+        "from both)\nhint: ctk cdi list shows the devices of the spec directories\n"
+    )
+    (tmp_path / "b.yaml").write_text(SPEC.replace("kind: example.com/gpu", "kind: bad"))
+    (tmp_path / "a.yaml").unlink()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"{}")))
+    assert main(argv) == 1
+    assert capsys.readouterr().err == (
+        "error: unresolvable CDI devices example.com/gpu=0: no valid spec defines "
+        "example.com/gpu=0 (1 invalid spec(s) skipped)\n"
         "hint: ctk cdi list shows the devices of the spec directories\n"
     )
 

@@ -3,6 +3,8 @@ existing output file (or whatever stands in the output's way) left exactly as it
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,6 +31,18 @@ def _output_is_a_directory(node: FakeNode, tmp: Path) -> tuple[list[str], Path]:
     (tmp / "cdi.yaml").mkdir()
     (tmp / "cdi.yaml/kept").write_bytes(OLD)
     return ["generate", "-o", f"{tmp}/cdi.yaml"], tmp / "cdi.yaml/kept"
+
+
+def _output_is_etc_cdi(node: FakeNode, tmp: Path) -> tuple[list[str], Path]:
+    """`-o /etc/cdi` once wrote /etc/cdi.yaml beside it, a file no engine reads."""
+    (tmp / "cdi").mkdir()
+    (tmp / "cdi/kept").write_bytes(OLD)
+    return ["generate", "-o", f"{tmp}/cdi"], tmp / "cdi/kept"
+
+
+def _refresh_output_is_etc_cdi(node: FakeNode, tmp: Path) -> tuple[list[str], Path]:
+    args, kept = _output_is_etc_cdi(node, tmp)
+    return ["refresh", *args[1:]], kept
 
 
 def _refresh_output_is_a_directory(node: FakeNode, tmp: Path) -> tuple[list[str], Path]:
@@ -103,6 +117,22 @@ def _nvml_gpu_without_node(node: FakeNode, tmp: Path) -> tuple[list[str], Path]:
                 "hint: name the spec file, e.g. {tmp}/cdi.yaml/nvidia.yaml",
             ],
             id="refresh-output-is-a-directory",
+        ),
+        *(
+            pytest.param(
+                "workstation",
+                make,
+                2,
+                [
+                    "error: --output {tmp}/cdi: is a directory",
+                    "hint: name the spec file, e.g. {tmp}/cdi/nvidia.yaml",
+                ],
+                id=name,
+            )
+            for name, make in [
+                ("output-is-etc-cdi", _output_is_etc_cdi),
+                ("refresh-output-is-etc-cdi", _refresh_output_is_etc_cdi),
+            ]
         ),
         pytest.param(
             "workstation",
@@ -209,3 +239,22 @@ def test_bad_input_is_one_clear_error(
     assert (out, err.splitlines()) == ("", [s.format(tmp=tmp, root=node.root) for s in stderr])
     assert kept.read_bytes() == OLD
     assert sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*")) == before
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("verb", ["generate", "refresh"])
+def test_an_output_that_is_a_fifo_is_named_and_kept(
+    verb: str, fake_node: MakeNode, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """refresh once read the FIFO it was to replace, with an error that did not name it."""
+    node = fake_node("workstation")
+    out = tmp_path / "out"
+    out.mkdir()
+    fifo = out / "nvidia.yaml"
+    os.mkfifo(fifo)
+    args = ["cdi", verb, "--driver-root", str(node.root), "--disable-hook", "all", "-o", str(fifo)]
+    assert main(args) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[-2].startswith(f"error: {fifo}: is a named pipe (FIFO), not a regular file")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert sorted(p.name for p in out.iterdir()) == ["nvidia.yaml"]

@@ -152,6 +152,12 @@ def test_image_link_to_absolute_etc_stays_in_root(
             id="not-executable",
         ),
         pytest.param(
+            "fifo",
+            ["--ldconfig-path", "{tmp}/ldconfig"],
+            "{tmp}/ldconfig: ldconfig is not an executable file",
+            id="fifo",  # once blocked the open for ever (and the container's start)
+        ),
+        pytest.param(
             "script",
             ["--ldconfig-path", "{tmp}/ldconfig"],
             "{tmp}/ldconfig: ldconfig is not an ELF program;"
@@ -190,6 +196,8 @@ def test_refused(
     elif setup == "etc-escape":
         shutil.rmtree(bundle.rootfs / "etc")
         os.symlink("../../host/etc", bundle.rootfs / "etc")
+    elif setup == "fifo":
+        os.mkfifo(tmp_path / "ldconfig", 0o755)
     elif setup in ("not-executable", "script", "script-and-dynamic-real"):
         (tmp_path / "ldconfig").write_text("#!/bin/sh\n")
         (tmp_path / "ldconfig").chmod(0o644 if setup == "not-executable" else 0o755)
