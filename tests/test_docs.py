@@ -233,3 +233,16 @@ def test_no_link_names_a_repository_that_does_not_exist() -> None:
         text = path.read_bytes().decode("utf-8", "replace")
         found += [f"{name.decode()}: {m.group(0)}" for m in MADE_UP.finditer(text)]
     assert found == []
+
+
+def test_every_kind_that_differs_from_nvidia_ctk_is_named_in_the_differences() -> None:
+    """nvidia-ctk's CLI writes nvidia.com/gpu in every mode (its --class default): each mode
+    whose default kind differs is a deliberate difference, named with its reason."""
+    from ctk.cdi.options import DEFAULT_KINDS
+
+    text = (REPO / "docs/cdi-generate.md").read_text()
+    section = text.split("## Differences from nvidia-ctk", 1)[1].split("\n## ", 1)[0]
+    differing = {mode: kind for mode, kind in DEFAULT_KINDS.items() if kind != "nvidia.com/gpu"}
+    assert differing  # ctk's kinds are deliberate: if they ever match, this test goes
+    missing = [f"{mode}: {kind}" for mode, kind in differing.items() if f"`{kind}`" not in section]
+    assert missing == []
