@@ -5,6 +5,12 @@ that a CDI spec naming it survives Python upgrades and runs where there is no Py
 systemd units and the udev rule (package data, `ctk/data/units/`) go to /etc with `@CTK@`
 replaced by the ctk program that ran the install. A manifest next to the hook records what was
 written (sha256) and which folders were made, so that `ctk uninstall` removes exactly that.
+
+Ownership comes from the manifest, never from bytes: a file at one of those paths that the
+manifest does not list with its current sha256 (copied there by hand, another package's, or
+changed since ctk wrote it) is not ctk's. Install replaces such a file only with ``--force``,
+keeping it as ``<file>.bak``; one that already holds what ctk would write is left as it is and
+stays out of the manifest, so `ctk uninstall` (and `ctk agent --uninstall`) never removes it.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from ctk.enums import StrEnum
 from ctk.errors import CtkError
 
 HOOK_NAME = "ctk-hook"
@@ -49,6 +56,49 @@ class Manifest:
 
     files: tuple[tuple[PurePosixPath, str], ...] = ()
     folders: tuple[PurePosixPath, ...] = ()
+
+
+class Step(StrEnum):
+    """What an install does with one file of its plan."""
+
+    WRITE = "write"  # missing, or ctk's own (the manifest says so) with other bytes or mode
+    KEEP = "keep"  # ctk's own, already as the plan says
+    LEAVE = "leave"  # not ctk's, but already what ctk would write: left alone, not owned
+    REFUSE = "refuse"  # not ctk's and different: replaced only with --force
+    REPLACE = "replace"  # not ctk's, --force: kept as <file>.bak, then written and owned
+
+
+def install_step(
+    item: InstallFile,
+    current: tuple[str, int] | None,
+    recorded: Manifest,
+    *,
+    force: bool,
+) -> Step:
+    """The step for ``item``, given what is at its path (``current``: sha256 and mode, None when
+    nothing is there) and the manifest of the installs before (``recorded``)."""
+    if current is None:
+        return Step.WRITE
+    ours = (item.path, current[0]) in recorded.files
+    if ours:
+        return Step.KEEP if current == (item.sha256, item.mode) else Step.WRITE
+    if force:
+        return Step.REPLACE
+    return Step.LEAVE if current == (item.sha256, item.mode) else Step.REFUSE
+
+
+class ForeignFile(CtkError):
+    """Files in the way that ctk did not write (the agent, which has no --force, keeps them)."""
+
+
+def refusal(paths: tuple[PurePosixPath, ...], shown: tuple[str, ...]) -> ForeignFile:
+    """The error for files in the way that ctk did not write (``shown``: where they are here)."""
+    them = "it as it is" if len(paths) == 1 else "them as they are"
+    return ForeignFile(
+        f"{', '.join(shown)}: not written by ctk (no install manifest lists {them} now); "
+        "nothing was written",
+        hint="move it away, or pass --force to replace it (the old file is kept as <file>.bak)",
+    )
 
 
 def hook_path(prefix: PurePosixPath) -> PurePosixPath:
@@ -112,9 +162,10 @@ def parse_manifest(text: str, where: str) -> Manifest:
 
 
 def merged(
-    old: Manifest, files: tuple[InstallFile, ...], made: tuple[PurePosixPath, ...]
+    old: Manifest, owned: tuple[InstallFile, ...], made: tuple[PurePosixPath, ...]
 ) -> Manifest:
-    """The manifest after an install: this install's files, and every folder any install made."""
+    """The manifest after an install: the files it owns now (written, or ctk's and kept), and
+    every folder any install made."""
     folders = tuple(dict.fromkeys((*made, *old.folders)))
     ordered = tuple(sorted(folders, key=lambda p: len(p.parts), reverse=True))
-    return Manifest(tuple((f.path, f.sha256) for f in files), ordered)
+    return Manifest(tuple((f.path, f.sha256) for f in owned), ordered)

@@ -18,6 +18,7 @@ import pytest
 
 from ctk.cli.app import main
 from ctk.cli.install import running_ctk
+from ctk.host.hook_program import packaged_hook
 from tests.runners import OWN_RUN
 
 REPO = Path(__file__).resolve().parents[1]
@@ -207,10 +208,7 @@ def test_uninstall_keeps_what_a_user_changed(
     service.write_text(service.read_text() + "# tuned by the admin\n")
     assert main(["uninstall", "--root", str(tree), "--prefix", "/opt/x"]) == 0
     out = capsys.readouterr().out
-    assert (
-        "kept /etc/systemd/system/ctk-cdi-refresh.service: changed since ctk install wrote it"
-        in out
-    )
+    assert f"kept {service}: changed since ctk install wrote it" in out  # the real path
     assert service.read_text().endswith("# tuned by the admin\n")
     assert sorted(_tree_snapshot(tree)) == [
         "etc",
@@ -243,46 +241,138 @@ def test_install_refuses_a_relative_prefix(
     assert list(tmp_path.iterdir()) == []
 
 
-def _installer_python() -> str:
-    """The interpreter a node would install with: Debian's own /usr/bin/python3 (externally
-    managed, PEP 668) where the suite runs on it or beside it, else the base interpreter of the
-    Python running the suite (pyenv's 3.10 and 3.13 in CI's other runs)."""
-    base = getattr(sys, "_base_executable", sys.executable)
-    debian = Path("/usr/bin/python3")
-    if sys.version_info[:2] == (3, 11) and debian.exists():
-        return str(debian)
-    return str(base)
+def _install(tree: Path, *more: str) -> list[str]:
+    return ["install", "--root", str(tree), "--ctk", "/opt/ctk/bin/ctk", *more]
 
 
-@pytest.mark.integration
-def test_readme_install_script(tmp_path: Path) -> None:
-    """The README's first command, `scripts/install`, into a scratch venv, bin dir and node tree:
-    it makes the venv, pip builds ctk with the native hook, links `ctk`, runs `ctk install`."""
-    python = _installer_python()
-    env = {
-        **os.environ,
-        "CTK_PYTHON": python,
-        "CTK_VENV": str(tmp_path / "venv"),
-        "CTK_BIN_DIR": str(tmp_path / "bin"),
-        "CTK_ROOT": str(tmp_path / "node"),
-    }
-    env.pop("PYTHONPATH", None)
-    result = subprocess.run(
-        ["sh", str(REPO / "scripts/install")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+@pytest.mark.parametrize(
+    ("root", "problem"),
+    [
+        pytest.param("missing", "no such directory", id="missing"),
+        pytest.param("file", "not a directory", id="file"),
+    ],
+)
+def test_root_must_be_an_existing_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, root: str, problem: str
+) -> None:
+    """Like every other root option (issue 22, item 3): nothing is made, exit 1, the hint."""
+    (tmp_path / "file").write_text("x\n")
+    where = tmp_path / root
+    argv = _install(where) if command == "install" else [command, "--root", str(where)]
+    assert main(argv) == 1
+    assert capsys.readouterr().err == (
+        f"error: --root {where}: {problem}\nhint: pass an existing directory\n"
     )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert f"making {tmp_path / 'venv'} with {python}" in result.stderr
-    ctk = tmp_path / "bin/ctk"
-    assert os.readlink(ctk) == str(tmp_path / "venv/bin/ctk")
-    version = subprocess.run([ctk, "--version"], capture_output=True, text=True, check=False)
-    assert (version.returncode, version.stdout) == (0, "ctk 0.1.0\n")
-    hook = tmp_path / "node/usr/local/libexec/ctk/ctk-hook"
-    ran = subprocess.run([hook, "--version"], capture_output=True, text=True, check=False)
-    assert (ran.returncode, ran.stdout) == (0, "ctk-hook version 0.1.0\n")
-    unit = (tmp_path / "node/etc/systemd/system/ctk-cdi-refresh.service").read_text()
-    assert f"{(tmp_path / 'venv/bin/ctk').resolve()}" in unit
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+    assert (tmp_path / "file").read_text() == "x\n"
+
+
+HOOK = "usr/local/libexec/ctk/ctk-hook"
+MANIFEST = "usr/local/libexec/ctk/install-manifest.json"
+
+
+def _hand_copied(tree: Path, content: bytes) -> Path:
+    hook = tree / HOOK
+    hook.parent.mkdir(parents=True)
+    hook.write_bytes(content)
+    hook.chmod(0o755)
+    return hook
+
+
+def test_a_foreign_hook_is_refused_without_force(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file at the hook's path that no manifest lists is not ctk's (issue 22, item 4): nothing
+    is written without --force; with it, the file is kept as .bak and the hook is ctk's."""
+    tree = tmp_path / "node"
+    hook = _hand_copied(tree, b"#!/bin/sh\n# the admin's own hook\n")
+    hook.chmod(0o700)
+    before = _tree_snapshot(tree)
+    assert main(_install(tree)) == 1
+    assert capsys.readouterr().err == (
+        f"error: {hook}: not written by ctk (no install manifest lists it as it is now); "
+        "nothing was written\n"
+        "hint: move it away, or pass --force to replace it (the old file is kept as "
+        "<file>.bak)\n"
+    )
+    assert _tree_snapshot(tree) == before
+    assert main(_install(tree, "--force")) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"kept the file that was there as {hook}.bak\nwrote {hook}\n")
+    assert (tree / (HOOK + ".bak")).read_bytes() == b"#!/bin/sh\n# the admin's own hook\n"
+    assert hook.read_bytes() == Path(packaged_hook()).read_bytes()
+    assert oct(hook.stat().st_mode & 0o777) == "0o755"  # ctk's hook, not the old file's mode
+    assert main(_install(tree)) == 0  # ctk's own now: no --force needed again
+    assert capsys.readouterr().out == "already installed; nothing written\n"
+    assert main(["uninstall", "--root", str(tree)]) == 0
+    assert (tree / (HOOK + ".bak")).exists() and not hook.exists()
+
+
+def test_a_file_ctk_wrote_and_someone_changed_is_foreign(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = tmp_path / "node"
+    tree.mkdir()
+    assert main(_install(tree)) == 0
+    (tree / HOOK).write_bytes(b"patched\n")
+    capsys.readouterr()
+    assert main(_install(tree)) == 1
+    assert "not written by ctk" in capsys.readouterr().err
+    assert (tree / HOOK).read_bytes() == b"patched\n"
+
+
+def test_an_upgrade_rewrites_ctks_own_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Files the manifest lists as they are now are ctk's: a new install replaces them (no
+    --force, no backup)."""
+    tree = tmp_path / "node"
+    tree.mkdir()
+    assert main(_install(tree)) == 0
+    capsys.readouterr()
+    again = ["install", "--root", str(tree), "--ctk", "/opt/new/bin/ctk"]
+    assert main(again) == 0
+    service = tree / "etc/systemd/system/ctk-cdi-refresh.service"
+    assert capsys.readouterr().out.splitlines()[0] == f"wrote {service}"
+    assert "ExecStart=/opt/new/bin/ctk " in service.read_text()
+    assert not list(tree.rglob("*.bak"))
+
+
+def test_a_hand_copied_identical_hook_is_never_ctks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Byte-identical is not ownership: the hook is left, stays out of the manifest, and
+    uninstall keeps it."""
+    tree = tmp_path / "node"
+    hook = _hand_copied(tree, Path(packaged_hook()).read_bytes())
+    assert main(_install(tree)) == 0
+    out = capsys.readouterr().out
+    assert f"left {hook}: already what ctk would write, but not written by ctk" in out
+    listed = json.loads((tree / MANIFEST).read_text())["files"]
+    assert "/usr/local/libexec/ctk/ctk-hook" not in [entry["path"] for entry in listed]
+    assert main(["uninstall", "--root", str(tree)]) == 0
+    assert f"removed {hook}" not in capsys.readouterr().out
+    assert hook.read_bytes() == Path(packaged_hook()).read_bytes()
+    hook.chmod(0o644)  # the same bytes, but not what ctk would write: refused
+    assert main(_install(tree)) == 1
+    assert oct(hook.stat().st_mode & 0o777) == "0o644"
+
+
+def test_printed_paths_are_under_the_root(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What `ctk install --root R` prints names the files it wrote, under R (issue 22)."""
+    tree = tmp_path / "node"
+    tree.mkdir()
+    assert main(_install(tree)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"wrote {tree}/usr/local/libexec/ctk/ctk-hook"
+    assert all(line.startswith(f"wrote {tree}/") for line in lines)
+    assert main(["uninstall", "--root", str(tree)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"removed {tree}/usr/local/libexec/ctk/ctk-hook"
+    assert main(["uninstall", "--root", str(tree)]) == 1
+    assert capsys.readouterr().err.startswith(
+        f"error: nothing to uninstall: no install manifest under {tree}/usr/local/libexec/ctk\n"
+    )

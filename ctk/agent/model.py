@@ -251,6 +251,34 @@ class Written:
     left: str | None  # sha256 of what ctk left (None: ctk removed it)
 
 
+@dataclass(frozen=True, slots=True)
+class OwnFile:
+    """A file of the agent's own (ready file, outlet) as its state names it: a host path when the
+    file lies under the host root (``on_host``: found under whatever --host-root the next agent
+    has), else a path in the agent's own file system (a pod's mount)."""
+
+    path: str
+    on_host: bool = False
+
+
+def own_file(host_root: str, path: str) -> OwnFile:
+    """``path`` (absolute, normalised, as the agent sees it) as the state records it: under
+    ``host_root`` (the agent's view of the host's `/`), the host's own path."""
+    root = host_root.rstrip("/")
+    if not root:  # the agent runs on the host: its view is the host's
+        return OwnFile(path, on_host=True)
+    if path.startswith(root + "/"):
+        return OwnFile(path[len(root) :], on_host=True)
+    return OwnFile(path)
+
+
+def made_folders(missing: tuple[str, ...], known: tuple[str, ...]) -> tuple[str, ...]:
+    """The folders the agent made (host paths): ``known`` and the newly ``missing`` ones, deepest
+    first, so that uninstall removes each once it is empty, children before parents."""
+    folders = dict.fromkeys((*missing, *known))
+    return tuple(sorted(folders, key=lambda p: len(PurePosixPath(p).parts), reverse=True))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class State:
     """The agent's memory across passes and processes (the JSON under /var/lib/ctk/agent)."""
@@ -269,9 +297,12 @@ class State:
     hook: bool = False  # the agent installed the native hook (uninstall removes it)
     runtime_path: str | None = None  # the binary the nvidia handler was configured with
     template: str | None = None  # digest of the k3s/RKE2 template the engine was restarted for
-    # files of its own in the agent's file system (outlets, ready): path -> digest of the bytes
-    # it wrote there (None: unknown, from an earlier version's state; such a file is kept)
-    created: Mapping[str, str | None] = field(default_factory=dict)
+    # files of its own (outlets, ready): where -> digest of the bytes it wrote there (None:
+    # unknown, from an earlier version's state; such a file is kept)
+    created: Mapping[OwnFile, str | None] = field(default_factory=dict)
+    # folders on the host it made for the engine's files and the spec (host paths, deepest
+    # first): uninstall removes each that is empty (etc/containerd/conf.d)
+    folders: tuple[str, ...] = ()
 
 
 def untouched(state: State, current: Mapping[str, str | None]) -> bool:
@@ -329,9 +360,17 @@ def dump_state(state: State) -> str:
         "hook": state.hook,
         "runtime_path": state.runtime_path,
         "template": state.template,
-        "created": [{"path": p, "digest": d} for p, d in state.created.items()],  # in order
+        "created": [_own_entry(f, d) for f, d in state.created.items()],  # in order
+        "folders": list(state.folders),
     }
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def _own_entry(own: OwnFile, written: str | None) -> dict[str, object]:
+    entry: dict[str, object] = {"path": own.path, "digest": written}
+    if own.on_host:
+        entry["host"] = True
+    return entry
 
 
 def _schema_problem(data: object) -> str | None:
@@ -383,6 +422,7 @@ def load_state(name: str, text: str | None) -> State:
             runtime_path=_opt_str(data.get("runtime_path")),
             template=_opt_str(data.get("template")),
             created=_created(data.get("created", [])),
+            folders=tuple(str(p) for p in data.get("folders", [])),
         )
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise CtkError(
@@ -391,16 +431,17 @@ def load_state(name: str, text: str | None) -> State:
         ) from exc
 
 
-def _created(value: object) -> dict[str, str | None]:
-    """Path -> digest, in the order the agent made them (a plain path: an earlier version's
-    entry, what it wrote unknown)."""
+def _created(value: object) -> dict[OwnFile, str | None]:
+    """Where -> digest, in the order the agent made them (a plain path: an earlier version's
+    entry, what it wrote unknown; no ``host``: an earlier version's path in the agent's view)."""
     assert isinstance(value, list)  # the schema allows nothing else
-    found: dict[str, str | None] = {}
+    found: dict[OwnFile, str | None] = {}
     for entry in value:
         if isinstance(entry, dict):
-            found[str(entry["path"])] = None if entry["digest"] is None else str(entry["digest"])
+            own = OwnFile(str(entry["path"]), on_host=bool(entry.get("host", False)))
+            found[own] = None if entry["digest"] is None else str(entry["digest"])
         else:
-            found[str(entry)] = None
+            found[OwnFile(str(entry))] = None
     return found
 
 

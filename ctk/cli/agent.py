@@ -218,11 +218,9 @@ def agent(
         )
         check_state(settings, state, str(host_agent.state_path(host)))
         if uninstall:
-            left = revert(settings, state)
-            if left.restart_pending:  # kept: the next agent still has a restart to report
-                host_agent.write_state(host, left)
-            else:
-                host_agent.forget_state(host)
+            revert(settings, state)  # a restart still to be done was said, as its last word
+            host_agent.forget_state(host)
+            host_agent.remove_lock(host)  # last, while held: nothing of the agent is left
             raise typer.Exit(0)
         while True:
             outcome = reconcile(settings, state)

@@ -15,6 +15,7 @@ from ctk.agent import outlets
 from ctk.agent.model import (
     PLAIN_RUNC,
     HandlerBinary,
+    OwnFile,
     RestartKind,
     RestartMode,
     State,
@@ -23,6 +24,8 @@ from ctk.agent.model import (
     decide_restart,
     digest,
     drifted,
+    made_folders,
+    own_file,
     spec_fresh,
     untouched,
 )
@@ -134,12 +137,20 @@ def _configure(agent: Agent, state: State) -> tuple[State, bool, bool]:
         agent.say(f"nvidia runtime: {handler.path} ({handler.why})")
         state = replace(state, runtime_path=handler.path)
     if changed:  # the originals are kept before any file changes: a kill in between loses none
+        state = _making(agent, state, [c.path for c in changed if c.after is not None])
         host_agent.write_state(agent.host, state)
     for change in changed:
         host_agent.write_change(agent.host, change)
         what = "created" if change.before is None else "updated"
         agent.say(f"{what} {change.path}" + (" (overwritten by someone else: repaired)" * drift))
     return state, bool(changed), drift
+
+
+def _making(agent: Agent, state: State, paths: list[str | PurePosixPath]) -> State:
+    """``state`` knowing the folders on the host that writing ``paths`` (host paths) will make
+    (uninstall removes them once empty, as it found the host)."""
+    missing = tuple(str(f) for p in paths for f in host_agent.missing_folders(agent.host, p))
+    return replace(state, folders=made_folders(missing, state.folders)) if missing else state
 
 
 def _handler(agent: Agent) -> HandlerBinary:
@@ -259,7 +270,7 @@ def _hook(agent: Agent, state: State) -> State:
     different (the hook only: the units would name a ctk that lives in the agent's image)."""
     from ctk.host import installation
     from ctk.host.hook_program import packaged_hook
-    from ctk.install import DEFAULT_PREFIX, InstallFile, hook_path, manifest_path
+    from ctk.install import DEFAULT_PREFIX, ForeignFile, InstallFile, hook_path, manifest_path
 
     try:
         content = files.read_bytes(packaged_hook(), limit=64 << 20) or b""
@@ -274,7 +285,11 @@ def _hook(agent: Agent, state: State) -> State:
         and any(str(wanted.path) != entry for entry in _manifest_paths(manifest))
     ):
         return state  # a person's `ctk install` (with units) owns it: theirs to update
-    outcome = installation.install(agent.host.root, DEFAULT_PREFIX, (wanted,))
+    try:  # a file there that ctk did not write is never replaced (the agent has no --force)
+        outcome = installation.install(agent.host.root, DEFAULT_PREFIX, (wanted,))
+    except ForeignFile:
+        agent.say(f"hook: kept {wanted.path}: not written by ctk; the spec names it as it is")
+        return state
     for item in outcome.written:
         agent.say(f"hook: installed {item.path}")
     return state if state.hook else replace(state, hook=True)
@@ -305,6 +320,7 @@ def _spec(agent: Agent, state: State) -> tuple[State, bool, str | None]:
         return state, False, None
     plan = plan_refresh(files.read_bytes(target, missing_ok=True), text, data)
     if plan.outcome is not Refresh.KEEP:
+        state = _making(agent, state, [_spec_path(agent)])
         files.write_atomic(target, text, mode=0o644, make_parents=True)
         os.chmod(files.write_target(target), 0o644)
         why = "; ".join(plan.changes)
@@ -322,13 +338,25 @@ def _spec(agent: Agent, state: State) -> tuple[State, bool, str | None]:
     return fresh, True, version
 
 
-def _own(state: State, path: str) -> State:
+def _own(agent: Agent, state: State, path: Path) -> State:
     """``state`` knowing the agent's own file ``path`` as it is now (uninstall removes it only
-    while it still holds those bytes)."""
-    now = host_agent.file_digest(Path(path))
-    if path in state.created and (now is None or state.created[path] == now):
+    while it still holds those bytes), by its host path when it lies under the host root."""
+    absolute = Path(os.path.abspath(path))
+    seen = str(Path(os.path.realpath(absolute.parent), absolute.name))  # as host.root is
+    own = own_file(str(agent.host.root), seen)
+    now = host_agent.file_digest(path)
+    if own in state.created and (now is None or state.created[own] == now):
         return state  # known, and unchanged or gone (a ready file while not ready)
-    return replace(state, created={**state.created, path: now})  # first seen: in that order
+    legacy = OwnFile(seen)  # an earlier version named it as the agent saw it: renamed in place
+    if own.on_host and legacy in state.created:
+        created = {(own if f == legacy else f): d for f, d in state.created.items()}
+        return replace(state, created={**created, own: now})
+    return replace(state, created={**state.created, own: now})  # first seen: in that order
+
+
+def _own_path(agent: Agent, own: OwnFile) -> Path:
+    """Where the agent finds its own file ``own`` (a host path under this agent's host root)."""
+    return agent.host.path(own.path) if own.on_host else Path(own.path)
 
 
 def _mark_ready(agent: Agent, state: State, ready: bool) -> State:
@@ -339,7 +367,7 @@ def _mark_ready(agent: Agent, state: State, ready: bool) -> State:
         agent.say(f"ready: wrote {agent.ready_file}")
     elif not ready and files.remove(agent.ready_file):
         agent.say(f"not ready: removed {agent.ready_file}")
-    return _own(state, str(agent.ready_file))
+    return _own(agent, state, agent.ready_file)
 
 
 def _outlets(agent: Agent, state: State, *, ready: bool, driver: str | None) -> State:
@@ -358,13 +386,13 @@ def _outlets(agent: Agent, state: State, *, ready: bool, driver: str | None) -> 
         text = outlets.prometheus_text(diagnose(facts), counters, __version__)
         path = agent.prometheus_dir / outlets.PROM_FILE
         files.write_atomic(path, text, mode=0o644, make_parents=True)
-        state = _own(state, str(path))
+        state = _own(agent, state, path)
     if agent.nfd_dir is not None:
         path = agent.nfd_dir / outlets.NFD_FILE
         text = outlets.nfd_text(ready=ready, driver_version=driver, version=__version__)
         if files.read_text(path, missing_ok=True) != text:
             files.write_atomic(path, text, mode=0o644, make_parents=True)
-        state = _own(state, str(path))
+        state = _own(agent, state, path)
     return state
 
 
@@ -436,9 +464,16 @@ def uninstall(agent: Agent, state: State) -> State:
         for path in outcome.kept if outcome else ():
             agent.say(f"kept {path}: changed since ctk installed it")
         state = replace(state, hook=False)
-    for name, written in state.created.items():
-        _remove_own(agent, Path(name), written, name, "file")
-    return replace(state, created={})
+    for own, written in state.created.items():
+        _remove_own(agent, _own_path(agent, own), written, own.path, "file")
+    # Deepest first; one that is not empty stays, and so does one that holds none of this
+    # agent's files (a state file edited by hand names no folder it may remove).
+    names = [*managed_configs(agent), str(_spec_path(agent))]
+    ours = {str(folder) for name in names for folder in PurePosixPath(name).parents}
+    for folder in state.folders:
+        if folder in ours:
+            host_agent.remove_empty_folder(agent.host, folder)
+    return replace(state, created={}, folders=())
 
 
 def _remove_own(agent: Agent, path: Path, written: str | None, name: str, what: str) -> None:

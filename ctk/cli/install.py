@@ -7,7 +7,7 @@ import json
 import os
 import shutil
 import sys
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Annotated
 
 from typer import Option
@@ -17,9 +17,21 @@ from ctk.cli.options import Json, new_app
 from ctk.errors import CtkError
 
 Root = Annotated[
-    Path, Option("--root", help="Write into this node tree instead of / (images, tests).")
+    str,
+    Option(
+        "--root",
+        metavar="DIR",
+        help="Write into this node tree (an existing directory) instead of / (images, tests).",
+    ),
 ]
 Prefix = Annotated[str, Option("--prefix", help="The hook goes to PREFIX/libexec/ctk/ctk-hook.")]
+Force = Annotated[
+    bool,
+    Option(
+        "--force",
+        help="Replace files in the way that ctk did not write (each kept as <file>.bak).",
+    ),
+]
 CtkProgram = Annotated[
     str | None,
     Option(
@@ -57,16 +69,19 @@ app = new_app()
 
 @app.command("install")
 def install(
-    root: Root = Path("/"),
+    root_text: Root = "/",
     prefix: Prefix = "/usr/local",
     as_json: Json = False,
     ctk_program: CtkProgram = None,
+    force: Force = False,
 ) -> None:
     """Install the native hook, the systemd units and the udev rule (idempotent)."""
     from ctk.host import files, installation
     from ctk.host.hook_program import packaged_hook
+    from ctk.host.root import existing_root
     from ctk.install import install_plan
 
+    root = existing_root("--root", root_text).root  # a str: `--root ''` is refused, not "."
     where = _prefix(prefix)
     plan = install_plan(  # gather, then decide
         prefix=where,
@@ -74,7 +89,7 @@ def install(
         hook=files.read_bytes(packaged_hook(), limit=64 << 20),
         units=installation.unit_templates(),
     )
-    outcome = installation.install(root, where, plan)  # write
+    outcome = installation.install(root, where, plan, force=force)  # write
     if as_json:
         render.echo(
             json.dumps(
@@ -83,14 +98,23 @@ def install(
                     "unchanged": [
                         {"path": str(f.path), "sha256": f.sha256} for f in outcome.unchanged
                     ],
-                    "manifest": str(outcome.manifest),
+                    "left": [{"path": str(f.path), "sha256": f.sha256} for f in outcome.left],
+                    "backups": [str(p) for p in outcome.backups],
+                    "manifest": None if outcome.manifest is None else str(outcome.manifest),
                 },
                 indent=2,
             )
         )
         return
+    for backup in outcome.backups:
+        render.echo(f"kept the file that was there as {installation.shown(root, backup)}")
     for item in outcome.written:
-        render.echo(f"wrote {item.path}")
+        render.echo(f"wrote {installation.shown(root, item.path)}")
+    for item in outcome.left:
+        render.echo(
+            f"left {installation.shown(root, item.path)}: already what ctk would write, but not "
+            "written by ctk (ctk uninstall keeps it; --force takes it over)"
+        )
     if not outcome.written:
         render.echo("already installed; nothing written")
     elif str(root) == "/":
@@ -101,14 +125,18 @@ def install(
 
 
 @app.command("uninstall")
-def uninstall(root: Root = Path("/"), prefix: Prefix = "/usr/local", as_json: Json = False) -> None:
+def uninstall(root_text: Root = "/", prefix: Prefix = "/usr/local", as_json: Json = False) -> None:
     """Remove what `ctk install` wrote (files changed since are kept)."""
     from ctk.host import installation
+    from ctk.host.root import existing_root
 
-    outcome = installation.uninstall(root, _prefix(prefix))
+    root = existing_root("--root", root_text).root
+    where = _prefix(prefix)
+    outcome = installation.uninstall(root, where)
     if outcome is None:
+        folder = installation.shown(root, where / "libexec" / "ctk")
         raise CtkError(
-            f"nothing to uninstall: no install manifest under {prefix}/libexec/ctk",
+            f"nothing to uninstall: no install manifest under {folder}",
             hint="pass the --prefix (and --root) that ctk install was given",
         )
     if as_json:
@@ -123,6 +151,6 @@ def uninstall(root: Root = Path("/"), prefix: Prefix = "/usr/local", as_json: Js
         )
         return
     for path in outcome.removed:
-        render.echo(f"removed {path}")
+        render.echo(f"removed {installation.shown(root, path)}")
     for path in outcome.kept:
-        render.echo(f"kept {path}: changed since ctk install wrote it")
+        render.echo(f"kept {installation.shown(root, path)}: changed since ctk install wrote it")

@@ -84,9 +84,19 @@ def host_runner(root: Path, exec_prefix: str | None) -> Runner:
 # --- lock and state -----------------------------------------------------------------------
 
 
+# struct flock on 64-bit Linux (x86-64, arm64): l_type, l_whence, l_start, l_len, l_pid
+_FLOCK: Final = "hhqqi"
+
+
 @contextlib.contextmanager
 def agent_lock(host: HostRoot) -> Iterator[None]:
-    """Hold the node's agent lock (<host>/run/ctk/agent.lock); `CtkError` naming the holder."""
+    """Hold the node's agent lock (<host>/run/ctk/agent.lock); `CtkError` naming the holder.
+
+    Two locks on the one file: `flock`, which agents of earlier versions take too, and a POSIX
+    record lock, through which the kernel tells a second agent the holder's PID (as its own PID
+    namespace sees it). The file holds the holder's hostname (a pod's name: whose it is from
+    another pod), written only when it names another: a pass with nothing to do writes nothing.
+    """
     path = host.path(LOCK_DIR / LOCK_FILE)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -96,30 +106,70 @@ def agent_lock(host: HostRoot) -> Iterator[None]:
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
-            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                 raise CtkError(f"{path}: cannot lock: {exc.strerror}") from exc
             raise CtkError(
                 f"another ctk agent is running on this node ({_holder(fd)} holds {path})",
                 hint="one agent per node: stop the other one first",
             ) from exc
-        os.ftruncate(fd, 0)
-        # The PID alone means little from another pod (each has its own PID namespace): the
-        # hostname, a pod's name, says whose it is.
-        os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+        mine = f"{socket.gethostname()}\n".encode()
+        if os.pread(fd, 300, 0) != mine:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, mine, 0)
         yield
     finally:
         os.close(fd)
 
 
 def _holder(fd: int) -> str:
-    """Who holds the lock, as its holder wrote it: `PID n`, with its hostname when not ours."""
+    """Who holds the lock: `PID n` (from the kernel; an earlier version wrote `PID hostname` into
+    the file), with the hostname when it is not ours."""
     parts = os.pread(fd, 300, 0).decode(errors="replace").split()
-    if not parts:
-        return "PID unknown"
-    if len(parts) > 1 and parts[1] != socket.gethostname():
-        return f"PID {parts[0]} on {parts[1]}"
-    return f"PID {parts[0]}"
+    pid = _lock_pid(fd)
+    if pid is None and len(parts) == 2 and parts[0].isdigit():  # an earlier version's holder
+        pid, parts = int(parts[0]), parts[1:]
+    who = f"PID {pid}" if pid else "PID unknown"
+    if parts and parts[0] != socket.gethostname():
+        return f"{who} on {parts[0]}"
+    return who
+
+
+def _lock_pid(fd: int) -> int | None:
+    """The PID of the process holding the POSIX lock on ``fd``'s file (None: none, or one this
+    PID namespace does not see)."""
+    query = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+    try:
+        answer = struct.unpack(_FLOCK, fcntl.fcntl(fd, fcntl.F_GETLK, query))
+    except (OSError, struct.error):
+        return None
+    return answer[4] if answer[0] != fcntl.F_UNLCK and answer[4] > 0 else None
+
+
+def remove_lock(host: HostRoot) -> None:
+    """Remove the lock file (held: call it last, inside `agent_lock`) and its folder if empty:
+    an uninstall that is complete leaves nothing of the agent."""
+    path = host.path(LOCK_DIR / LOCK_FILE)
+    files.remove(path)
+    with contextlib.suppress(OSError):  # not empty, or a pod's mount point
+        path.parent.rmdir()
+
+
+def missing_folders(host: HostRoot, path: str | PurePosixPath) -> list[PurePosixPath]:
+    """The folders (host paths, deepest first) that writing ``path`` on the host would make."""
+    missing = []
+    for folder in PurePosixPath(path).parents:
+        if folder == PurePosixPath("/") or os.path.lexists(host.path(folder)):
+            break
+        missing.append(folder)
+    return missing
+
+
+def remove_empty_folder(host: HostRoot, folder: str) -> None:
+    """Remove the host's ``folder`` if it is an empty directory (else leave it)."""
+    with contextlib.suppress(OSError):
+        host.path(folder).rmdir()
 
 
 def state_path(host: HostRoot) -> Path:
@@ -134,11 +184,12 @@ def read_state(host: HostRoot) -> State:
 
 
 def forget_state(host: HostRoot) -> None:
-    """Remove the state file and its folder (an uninstall that is complete)."""
+    """Remove the state file and its folders, when empty (an uninstall that is complete)."""
     path = state_path(host)
     files.remove(path)
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError):  # not empty (ctk runtime's undo records), or a mount
         path.parent.rmdir()
+        path.parent.parent.rmdir()
 
 
 def write_state(host: HostRoot, state: State) -> None:

@@ -14,9 +14,12 @@ from ctk.install import (
     UNIT_FOLDERS,
     InstallFile,
     Manifest,
+    Step,
+    install_step,
     manifest_path,
     merged,
     parse_manifest,
+    refusal,
     render_manifest,
 )
 
@@ -37,11 +40,18 @@ class InstallOutcome:
     removed: tuple[PurePosixPath, ...] = ()
     kept: tuple[PurePosixPath, ...] = ()  # changed since the install: left alone
     manifest: PurePosixPath | None = None
+    left: tuple[InstallFile, ...] = ()  # already there, not ctk's: left alone, not owned
+    backups: tuple[PurePosixPath, ...] = ()  # foreign files replaced (--force), kept as .bak
 
 
 def _on_node(root: Path, path: PurePosixPath) -> Path:
     """Where ``path`` (as on the node) is here: under ``root``, its symlinks resolved inside it."""
     return HostRoot(root).path(path)
+
+
+def shown(root: Path, path: PurePosixPath) -> str:
+    """``path`` (as on the node) as the user finds it here: under --root when there is one."""
+    return str(path) if str(root) == "/" else str(_on_node(root, path))
 
 
 def _missing_folders(root: Path, folder: PurePosixPath) -> list[PurePosixPath]:
@@ -59,30 +69,63 @@ def _read_manifest(root: Path, prefix: PurePosixPath) -> Manifest | None:
     return None if text is None else parse_manifest(text, str(path))
 
 
-def _same(path: Path, wanted: InstallFile) -> bool:
-    current = files.read_bytes(path, missing_ok=True, limit=64 << 20)
-    return current == wanted.content and (os.stat(path).st_mode & 0o7777) == wanted.mode
+def _current(path: Path) -> tuple[str, int] | None:
+    """The sha256 and mode of the file at ``path`` (None: nothing there)."""
+    content = files.read_bytes(path, missing_ok=True, limit=64 << 20)
+    if content is None:
+        return None
+    return hashlib.sha256(content).hexdigest(), os.stat(path).st_mode & 0o7777
 
 
-def install(root: Path, prefix: PurePosixPath, plan: tuple[InstallFile, ...]) -> InstallOutcome:
-    """Write the plan's files that differ; record them (and the folders made) in the manifest."""
+def install(
+    root: Path, prefix: PurePosixPath, plan: tuple[InstallFile, ...], *, force: bool = False
+) -> InstallOutcome:
+    """Write the plan's files that differ; record them (and the folders made) in the manifest.
+
+    A file in the way that the manifest does not name as ctk's is refused (`CtkError`, nothing
+    written) unless ``force``, which keeps it as ``<file>.bak``; one that already holds what ctk
+    would write is left, and not recorded (`ctk.install.install_step`)."""
     old = _read_manifest(root, prefix) or Manifest()
-    written, unchanged, made = [], [], []
-    for item in plan:
-        target = _on_node(root, item.path)
-        if _same(target, item):
+    steps = [
+        (item, install_step(item, _current(_on_node(root, item.path)), old, force=force))
+        for item in plan
+    ]
+    refused = tuple(item.path for item, step in steps if step is Step.REFUSE)
+    if refused:
+        raise refusal(refused, tuple(shown(root, p) for p in refused))
+    written, unchanged, left, backups, made = [], [], [], [], []
+    for item, step in steps:
+        if step is Step.KEEP:
             unchanged.append(item)
             continue
+        if step is Step.LEAVE:
+            left.append(item)
+            continue
+        target = _on_node(root, item.path)
         made.extend(_missing_folders(root, item.path.parent))
-        files.write_atomic(target, item.content, mode=item.mode, make_parents=True)
+        backup = files.write_atomic(
+            target, item.content, mode=item.mode, make_parents=True, backup=step is Step.REPLACE
+        )
+        os.chmod(files.write_target(target), item.mode)  # a file there before kept its own
+        if backup is not None:
+            backups.append(item.path.with_name(backup.name))
         written.append(item)
+    owned = tuple(item for item, step in steps if step is not Step.LEAVE)
     manifest_file = manifest_path(prefix)
-    made.extend(_missing_folders(root, manifest_file.parent))
-    text = render_manifest(merged(old, plan, tuple(made)))
     target = _on_node(root, manifest_file)
+    if not owned and not old.folders and not os.path.lexists(target):
+        return InstallOutcome(left=tuple(left))  # nothing of ctk's here: no manifest either
+    made.extend(_missing_folders(root, manifest_file.parent))
+    text = render_manifest(merged(old, owned, tuple(made)))
     if files.read_text(target, missing_ok=True) != text:
         files.write_atomic(target, text, mode=0o644, make_parents=True)
-    return InstallOutcome(tuple(written), tuple(unchanged), manifest=manifest_file)
+    return InstallOutcome(
+        tuple(written),
+        tuple(unchanged),
+        manifest=manifest_file,
+        left=tuple(left),
+        backups=tuple(backups),
+    )
 
 
 def uninstall(root: Path, prefix: PurePosixPath) -> InstallOutcome | None:

@@ -30,12 +30,12 @@ IMPORT = "/etc/containerd/conf.d/99-nvidia.toml"
 
 
 def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
-    """Every regular file of the host tree but the engine's run dir and the agent's lock (which
-    names its holder): bytes and mtime."""
+    """Every regular file of the host tree but the engine's run dir, the agent's lock included
+    (a pass with nothing to do writes nothing): bytes and mtime."""
     found = {}
     for path in sorted(root.rglob("*")):
         name = str(path.relative_to(root))
-        if name == "run/ctk/agent.lock" or name.startswith("run/containerd/"):
+        if name.startswith("run/containerd/"):
             continue
         if path.is_file() and not path.is_symlink():
             found[str(path.relative_to(root))] = (path.read_bytes(), path.stat().st_mtime_ns)
@@ -157,6 +157,10 @@ def test_once_configures_then_does_nothing_then_repairs_then_uninstalls(
     assert host.restarts == 2
     if native is not None:
         assert not host.path("/usr/local/libexec/ctk").exists()
+    # nothing of the agent is left: its lock, its state, the conf.d it made for its drop-in
+    assert not host.path("/etc/containerd/conf.d").exists()
+    assert not host.path("/run/ctk").exists()
+    assert not host.path("/var/lib/ctk").exists()
 
 
 def test_sigterm_in_the_loop_exits_0_without_reverting(

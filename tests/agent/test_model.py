@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ctk.agent.model import (
+    OwnFile,
     Presence,
     Restart,
     RestartKind,
@@ -19,6 +20,8 @@ from ctk.agent.model import (
     drifted,
     dump_state,
     load_state,
+    made_folders,
+    own_file,
 )
 from ctk.agent.spec import host_paths
 from ctk.cdi.model import ContainerEdits, Device, DeviceNode, Hook, Mount, Spec
@@ -149,12 +152,43 @@ def test_state_round_trip() -> None:
         configs={"/etc/docker/daemon.json": Written(original=None, left=digest("{}"))},
         record='{"changes": []}',
         spec="/var/run/cdi/nvidia.yaml",
-        created={"/run/ctk/ready": None, "/outlets/ctk.prom": digest("# HELP")},  # in order
+        created={  # in order
+            OwnFile("/run/ctk/ready", on_host=True): None,
+            OwnFile("/outlets/ctk.prom"): digest("# HELP"),
+        },
+        folders=("/etc/containerd/conf.d",),
     )
     assert load_state("s", dump_state(state)) == state
+    assert '"host": true' in dump_state(state)
     assert load_state("s", None) == State()
     legacy = '{"version": 1, "created": ["/outlets/ctk.prom"]}'  # an earlier version's list
-    assert load_state("s", legacy).created == {"/outlets/ctk.prom": None}
+    assert load_state("s", legacy).created == {OwnFile("/outlets/ctk.prom"): None}
+    older = '{"version": 1, "created": [{"path": "/host/run/ctk/ready", "digest": null}]}'
+    assert load_state("s", older) == State(created={OwnFile("/host/run/ctk/ready"): None})
+
+
+@pytest.mark.parametrize(
+    ("host_root", "seen", "own"),
+    [
+        pytest.param("/host", "/host/run/ctk/ready", OwnFile("/run/ctk/ready", True), id="under"),
+        pytest.param("/host/", "/host/run/ready", OwnFile("/run/ready", True), id="slash"),
+        pytest.param("/host", "/hostile/ready", OwnFile("/hostile/ready"), id="prefix-only"),
+        pytest.param("/host", "/run/ctk-pod/ready", OwnFile("/run/ctk-pod/ready"), id="pod"),
+        pytest.param("/", "/run/ctk/ready", OwnFile("/run/ctk/ready", True), id="on-the-host"),
+    ],
+)
+def test_own_file_names_the_hosts_path(host_root: str, seen: str, own: OwnFile) -> None:
+    assert own_file(host_root, seen) == own
+
+
+def test_made_folders_deepest_first() -> None:
+    assert made_folders(("/etc/a", "/etc/a/b/c", "/etc/a/b"), ("/var/x",)) == (
+        "/etc/a/b/c",
+        "/etc/a/b",
+        "/etc/a",
+        "/var/x",
+    )
+    assert made_folders(("/var/x",), ("/var/x",)) == ("/var/x",)
 
 
 @pytest.mark.parametrize(
@@ -170,6 +204,16 @@ def test_state_round_trip() -> None:
         ),
         pytest.param(
             '{"version": 1, "configs": []}', "configs: [] is not of type 'object'", id="configs"
+        ),
+        pytest.param(
+            '{"version": 1, "folders": ["etc/x"]}',
+            "folders[0]: 'etc/x' does not match '^/'",
+            id="relative-folder",
+        ),
+        pytest.param(
+            '{"version": 1, "created": [{"path": "/x", "digest": null, "host": 1}]}',
+            "created[0].host: 1 is not of type 'boolean'",
+            id="created-host",
         ),
         pytest.param(
             '{"version": 1, "configs": {"etc/x": {"original": null, "left": null}}}',
