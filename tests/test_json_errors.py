@@ -49,6 +49,18 @@ CASES = [
         id="cdi-validate",
     ),
     pytest.param(
+        lambda t: ["install", "--json", "--root", f"{t}/missing"],
+        1,
+        "--root {tmp}/missing: no such directory",
+        id="install",
+    ),
+    pytest.param(
+        lambda t: ["uninstall", "--json", "--root", str(t)],
+        1,
+        "nothing to uninstall: no install manifest under {tmp}/usr/local/libexec/ctk",
+        id="uninstall",
+    ),
+    pytest.param(
         lambda t: ["cdi", "diff", "--json", f"{t}/missing.yaml", f"{t}/missing.yaml"],
         1,
         "{tmp}/missing.yaml: cannot read: No such file or directory",

@@ -81,15 +81,16 @@ def install(
     from ctk.host.root import existing_root
     from ctk.install import install_plan
 
-    root = existing_root("--root", root_text).root  # a str: `--root ''` is refused, not "."
-    where = _prefix(prefix)
-    plan = install_plan(  # gather, then decide
-        prefix=where,
-        ctk_program=ctk_program or running_ctk(),
-        hook=files.read_bytes(packaged_hook(), limit=64 << 20),
-        units=installation.unit_templates(),
-    )
-    outcome = installation.install(root, where, plan, force=force)  # write
+    with render.json_errors(as_json):
+        root = existing_root("--root", root_text).root  # a str: `--root ''` is refused, not "."
+        where = _prefix(prefix)
+        plan = install_plan(  # gather, then decide
+            prefix=where,
+            ctk_program=ctk_program or running_ctk(),
+            hook=files.read_bytes(packaged_hook(), limit=64 << 20),
+            units=installation.unit_templates(),
+        )
+        outcome = installation.install(root, where, plan, force=force)  # write
     if as_json:
         render.echo(
             json.dumps(
@@ -130,15 +131,16 @@ def uninstall(root_text: Root = "/", prefix: Prefix = "/usr/local", as_json: Jso
     from ctk.host import installation
     from ctk.host.root import existing_root
 
-    root = existing_root("--root", root_text).root
-    where = _prefix(prefix)
-    outcome = installation.uninstall(root, where)
-    if outcome is None:
-        folder = installation.shown(root, where / "libexec" / "ctk")
-        raise CtkError(
-            f"nothing to uninstall: no install manifest under {folder}",
-            hint="pass the --prefix (and --root) that ctk install was given",
-        )
+    with render.json_errors(as_json):
+        root = existing_root("--root", root_text).root
+        where = _prefix(prefix)
+        outcome = installation.uninstall(root, where)
+        if outcome is None:
+            folder = installation.shown(root, where / "libexec" / "ctk")
+            raise CtkError(
+                f"nothing to uninstall: no install manifest under {folder}",
+                hint="pass the --prefix (and --root) that ctk install was given",
+            )
     if as_json:
         render.echo(
             json.dumps(
