@@ -385,6 +385,139 @@ class Distribution:
     reads for the config version it renders; None where there are no templates."""
 
 
+GPU_DRIVER = "gpu.nvidia.com"
+COMPUTE_DOMAIN_DRIVER = "compute-domain.nvidia.com"
+DRA_DRIVERS = (GPU_DRIVER, COMPUTE_DOMAIN_DRIVER)
+"""The NVIDIA DRA driver's two kubelet plugins (k8s-dra-driver-gpu: cmd/gpu-kubelet-plugin,
+cmd/compute-domain-kubelet-plugin), by the driver names they register and publish under."""
+GPU_DEVICE_TYPES = ("gpu", "mig")
+"""The `type` attribute of the gpu.nvidia.com devices that are the node's GPUs and MIG devices
+(vfio and DynamicMIG's abstract partitions are others)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DraFiles:
+    """What the node's files say about the NVIDIA DRA drivers' kubelet plugins
+    (`ctk.host.facts.kubernetes.gather_dra_files`): the kubelet's plugin registry and plugin
+    directories, for the drivers `gpu.nvidia.com` and `compute-domain.nvidia.com`."""
+
+    registered: Mapping[str, str] = field(default_factory=dict)
+    """driver -> its registration socket (`plugins_registry/<driver>[-<uid>]-reg.sock`)."""
+    plugin_dirs: Mapping[str, str] = field(default_factory=dict)
+    """driver -> its plugin directory (`plugins/<driver>`), where it exists."""
+    kubelet_dir: str = "/var/lib/kubelet"
+    """The kubelet's directory the plugins register under on this node."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DraDevice:
+    """A device of a ResourceSlice, with the attributes the checks compare (the NVIDIA DRA
+    driver's `type`, `uuid`, `driverVersion`; a MIG device's `parentUUID`)."""
+
+    name: str
+    type: str | None = None
+    uuid: str | None = None
+    parent_uuid: str | None = None
+    driver_version: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResourceSlice:
+    """A `resource.k8s.io` ResourceSlice of this node."""
+
+    name: str
+    driver: str
+    pool: str
+    generation: int
+    slice_count: int
+    devices: tuple[DraDevice, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceClass:
+    """A DeviceClass: its CEL selectors and (1.34+) the extended resource it stands for."""
+
+    name: str
+    expressions: tuple[str, ...] = ()
+    extended_resource: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResourceClaim:
+    """A ResourceClaim that concerns this node: a pod on it uses it, or its devices are here."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+    allocated: bool = False
+    devices: tuple[tuple[str, str, str], ...] = ()
+    """The allocation's results: (driver, pool, device)."""
+    reserved_for: tuple[tuple[str, str], ...] = ()
+    """The pods it is reserved for: (name, uid)."""
+    classes: tuple[str, ...] = ()
+    """The DeviceClasses its requests name."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DraPod:
+    """A pod on this node that DRA checks look at: the NVIDIA DRA driver's kubelet plugin
+    (``drivers`` it serves), a compute domain's IMEX daemon (``domain``), or a pod with claims."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+    phase: str = ""
+    ready: bool = False
+    drivers: tuple[str, ...] = ()
+    domain: str | None = None
+    claims: tuple[str, ...] = ()
+    """The ResourceClaims it uses (names in its namespace, from `status.resourceClaimStatuses`)."""
+    cdi_root: str | None = None
+    """The kubelet plugin's `CDI_ROOT` (where it writes the claims' CDI specs)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DraApi:
+    """The API server's view of DRA for this node (`ctk.host.facts.kubernetes`); a part the
+    credentials may not read (403) is None."""
+
+    versions: tuple[str, ...] = ()
+    """The versions of `resource.k8s.io` the API server serves, preferred first; (): none."""
+    slices: tuple[ResourceSlice, ...] | None = None
+    classes: tuple[DeviceClass, ...] | None = None
+    claims: tuple[ResourceClaim, ...] | None = None
+    gone_pods: tuple[tuple[str, str], ...] = ()
+    """Pods a claim of this node is reserved for that the API server no longer has: (namespace,
+    name)."""
+
+    def gpu_devices(self) -> tuple[DraDevice, ...]:
+        """The node's GPUs and MIG devices in its `gpu.nvidia.com` ResourceSlices (`type` gpu or
+        mig): what the node hands out through DRA."""
+        return tuple(
+            device
+            for found in self.slices or ()
+            if found.driver == GPU_DRIVER
+            for device in found.devices
+            if device.type in GPU_DEVICE_TYPES
+        )
+
+
+def offers_through_dra(facts: NodeFacts, kubernetes: Mapping[str, Any]) -> bool:
+    """Whether the node hands out its GPUs through DRA alone: the gpu.nvidia.com kubelet plugin
+    here (registered, or its pod) or GPU devices in its ResourceSlices, and no `nvidia.com/*`
+    allocatable from a device plugin (an uninstalled driver's plugin directory is no sign)."""
+    api = kubernetes.get("dra")
+    pods = kubernetes.get("dra_pods")
+    allocatable = kubernetes.get("allocatable") or {}
+    if any(v not in ("0", "") for v in allocatable.values()):
+        return False
+    return (
+        (isinstance(api, DraApi) and bool(api.gpu_devices()))
+        or GPU_DRIVER in facts.dra.registered
+        or (isinstance(pods, tuple) and any(GPU_DRIVER in p.drivers for p in pods))
+    )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NodeFacts:
     """All facts about one node; checks read, never gather."""
@@ -419,6 +552,9 @@ class NodeFacts:
     distribution: Distribution | None = None
     """The Kubernetes distribution that runs containerd and the kubelet here; None: none of
     `DISTRIBUTIONS` (containerd and the kubelet as packages, or no Kubernetes)."""
+    dra: DraFiles = field(default_factory=DraFiles)
+    """The NVIDIA DRA drivers' kubelet plugins as the node's files show them (the API's view is
+    ``kubernetes["dra"]``, a `DraApi`)."""
     gpu_operator: str | None = None
     """Where this host shows the NVIDIA GPU Operator's work (its toolkit directory, its
     validation markers); None: nothing of it on the host (the API's view is in ``kubernetes``)."""

@@ -23,5 +23,6 @@ class Group(StrEnum):
     CRIO = "crio"
     CDI = "cdi"
     K8S = "k8s"
+    DRA = "dra"
     HAMI = "hami"
     CONTAINER = "container"

@@ -640,10 +640,12 @@ def test_check(check_id: str, facts: NodeFacts, expected: Result) -> None:
 
 def test_every_check_is_tested_failing() -> None:
     """Each check fires in a scenario or a case above, so removing one fails a test."""
+    from tests.doctor.test_dra import CASES as DRA_CASES
     from tests.doctor.test_scenarios import SCENARIOS
 
     fired = {c for p in SCENARIOS for c in cast("Iterable[str]", p.values[1])}
     fired |= {cast("str", p.values[0]) for p in CASES}
+    fired |= {c for case in DRA_CASES.values() for c in case.problems}
     informational = {"docker.cgroup-driver"}
     assert set(REGISTRY) - fired == informational
 

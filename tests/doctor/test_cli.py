@@ -305,7 +305,7 @@ def test_bad_group_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
 def test_list_names_every_check_once(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = doctor(capsys, "--list")
     ids = [line.split()[0] for line in out.splitlines()]
-    assert (code, len(ids), len(set(ids))) == (0, 74, 74)
+    assert (code, len(ids), len(set(ids))) == (0, 88, 88)
     assert out.splitlines()[0] == (
         "driver.nouveau-loaded                   error    the nouveau driver does not hold the GPU"
     )

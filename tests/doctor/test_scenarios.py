@@ -1066,6 +1066,73 @@ SCENARIOS = [
         set(),
         id="persistence-off-but-daemon-runs-healthy",
     ),
+    pytest.param(
+        "dra-healthy",
+        {},
+        set(),
+        id="dra-kubelet-plugin-healthy",
+    ),
+    pytest.param(
+        "dra-mig",
+        {},
+        set(),
+        id="dra-kubelet-plugin-mig-healthy",
+    ),
+    pytest.param(
+        "dra-compute-domain",
+        {},
+        set(),
+        id="dra-compute-domain-healthy",
+    ),
+    pytest.param(
+        "dra-not-registered",
+        {
+            "dra.plugin-not-registered": "gpu.nvidia.com has no registration socket in /var/lib/kubelet/plugins_registry: the kubelet does not know the driver, and pods with its claims fail to start ('DRA driver gpu.nvidia.com is not registered')",
+        },
+        set(),
+        id="dra-plugin-not-registered",
+    ),
+    pytest.param(
+        "dra-cdi-off",
+        {
+            "dra.engine-cdi-unresolvable": "containerd does not read CDI specs: pods with GPU claims fail with 'unresolvable CDI devices k8s.gpu.nvidia.com/claim=...'",
+        },
+        set(),
+        id="dra-containerd-cdi-off",
+    ),
+    pytest.param(
+        "dra-cdi-dir-unread",
+        {
+            "dra.engine-cdi-unresolvable": "the DRA plugin writes its CDI specs to /var/run/cdi, which containerd does not read: pods with GPU claims fail with 'unresolvable CDI devices'",
+        },
+        set(),
+        id="dra-cdi-dir-not-read",
+    ),
+    pytest.param(
+        "dra-claim-spec-invalid",
+        {
+            "cdi.spec-invalid": "1 CDI spec file(s) are invalid: /var/run/cdi/k8s.gpu.nvidia.com-claim_6a4d0f57-2c1e-4b8e-9d3a-0c5b7e1f2a90.yaml",
+            "dra.claim-spec-invalid": "/var/run/cdi/k8s.gpu.nvidia.com-claim_6a4d0f57-2c1e-4b8e-9d3a-0c5b7e1f2a90.yaml of the DRA plugin is not a usable CDI spec (line 5: device name '6a4d0f57-2c1e-4b8e-9d3a-0c5b7e1f2a90/gpu-0' contains '/'; allowed are ASCII letters, digits, '_', '-', '.', ':'): the pod of its claim fails to start",
+        },
+        set(),
+        id="dra-claim-spec-invalid",
+    ),
+    pytest.param(
+        "dra-claim-spec-clash",
+        {
+            "dra.claim-spec-invalid": "/etc/cdi/gpu-claims.yaml defines CDI devices of kind k8s.gpu.nvidia.com/claim, which the DRA plugin owns: the runtime drops clashing devices and claims' pods fail",
+        },
+        set(),
+        id="dra-claim-spec-kind-clash",
+    ),
+    pytest.param(
+        "dra-imex-no-channels",
+        {
+            "dra.imex-channels-missing": "the driver has no nvidia-caps-imex-channels device (not in /proc/devices): the compute-domain plugin cannot prepare IMEX channels, and compute domain workloads do not start",
+        },
+        set(),
+        id="dra-imex-no-channels",
+    ),
 ]
 
 

@@ -11,6 +11,7 @@ from ctk.doctor.checks import (  # noqa: F401
     cuda,
     dev,
     docker,
+    dra,
     driver,
     gpu,
     hami,

@@ -21,7 +21,7 @@ from ctk.doctor.checks.installers import (
     restart_containerd,
 )
 from ctk.doctor.checks.mig import kube
-from ctk.doctor.facts import NodeFacts, Unavailable
+from ctk.doctor.facts import NodeFacts, Unavailable, offers_through_dra
 from ctk.doctor.fixes import Suggestion
 from ctk.doctor.model import (
     HOST_ONLY,
@@ -294,6 +294,8 @@ def not_default_no_runtimeclass(facts: NodeFacts) -> Result:
         return skip("containerd has no nvidia runtime (see containerd.runtime-not-configured)")
     if containerd.default_runtime == "nvidia":
         return ok("nvidia is containerd's default runtime")
+    if offers_through_dra(facts, node):  # GPU pods get CDI devices from the DRA plugin, under runc
+        return skip("the node hands out its GPUs through DRA (see dra.engine-cdi-unresolvable)")
     handlers = set(node.get("runtimeclass_handlers", ()))
     if "nvidia" in handlers:
         return ok("a RuntimeClass has handler nvidia")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final
+from typing import Any, Final
 
 from ctk.doctor.checks.container import gpu_nodes
 from ctk.doctor.checks.driver import visible_devices
@@ -11,7 +11,7 @@ from ctk.doctor.checks.engine_cdi import plugin_strategies
 from ctk.doctor.checks.engine_config import configure_fix, nvidia_runtime_entry
 from ctk.doctor.checks.installers import Remedy, containerd_change
 from ctk.doctor.checks.mig import kube
-from ctk.doctor.facts import NodeFacts
+from ctk.doctor.facts import GPU_DRIVER, DraApi, NodeFacts, offers_through_dra
 from ctk.doctor.fixes import SetToolkitConfig
 from ctk.doctor.model import (
     HOST_ONLY,
@@ -116,6 +116,24 @@ def runtimeclass_handler_missing(facts: NodeFacts) -> Result:
     )
 
 
+def dra_gpus(facts: NodeFacts, node: Mapping[str, Any]) -> Result | None:
+    """How a node that hands out its GPUs through DRA offers them (its GPUs in gpu.nvidia.com
+    ResourceSlices, not in `status.allocatable`); None: the node shows no DRA driver."""
+    api = node.get("dra")
+    devices = api.gpu_devices() if isinstance(api, DraApi) else ()
+    if devices:
+        return ok(
+            f"the node hands out its GPUs through DRA: {len(devices)} device(s) in "
+            f"ResourceSlices of {GPU_DRIVER}"
+        )
+    if offers_through_dra(facts, node):
+        return skip(
+            f"the node hands out GPUs through DRA ({GPU_DRIVER}): dra.slices-missing judges "
+            "whether it publishes them"
+        )
+    return None
+
+
 @check(
     "k8s.gpu-not-allocatable",
     severity=Severity.ERROR,
@@ -126,7 +144,8 @@ def runtimeclass_handler_missing(facts: NodeFacts) -> Result:
     where=HOST_ONLY,
 )
 def gpu_not_allocatable(facts: NodeFacts) -> Result:
-    """GPUs on the node, none in `status.allocatable`: GPU pods stay Pending."""
+    """GPUs on the node, none in `status.allocatable` and none in DRA ResourceSlices: GPU pods
+    stay Pending."""
     node = kube(facts)
     if isinstance(node, Result):
         return node
@@ -139,6 +158,9 @@ def gpu_not_allocatable(facts: NodeFacts) -> Result:
     if offered:
         listed = ", ".join(f"{k}={v}" for k, v in sorted(offered.items()))
         return ok(f"allocatable: {listed}")
+    through_dra = dra_gpus(facts, node)
+    if through_dra is not None:
+        return through_dra
     return fail(
         f"the node has {gpus} GPU(s) but offers none to the scheduler: GPU pods stay Pending "
         "with 'Insufficient nvidia.com/gpu'",

@@ -7,7 +7,7 @@ from typing import Any
 
 from ctk.doctor.checks.cdi_readers import GPU_KIND, gpu_specs, spec_to_keep
 from ctk.doctor.expected import expected_devices
-from ctk.doctor.facts import NodeFacts, NvmlAnswer, Unavailable
+from ctk.doctor.facts import NodeFacts, NvmlAnswer, Unavailable, offers_through_dra
 from ctk.doctor.fixes import DEFAULT_SPEC, GenerateSpec
 from ctk.doctor.model import (
     HOST_ONLY,
@@ -278,6 +278,8 @@ def device_plugin_stale(facts: NodeFacts) -> Result:
     gpus = nvml_gpus(facts)
     if isinstance(gpus, Result):
         return gpus
+    if offers_through_dra(facts, node):
+        return skip("the node hands out its GPUs through DRA (see dra.slices-mismatch)")
     allocatable = node.get("allocatable", {})
     layout: dict[str, int] = {}
     for gpu in gpus:

@@ -25,6 +25,7 @@ from ctk.doctor.facts import (
     ContainerFacts,
     CudaNeed,
     CudaRow,
+    DraFiles,
     GpuProcess,
     NodeFacts,
     NvmlAnswer,
@@ -58,7 +59,7 @@ from ctk.host.facts.kernel import (
     gather_nvml,
     gather_process_states,
 )
-from ctk.host.facts.kubernetes import gather_kubernetes
+from ctk.host.facts.kubernetes import gather_dra_files, gather_kubernetes
 from ctk.host.root import HostRoot
 
 PERSISTENCED_SOCKETS = ("/run/nvidia-persistenced/socket", "/var/run/nvidia-persistenced/socket")
@@ -93,10 +94,12 @@ def gather(
     no_env: dict[str, str] = {}
     env = g.bounded("environment", lambda: read_environ(g), no_env, STEP_TIMEOUT_S)
     where = g.bounded("context", lambda: detect_where(g, env), Where.HOST, STEP_TIMEOUT_S)
-    # the API server is asked while the files are read: network waits overlap the rest
+    # the API server is asked while the files are read: network waits overlap the rest; first
+    # the DRA drivers' kubelet plugins on the node (whether the API's DRA objects are asked for)
     kube_box: list[Mapping[str, Any] | Unavailable | None] = []
+    dra_box: list[DraFiles] = []
     kube_thread = threading.Thread(
-        target=lambda: kube_box.append(_safe_kubernetes(g, env, where)),
+        target=lambda: kube_box.append(_safe_kubernetes(g, env, where, dra_box)),
         name="ctk-doctor-kubernetes",
         daemon=True,
     )
@@ -178,6 +181,7 @@ def gather(
         nvml_process_states=states,
         advisories=g.timed("advisories", advisories),
         kubernetes=_joined(g, kube_thread, kube_box),
+        dra=dra_box[0] if dra_box else DraFiles(),
         kubelet=any(g.exists(p) for p in KUBELET_PATHS),
         persistenced=any(g.exists(p) for p in PERSISTENCED_SOCKETS),
         kubelet_cgroup_driver=g.step("kubelet", lambda: kubelet_cgroup_driver(g)),
@@ -191,10 +195,16 @@ def gather(
 
 
 def _safe_kubernetes(
-    g: Gatherer, env: Mapping[str, str], where: Where
+    g: Gatherer, env: Mapping[str, str], where: Where, dra_box: list[DraFiles]
 ) -> Mapping[str, Any] | Unavailable | None:
+    """The Kubernetes facts, after the DRA plugins' files (into ``dra_box``): both in the one
+    thread the deadline bounds."""
     try:
-        return gather_kubernetes(g, env, where)
+        dra_box.append(gather_dra_files(g))
+    except Exception:  # an adapter bug must not hide every other fact
+        dra_box.append(DraFiles())
+    try:
+        return gather_kubernetes(g, env, where, dra_box[0])
     except Exception as exc:  # an adapter bug must not hide every other fact
         return Unavailable(f"Kubernetes facts failed: {type(exc).__name__}: {exc}")
 
