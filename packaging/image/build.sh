@@ -58,7 +58,10 @@ fi
 
 # 2. The wheelhouse, built outside: ctk's wheel (with the native hook when the build has it) and
 # its dependencies as binary wheels for the image's Python (3.11, manylinux x86_64).
-python3 -m pip wheel --quiet --no-deps --wheel-dir "$work/wheels" "$repo" >&2
+# (tagged manylinux_2_17_x86_64 with bdist_wheel's --plat-name: the hook is static, and the
+# download below takes only manylinux wheels)
+python3 -m pip wheel --quiet --no-deps --wheel-dir "$work/wheels" \
+    -C--build-option=--plat-name=manylinux_2_17_x86_64 "$repo" >&2
 python3 -m pip download --quiet --dest "$work/wheels" --only-binary=:all: \
     --python-version 3.11 --implementation cp --abi cp311 \
     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64 \
