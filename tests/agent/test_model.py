@@ -55,26 +55,35 @@ def test_detect_runtime(present: dict[Runtime, Presence], expected: Runtime) -> 
 
 
 @pytest.mark.parametrize(
-    ("present", "message"),
+    ("present", "message", "hint"),
     [
         pytest.param(
             {Runtime.CONTAINERD: UP, Runtime.DOCKER: UP},
             "found more than one container engine on the host (containerd and docker); "
             "ctk agent configures one",
+            "pass --runtime (or CTK_AGENT_RUNTIME) with the engine Kubernetes uses",
             id="two",
+        ),
+        pytest.param(
+            {Runtime.CONTAINERD: CONFIG_ONLY, Runtime.CRIO: CONFIG_ONLY},
+            "found more than one container engine on the host (containerd and crio); "
+            "ctk agent configures one",
+            "pass --runtime (or CTK_AGENT_RUNTIME) with the engine Kubernetes uses",
+            id="two-configs",
         ),
         pytest.param(
             {},
             "no container engine found on the host (no containerd, dockerd or CRI-O socket or "
             "config under --host-root)",
+            "check --host-root, or pass --runtime",
             id="none",
         ),
     ],
 )
-def test_detect_runtime_refuses(present: dict[Runtime, Presence], message: str) -> None:
+def test_detect_runtime_refuses(present: dict[Runtime, Presence], message: str, hint: str) -> None:
     with pytest.raises(UsageError) as caught:
         detect_runtime(present)
-    assert caught.value.message == message
+    assert (caught.value.message, caught.value.hint) == (message, hint)
 
 
 @pytest.mark.parametrize(
@@ -126,9 +135,26 @@ def test_decide_restart(  # noqa: PLR0917
 
 def test_signal_mode_is_refused_for_containerd_and_crio() -> None:
     check_restart_mode(Runtime.DOCKER, RestartMode.SIGNAL)
+    for runtime in Runtime:  # every other mode suits every engine
+        for mode in RestartMode:
+            if mode is not RestartMode.SIGNAL:
+                check_restart_mode(runtime, mode)
+    refused = {}
     for runtime in (Runtime.CONTAINERD, Runtime.CRIO):
-        with pytest.raises(UsageError):
+        with pytest.raises(UsageError) as caught:
             check_restart_mode(runtime, RestartMode.SIGNAL)
+        refused[runtime] = (caught.value.message, caught.value.hint)
+    assert refused == {
+        Runtime.CONTAINERD: (
+            "--restart-mode signal cannot apply a containerd config: containerd does not "
+            "reload on SIGHUP, it exits (status 129) and stays down until systemd restarts it",
+            "use --restart-mode systemd (a restart keeps running containers) or none",
+        ),
+        Runtime.CRIO: (
+            "--restart-mode signal is not supported for crio: it does not reload on SIGHUP",
+            "use --restart-mode systemd or none",
+        ),
+    }
 
 
 def test_drift_makes_the_overwritten_file_the_original() -> None:
@@ -152,6 +178,12 @@ def test_state_round_trip() -> None:
         configs={"/etc/docker/daemon.json": Written(original=None, left=digest("{}"))},
         record='{"changes": []}',
         spec="/var/run/cdi/nvidia.yaml",
+        spec_inputs=digest("nvml facts"),
+        spec_digest=digest("spec"),
+        driver="550.54.15",
+        hook=True,
+        runtime_path="/usr/bin/nvidia-container-runtime",
+        template=digest("config.toml.tmpl"),
         created={  # in order
             OwnFile("/run/ctk/ready", on_host=True): None,
             OwnFile("/outlets/ctk.prom"): digest("# HELP"),
@@ -159,6 +191,13 @@ def test_state_round_trip() -> None:
         folders=("/etc/containerd/conf.d",),
     )
     assert load_state("s", dump_state(state)) == state
+    assert dump_state(state).startswith('{\n  "configs": {\n')  # indented: a person reads it
+    assert digest(None) is None
+    # every field differs from its default, so a field not read back (or read from another
+    # key) fails the round trip
+    defaults = State()
+    unset = [f for f in State.__dataclass_fields__ if getattr(state, f) == getattr(defaults, f)]
+    assert unset == []
     assert '"host": true' in dump_state(state)
     assert load_state("s", None) == State()
     legacy = '{"version": 1, "created": ["/outlets/ctk.prom"]}'  # an earlier version's list
@@ -175,6 +214,7 @@ def test_state_round_trip() -> None:
         pytest.param("/host", "/hostile/ready", OwnFile("/hostile/ready"), id="prefix-only"),
         pytest.param("/host", "/run/ctk-pod/ready", OwnFile("/run/ctk-pod/ready"), id="pod"),
         pytest.param("/", "/run/ctk/ready", OwnFile("/run/ctk/ready", True), id="on-the-host"),
+        pytest.param("/srvX", "/srvX/run/r", OwnFile("/run/r", True), id="only-slashes-go"),
     ],
 )
 def test_own_file_names_the_hosts_path(host_root: str, seen: str, own: OwnFile) -> None:
@@ -261,12 +301,18 @@ def test_state_unreadable(text: str, problem: str) -> None:
     assert caught.value.message == (
         f"/host/var/lib/ctk/agent/state.json: not a ctk agent state file ({problem})"
     )
+    assert caught.value.hint == (
+        "move it away; the next pass starts afresh (its counters restart at 0)"
+    )
 
 
 def test_host_paths_strip_the_agents_view_of_the_host() -> None:
     def edits(prefix: str) -> ContainerEdits:
         return ContainerEdits(
-            device_nodes=(DeviceNode(path="/dev/nvidia0", host_path=f"{prefix}/dev/nvidia0"),),
+            device_nodes=(
+                DeviceNode(path="/dev/nvidia0", host_path=f"{prefix}/dev/nvidia0"),
+                DeviceNode(path="/dev/nvidiactl"),  # no hostPath: the same path on the host
+            ),
             mounts=(
                 Mount(host_path=f"{prefix}/run/nvidia/driver/usr/lib64/libcuda.so.1",
                       container_path="/usr/lib64/libcuda.so.1"),
@@ -275,6 +321,8 @@ def test_host_paths_strip_the_agents_view_of_the_host() -> None:
                 Hook(hook_name="createContainer", path="/usr/local/libexec/ctk/ctk-hook",
                      args=("ctk-hook", "update-ldcache", "--ldconfig-path",
                            f"@{prefix}/run/nvidia/driver/sbin/ldconfig")),
+                Hook(hook_name="createContainer", path=f"{prefix}/opt/hook/nvidia-cdi-hook",
+                     args=("nvidia-cdi-hook",)),
             ),
         )  # fmt: skip
 
@@ -282,10 +330,11 @@ def test_host_paths_strip_the_agents_view_of_the_host() -> None:
         return Spec(
             cdi_version="0.5.0",
             kind="nvidia.com/gpu",
-            devices=(Device(name="0", edits=edits(prefix)),),
+            devices=(Device(name="0", edits=edits(prefix), annotations=(("a.b/c", "d"),)),),
             edits=edits(prefix),
         )
 
     assert host_paths(spec("/host"), "/host/") == spec("")
+    assert host_paths(spec("/hostX"), "/hostX") == spec("")  # only a trailing / is dropped
     assert host_paths(spec(""), "/") == spec("")
     assert host_paths(spec("/hostile"), "/host") == spec("/hostile")

@@ -67,6 +67,41 @@ def test_prometheus_text_parses_with_prometheus_client() -> None:
     assert [s.value for s in families["ctk_ready"].samples] == [1.0]
 
 
+def test_prometheus_families_say_what_they_measure() -> None:
+    """Names, types and help texts are what dashboards and alerts key on: pinned exactly."""
+    parser = pytest.importorskip("prometheus_client.parser")
+    text = prometheus_text(FINDINGS, COUNTERS, "0.1.0")
+    families = {
+        f.name: (f.type, f.documentation, [s.value for s in f.samples])
+        for f in parser.text_string_to_metric_families(text)
+    }
+    assert families == {
+        "ctk_check_status": (
+            "gauge", "A ctk doctor check: 1 when it fails or warns.", [0.0, 1.0, 1.0, 0.0]
+        ),
+        "ctk_info": ("gauge", "The ctk version.", [1.0]),
+        "ctk_drift_repairs": (
+            "counter", "Engine configs the agent re-applied after someone else changed them.",
+            [3.0],
+        ),
+        "ctk_engine_restarts": ("counter", "Engine restarts (or reloads) the agent did.", [2.0]),
+        "ctk_last_reconcile_timestamp_seconds": (
+            "gauge", "When the agent last finished a pass.", [1700000000.25]
+        ),
+        "ctk_ready": (
+            "gauge", "1 while the engine runs the nvidia runtime and the CDI spec is valid.", [1.0]
+        ),
+        "ctk_restart_pending": (
+            "gauge",
+            "1 while a config change waits for an engine restart the agent was told not to do.",
+            [0.0],
+        ),
+    }  # fmt: skip
+    # the text itself: one HELP and one TYPE line per family, samples after them
+    assert text.count("# HELP ") == text.count("# TYPE ") == len(families)
+    assert text.endswith("\n")
+
+
 NFD_LINE = re.compile(r"^(#.*|[A-Za-z0-9./_-]+(=[A-Za-z0-9._-]{0,63})?)$")
 
 
@@ -127,3 +162,26 @@ def test_label_name_is_the_one_the_chart_selects_on() -> None:
 )
 def test_npd_report(findings: tuple[Finding, ...], expected: tuple[int, str]) -> None:
     assert npd_report(findings) == expected
+
+
+def test_prometheus_label_values_are_escaped_exactly() -> None:
+    """The exposition format escapes backslash, double quote and newline in label values."""
+    text = prometheus_text(FINDINGS, COUNTERS, "1.0\n2")
+    assert 'ctk_check_status{id="odd\\"id\\\\x",severity="info",status="skip"} 0\n' in text
+    assert 'ctk_info{version="1.0\\n2"} 1\n' in text
+
+
+@pytest.mark.parametrize(
+    ("driver", "label"),
+    [
+        pytest.param("550.54.15", "550.54.15", id="plain"),
+        pytest.param("a.b_c-d", "a.b_c-d", id="dot-underscore-dash-kept"),
+        pytest.param("-550.54.15+beta!", "550.54.15_beta", id="ends-alphanumeric"),
+        pytest.param("1" * 63 + "2", "1" * 63, id="at-most-63"),
+        pytest.param("é550", "550", id="ascii-only"),
+    ],
+)
+def test_nfd_label_values(driver: str, label: str) -> None:
+    text = nfd_text(ready=False, driver_version=driver, version="0.1.0")
+    values = dict(line.split("=", 1) for line in text.splitlines() if not line.startswith("#"))
+    assert values == {"ctk.nvidia.com/driver.version": label, "ctk.nvidia.com/ctk.version": "0.1.0"}
