@@ -301,3 +301,70 @@ def test_auto_mode_is_cdi_from_1_18(toolkit: str, status: Status) -> None:
     assert result.status is status, result
     if status is Status.WARN:
         assert Evidence("toolkit", "1.17.8 resolves mode auto to legacy") in result.evidence
+
+
+# cdi.spec-incomplete without NVML's answer: the kernel's GPUs (/proc/driver/nvidia/gpus) count,
+# each covered by a device named by its UUID or one that mounts its device node.
+KERNEL_GPUS = (
+    ProcGpu(bdf="0000:62:00.0", minor=0, uuid="GPU-aaaa", model="H100"),
+    ProcGpu(bdf="0000:63:00.0", minor=1, uuid="GPU-bbbb", model="H100"),
+)
+
+
+@pytest.mark.parametrize(
+    ("devices", "nodes", "problems"),
+    [
+        pytest.param(("all", "GPU-aaaa", "GPU-bbbb"), {}, [], id="both-by-uuid"),
+        pytest.param(
+            ("all", "0", "1"),
+            {"0": ("/dev/nvidia0",), "1": ("/dev/nvidia1",)},
+            [],
+            id="both-by-device-node",
+        ),
+        pytest.param(
+            ("all", "GPU-aaaa"),
+            {},
+            [Evidence("GPU", "0000:63:00.0 (GPU-bbbb) has no CDI device")],
+            id="one-missing",
+        ),
+        pytest.param(
+            ("all", "GPU-aaaa", "GPU-bbbb", "GPU-cccc"),
+            {},
+            [
+                Evidence(
+                    "/etc/cdi/nvidia.yaml",
+                    "device GPU-cccc names no GPU of this node (replaced or removed)",
+                )
+            ],
+            id="a-replaced-gpu",
+        ),
+        pytest.param(
+            ("GPU-aaaa", "GPU-bbbb"),
+            {},
+            [Evidence("/etc/cdi/nvidia.yaml", "no device named all")],
+            id="no-all",
+        ),
+    ],
+)
+def test_spec_incomplete_without_nvml(
+    devices: tuple[str, ...], nodes: dict[str, tuple[str, ...]], problems: list[Evidence]
+) -> None:
+    spec = SpecFileFacts(
+        path="/etc/cdi/nvidia.yaml",
+        kind="nvidia.com/gpu",
+        devices=devices,
+        device_node_paths=nodes,
+    )
+    facts = NodeFacts(
+        kernel=KernelFacts(driver_version="550.54.15", gpus=KERNEL_GPUS),
+        cdi=CdiFacts(dirs=("/etc/cdi",), specs=(spec,)),
+    )
+    result = run("cdi.spec-incomplete", facts)
+    assert (result.status, list(result.evidence)) == (
+        (Status.FAIL if problems else Status.OK),
+        problems,
+    )
+    if problems:
+        assert result.summary == "the CDI spec does not match the node's GPUs: " + "; ".join(
+            e.value for e in problems
+        )
