@@ -15,6 +15,7 @@ from ctk.doctor.facts import (
     CdiFacts,
     CompatLibrary,
     ContainerFacts,
+    CudaRow,
     DevFacts,
     EngineFacts,
     KernelFacts,
@@ -368,3 +369,105 @@ def test_spec_incomplete_without_nvml(
         assert result.summary == "the CDI spec does not match the node's GPUs: " + "; ".join(
             e.value for e in problems
         )
+
+
+# The CUDA checks' host side and their remedies: the driver's CUDA from NVML (else the table),
+# brands from NVML; forward compatibility offered only where the GPU brand allows it.
+def _nvml(brands: tuple[str | None, ...], cuda: int = 12040) -> NvmlAnswer:
+    gpus = tuple(replace(GPU, index=i, minor=i, uuid=f"GPU-{i}") for i in range(len(brands)))
+    return NvmlAnswer(
+        found=NvmlFacts(driver_version="550.54.15", cuda_driver_version=cuda, gpus=gpus),
+        health=tuple(GpuHealth(index=i, brand=b) for i, b in enumerate(brands)),
+    )
+
+
+ROW = CudaRow(
+    cuda=(12, 6), min_driver=(560, 28, 3), min_driver_mvc=(525,), min_driver_text="560.28.03"
+)
+
+
+def test_host_cuda_reads_nvml_then_the_table() -> None:
+    from ctk.doctor.checks.cuda import host_cuda
+
+    kernel = KernelFacts(driver_version="550.54.15")
+    table = (CudaRow(cuda=(12, 4), min_driver=(550, 54, 14), min_driver_mvc=(525,)),)
+    assert host_cuda(NodeFacts(kernel=KernelFacts())) is None  # no driver, no answer
+    got = host_cuda(NodeFacts(kernel=kernel, nvml=_nvml(("Tesla", None, "NvidiaRTX"))))
+    assert got is not None
+    assert (got.driver, got.driver_text, got.cuda, got.brands) == (
+        (550, 54, 15),
+        "550.54.15",
+        (12, 4),
+        frozenset({"tesla", "nvidiartx"}),
+    )
+    refused = NvmlAnswer(error_code=9, error="Driver Not Loaded", found=None)
+    got = host_cuda(NodeFacts(kernel=kernel, nvml=refused, cuda_table=table))
+    assert got is not None
+    assert (got.cuda, got.brands) == ((12, 4), frozenset())  # the table's; no brands
+    refused_but_found = replace(_nvml(("Tesla",), cuda=12080), error_code=999)
+    got = host_cuda(NodeFacts(kernel=kernel, nvml=refused_but_found, cuda_table=table))
+    assert got is not None
+    assert (got.cuda, got.brands) == ((12, 4), frozenset())  # an error: NVML's answer not used
+
+
+@pytest.mark.parametrize(
+    ("brands", "row", "host_cuda", "expected"),
+    [
+        pytest.param(
+            frozenset({"tesla"}),
+            ROW,
+            (12, 4),
+            (
+                "upgrade the driver to >= 560.28.03: sudo apt-get install nvidia-driver-560 && "
+                "sudo reboot",
+                "or use an image built for CUDA 12.4 or older",
+                "or add cuda-compat-12-6 to the image (forward compatibility; the driver branch "
+                "must be one the compat package lists)",
+            ),
+            id="data-center",
+        ),
+        pytest.param(
+            frozenset({"tesla", "nvidiartx", "unknown"}),
+            replace(ROW, verified=False),
+            None,
+            (
+                "upgrade the driver to >= 560.28.03 (unverified table value): sudo apt-get "
+                "install nvidia-driver-560 && sudo reboot",
+                "or add cuda-compat-12-6 to the image (only NGC-ready RTX SKUs; forward "
+                "compatibility; the driver branch must be one the compat package lists)",
+            ),
+            id="some-rtx-skus",
+        ),
+        pytest.param(
+            frozenset({"geforce", "titan", "tesla"}),
+            None,
+            (12, 4),
+            (
+                "or use an image built for CUDA 12.4 or older",
+                "forward compatibility (cuda-compat) does not work on geforce, titan GPUs "
+                "(CUDA error 804)",
+            ),
+            id="consumer",
+        ),
+        pytest.param(frozenset({"unknown"}), None, None, (), id="brand-unknown"),
+    ],
+)
+def test_cuda_upgrade_commands(
+    brands: frozenset[str],
+    row: CudaRow | None,
+    host_cuda: tuple[int, int] | None,
+    expected: tuple[str, ...],
+) -> None:
+    from ctk.doctor import cuda as compat
+    from ctk.doctor.checks.cuda import _upgrade_commands
+
+    verdict = compat.Verdict(
+        satisfied=False, required=(12, 6, 1), row=row, mvc_applies=False, beyond_table=False
+    )
+    host = compat.HostCuda(
+        driver=(550, 54, 15), driver_text="550.54.15", cuda=host_cuda, brands=brands
+    )
+    assert _upgrade_commands(verdict, host) == expected
+    assert not any("cuda-compat" in c for c in _upgrade_commands(verdict, host, offer_compat=False))
+    no_minimum = replace(verdict, row=replace(ROW, min_driver=None))
+    assert not any(c.startswith("upgrade") for c in _upgrade_commands(no_minimum, host))
