@@ -34,6 +34,7 @@ import os
 import shutil
 import socket
 import stat
+import struct
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -194,6 +195,22 @@ def materialised(name: str, dest: Path, library: Path | None) -> Iterator[FakeNo
         release(node)
 
 
+def ld_cache_bytes(entries: list[tuple[str, str]], prefix: bytes = b"") -> bytes:
+    """A new-format ld.so.cache (glibc's layout) holding ``entries``; ``prefix``: an old part."""
+    header = 48
+    table = 24 * len(entries)
+    strings = b""
+    rows = b""
+    for name, path in entries:
+        key = header + table + len(strings)
+        strings += name.encode() + b"\0"
+        value = header + table + len(strings)
+        strings += path.encode() + b"\0"
+        rows += struct.pack("<iIIIQ", 0x303, key, value, 0, 0)
+    head = b"glibc-ld.so.cache1.1" + struct.pack("<II", len(entries), len(strings)) + bytes(20)
+    return prefix + head + rows + strings
+
+
 def _under(root: Path, path: str) -> Path:
     return root / path.lstrip("/")
 
@@ -228,6 +245,11 @@ def _overlay(root: Path, spec: dict[str, Any]) -> None:
     if "environ" in spec:
         env = "".join(f"{k}={v}\0" for k, v in spec["environ"].items())
         _write(root, "proc/self/environ", env)
+    if spec.get("ld_cache"):
+        driver = _under(root, spec.get("driver_root", "/"))
+        target = _under(driver, "etc/ld.so.cache")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(ld_cache_bytes([(name, path) for name, path in spec["ld_cache"]]))
     for path, payload in (spec.get("cuda_compat") or {}).items():
         target = _under(root, path)
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ once, so the cost grows with the number of files and devices, not with their pro
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
@@ -255,13 +256,39 @@ class _Scan:
             links += _soname_links(directory, scan_dir(directory), names, self.driver)
         return sorted(found.values(), key=lambda f: f.container_path), links
 
-    def binaries(self, names: Iterable[str] = BINARIES) -> list[HostFile]:
-        """The first executable regular file of each name in the binary dirs."""
+    def binaries(
+        self, names: Iterable[str] = BINARIES, library_dirs: Iterable[str] = ()
+    ) -> list[HostFile]:
+        """The first executable regular file of each name in the binary dirs.
+
+        The dirs are the standard ones, then the `bin` beside each library dir named `lib` or
+        `lib64` (a driver kept under a prefix, e.g. /usr/local/nvidia/{bin,lib64}). Where the
+        first one found is a wrapper script (`#!`) and a program of that name follows, that
+        program is mounted at the script's path: such images put a script in /usr/bin that
+        runs the driver's binary under the prefix, which a container has neither at that path
+        nor on its PATH.
+        """
+        dirs = list(BINARY_DIRS)
+        for directory in library_dirs:
+            prefix, base = posixpath.split(directory.rstrip("/"))
+            if base in ("lib", "lib64") and posixpath.join(prefix, "bin") not in dirs:
+                dirs.append(posixpath.join(prefix, "bin"))
         found = []
         for name in names:
-            path = self.find(*(f"{d}/{name}" for d in BINARY_DIRS), kind=_executable)
-            if path is not None:
-                found.append(self.file(path))
+            candidates: list[Path] = []
+            for directory in dirs:
+                path = self.find(f"{directory}/{name}", kind=_executable)
+                if path is not None and path not in candidates:
+                    candidates.append(path)
+            if not candidates:
+                continue
+            first = candidates[0]
+            if _is_script(first):
+                program = next((c for c in candidates[1:] if not _is_script(c)), None)
+                if program is not None:
+                    found.append(self.file(program, str(self.driver.relative(first))))
+                    continue
+            found.append(self.file(first))
         return found
 
     def firmware(self) -> list[HostFile]:
@@ -319,7 +346,7 @@ class _Scan:
             )
         ]
         xorg_dirs += XORG_MODULE_DIRS
-        files += self.binaries(GRAPHICS_BINARIES)
+        files += self.binaries(GRAPHICS_BINARIES, library_dirs)
         links: list[tuple[str, str]] = []
         glx = f"libglxserver_nvidia.so.{self.version}"
         for name in ("nvidia_drv.so", glx):
@@ -331,6 +358,15 @@ class _Scan:
                 inside = self.driver.relative(path).parent
                 links.append((glx, f"{inside}/libglxserver_nvidia.so"))
         return files, links
+
+
+def _is_script(path: Path) -> bool:
+    """Whether the regular file at ``path`` starts with `#!` (unreadable: not known to be one)."""
+    try:
+        with path.open("rb") as file:
+            return file.read(2) == b"#!"
+    except OSError:
+        return False
 
 
 def _executable(mode: int) -> bool:
@@ -401,7 +437,7 @@ def read_driver(
         soname_links=tuple(links),
         explicit_libraries=tuple(explicit),
         explicit_links=tuple(explicit_links),
-        binaries=tuple(scan.binaries()),
+        binaries=tuple(scan.binaries(BINARIES, library_dirs)),
         firmware=tuple(scan.firmware()),
         ipc=tuple(scan.ipc()),
         graphics=tuple(graphics),

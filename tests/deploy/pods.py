@@ -323,6 +323,12 @@ def container_spec(
     return spec
 
 
+def runc(state: Path, *args: str) -> list[str]:
+    """A runc command line whose container state lives under ``state`` (the test's own
+    directory), not the host's /run/runc."""
+    return ["runc", "--root", str(state), *args]
+
+
 def write_bundle(base_bundle: Path, spec: dict[str, Any], name: str) -> Path:
     """A bundle for ``spec`` sharing the unpacked rootfs of ``base_bundle``."""
     bundle = base_bundle.parent / f"bundle-{name}"

@@ -493,14 +493,19 @@ def in_image(
         bundle = pods.write_bundle(base_bundle, spec, "agent")
         try:
             return subprocess.run(
-                ["runc", "run", "--bundle", str(bundle), name],
+                pods.runc(tmp / "runc", "run", "--bundle", str(bundle), name),
                 capture_output=True,
                 text=True,
                 check=False,
                 timeout=300,
             )
         finally:
-            subprocess.run(["runc", "delete", "--force", name], capture_output=True, check=False)
+            subprocess.run(
+                pods.runc(tmp / "runc", "delete", "--force", name),
+                capture_output=True,
+                check=False,
+                timeout=60,
+            )
 
     return run, where.pod / "ready"
 

@@ -29,6 +29,7 @@ from tests.deploy.pods import (
     containers,
     fake_node,
     need,
+    runc,
     unpack,
     write_bundle,
 )
@@ -71,7 +72,7 @@ def ran(image_dir: Path, fake_nvml_library: Path) -> Iterator[Run]:  # noqa: F81
             )
             bundle = write_bundle(base_bundle, spec, "agent")
             return subprocess.run(
-                ["runc", "run", "--bundle", str(bundle), name],
+                runc(base_bundle.parent / "runc", "run", "--bundle", str(bundle), name),
                 capture_output=True,
                 text=True,
                 check=False,
@@ -89,7 +90,12 @@ def ran(image_dir: Path, fake_nvml_library: Path) -> Iterator[Run]:  # noqa: F81
                 node.host, node.ctl, node.pod, done, again, undo, original, after_once, seen, node
             )
         finally:
-            subprocess.run(["runc", "delete", "--force", name], capture_output=True, check=False)
+            subprocess.run(
+                runc(base_bundle.parent / "runc", "delete", "--force", name),
+                capture_output=True,
+                check=False,
+                timeout=60,
+            )
 
 
 def snapshot(node: Node) -> dict[str, str]:

@@ -38,6 +38,7 @@ from tests.deploy.pods import (
     containers,
     fake_node,
     need,
+    runc,
     unpack,
     write_bundle,
 )
@@ -74,7 +75,10 @@ def present(node: Node) -> dict[str, bool]:
 class Cluster:
     """The stand-in API server and kubelet for one node."""
 
-    def __init__(self, node: Node, agent: subprocess.Popen[bytes], agent_id: str) -> None:
+    def __init__(
+        self, node: Node, agent: subprocess.Popen[bytes], agent_id: str, state: Path
+    ) -> None:
+        self.state = state
         self.node = node
         self.agent = agent
         self.agent_id = agent_id
@@ -89,7 +93,7 @@ class Cluster:
     def delete_agent(self) -> None:
         """The kubelet's side of a Foreground delete: SIGTERM the pod, wait, then it is gone."""
         self.event("api: DaemonSet ctk deleted")
-        subprocess.run(["runc", "kill", self.agent_id, "TERM"], check=False, timeout=30)
+        subprocess.run(runc(self.state, "kill", self.agent_id, "TERM"), check=False, timeout=30)
         rc = self.agent.wait(timeout=60)
         self.event(f"kubelet: agent pod exited {rc}")
         self.agent_gone.set()
@@ -213,6 +217,7 @@ def played(image_dir: Path, fake_nvml_library: Path) -> Iterator[Played]:  # noq
                 cluster.event(f"host: {' '.join(argv)} ({seen})")
 
         ids = {name: f"ctk-{name}-{suffix}" for name in ("agent", "undo", "wait")}
+        state = short / "runc"
         try:
             with bridge(node, observe):
                 # The agent pod: the image's entrypoint, looping.
@@ -228,20 +233,20 @@ def played(image_dir: Path, fake_nvml_library: Path) -> Iterator[Played]:  # noq
                 agent_log = short / "agent.log"
                 with agent_log.open("wb") as log:
                     agent = subprocess.Popen(
-                        [
-                            "runc",
+                        runc(
+                            state,
                             "run",
                             "--bundle",
                             str(write_bundle(base_bundle, spec, "agent")),
                             ids["agent"],
-                        ],
+                        ),
                         stdout=log,
                         stderr=subprocess.STDOUT,
                         stdin=subprocess.DEVNULL,
                     )
                 wait_for(node.pod / "ready", agent, agent_log, 180)
                 configured = present(node)
-                cluster = Cluster(node, agent, ids["agent"])
+                cluster = Cluster(node, agent, ids["agent"], state)
                 cert_dir = service_account(short / "sa")
                 server, port = serve_api(cluster, cert_dir / "ca.crt", cert_dir / "tls.key")
 
@@ -259,13 +264,13 @@ def played(image_dir: Path, fake_nvml_library: Path) -> Iterator[Played]:  # noq
 
                 def run_undo() -> None:
                     assert cluster is not None
-                    argv = [
-                        "runc",
+                    argv = runc(
+                        state,
                         "run",
                         "--bundle",
                         str(write_bundle(base_bundle, undo_spec, "undo")),
                         ids["undo"],
-                    ]
+                    )
                     with undo_log.open("wb") as log:  # one log, in order, as kubectl logs shows
                         rc = subprocess.run(
                             argv, stdout=log, stderr=log, check=False, timeout=400
@@ -306,13 +311,13 @@ def played(image_dir: Path, fake_nvml_library: Path) -> Iterator[Played]:  # noq
                     extra_mounts=(sa_mount,),
                 )
                 waiter = subprocess.run(
-                    [
-                        "runc",
+                    runc(
+                        state,
                         "run",
                         "--bundle",
                         str(write_bundle(base_bundle, wait_spec, "wait")),
                         ids["wait"],
-                    ],
+                    ),
                     capture_output=True,
                     text=True,
                     check=False,
@@ -334,7 +339,10 @@ def played(image_dir: Path, fake_nvml_library: Path) -> Iterator[Played]:  # noq
         finally:
             for name in ids.values():
                 subprocess.run(
-                    ["runc", "delete", "--force", name], capture_output=True, check=False
+                    runc(state, "delete", "--force", name),
+                    capture_output=True,
+                    check=False,
+                    timeout=60,
                 )
 
 

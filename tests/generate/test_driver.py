@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from ctk.host.driver import SearchPaths, driver_version_from_files, read_driver
 from ctk.host.ldcache import find_library, parse_ld_cache, read_ld_cache
 from ctk.host.root import HostRoot
+from tests.nodes import ld_cache_bytes
 
 LDCONFIG = shutil.which("ldconfig") or "/sbin/ldconfig"
 
@@ -276,22 +277,6 @@ def test_a_directory_with_only_dangling_library_links_is_no_library_dir(tmp_path
     )
 
 
-def _ld_cache(entries: list[tuple[str, str]], prefix: bytes = b"") -> bytes:
-    """A new-format ld.so.cache (glibc's layout) holding ``entries``; ``prefix``: an old part."""
-    header = 48
-    table = 24 * len(entries)
-    strings = b""
-    rows = b""
-    for name, path in entries:
-        key = header + table + len(strings)
-        strings += name.encode() + b"\0"
-        value = header + table + len(strings)
-        strings += path.encode() + b"\0"
-        rows += struct.pack("<iIIIQ", 0x303, key, value, 0, 0)
-    head = b"glibc-ld.so.cache1.1" + struct.pack("<II", len(entries), len(strings)) + bytes(20)
-    return prefix + head + rows + strings
-
-
 GOOD = [("libnvidia-ml.so.1", "/opt/nvidia/lib/libnvidia-ml.so.1"), ("libc.so.6", "/lib/libc.so.6")]
 
 
@@ -304,16 +289,18 @@ def _bad_offset(data: bytes) -> bytes:
 @pytest.mark.parametrize(
     ("data", "expected"),
     [
-        pytest.param(_ld_cache(GOOD), tuple(GOOD), id="good"),
-        pytest.param(_ld_cache(GOOD, b"ld.so-1.7.0" + bytes(5)), tuple(GOOD), id="after-old-part"),
-        pytest.param(_bad_offset(_ld_cache(GOOD)), (), id="offset-past-the-end"),
-        pytest.param(_ld_cache(GOOD)[:-1], (), id="last-string-not-terminated"),
-        pytest.param(_ld_cache(GOOD)[:60], (), id="table-cut-short"),
-        pytest.param(_ld_cache(GOOD)[:30], (), id="header-cut-short"),
+        pytest.param(ld_cache_bytes(GOOD), tuple(GOOD), id="good"),
         pytest.param(
-            _ld_cache([("libx.so.1", "/x")]).replace(b"/x\0", b"/\xff\0"), (), id="not-utf8"
+            ld_cache_bytes(GOOD, b"ld.so-1.7.0" + bytes(5)), tuple(GOOD), id="after-old-part"
         ),
-        pytest.param(_ld_cache([("libx.so.1", "relative/libx.so.1")]), (), id="relative-path"),
+        pytest.param(_bad_offset(ld_cache_bytes(GOOD)), (), id="offset-past-the-end"),
+        pytest.param(ld_cache_bytes(GOOD)[:-1], (), id="last-string-not-terminated"),
+        pytest.param(ld_cache_bytes(GOOD)[:60], (), id="table-cut-short"),
+        pytest.param(ld_cache_bytes(GOOD)[:30], (), id="header-cut-short"),
+        pytest.param(
+            ld_cache_bytes([("libx.so.1", "/x")]).replace(b"/x\0", b"/\xff\0"), (), id="not-utf8"
+        ),
+        pytest.param(ld_cache_bytes([("libx.so.1", "relative/libx.so.1")]), (), id="relative-path"),
         pytest.param(b"glibc-ld.so.cache1.1" + b"\xff" * 60, (), id="garbage-count"),
         pytest.param(b"", (), id="empty"),
     ],
@@ -329,7 +316,7 @@ def test_damaged_ld_so_cache_gives_no_entries(data: bytes, expected: tuple[objec
         st.binary(max_size=400),
         st.binary(max_size=300).map(lambda b: b"glibc-ld.so.cache1.1" + b),
         st.tuples(st.integers(0, 400), st.binary(max_size=8), st.integers(0, 400)).map(
-            lambda t: _ld_cache(GOOD)[: t[0]] + t[1] + _ld_cache(GOOD)[t[0] + t[2] :]
+            lambda t: ld_cache_bytes(GOOD)[: t[0]] + t[1] + ld_cache_bytes(GOOD)[t[0] + t[2] :]
         ),
     )
 )
@@ -342,9 +329,88 @@ def test_damaged_ld_so_cache_in_the_root_means_not_found(tmp_path: Path) -> None
     """The library is only reachable through the cache; a damaged cache: not found, no crash."""
     _tree(tmp_path, ["opt/nvidia/lib/libnvidia-ml.so.1"])
     (tmp_path / "etc").mkdir()
-    (tmp_path / "etc/ld.so.cache").write_bytes(_ld_cache(GOOD))
+    (tmp_path / "etc/ld.so.cache").write_bytes(ld_cache_bytes(GOOD))
     assert find_library(tmp_path, "libnvidia-ml.so.1") == (
         tmp_path / "opt/nvidia/lib/libnvidia-ml.so.1"
     )
-    (tmp_path / "etc/ld.so.cache").write_bytes(_bad_offset(_ld_cache(GOOD)))
+    (tmp_path / "etc/ld.so.cache").write_bytes(_bad_offset(ld_cache_bytes(GOOD)))
     assert find_library(tmp_path, "libnvidia-ml.so.1") is None
+
+
+def _program(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+
+
+WRAPPER = "#!/bin/sh\nexec /usr/local/nvidia/bin/nvidia-smi \"$@\"\n"
+
+
+@pytest.mark.parametrize(
+    ("programs", "library_dir", "expected"),
+    [
+        pytest.param(
+            {"usr/bin/nvidia-smi": WRAPPER, "usr/local/nvidia/bin/nvidia-smi": "\x7fELF"},
+            "usr/local/nvidia/lib64",
+            [("usr/local/nvidia/bin/nvidia-smi", "/usr/bin/nvidia-smi")],
+            id="wrapper-stands-for-the-prefix-binary",
+        ),
+        pytest.param(
+            {"usr/bin/nvidia-smi": WRAPPER, "usr/local/nvidia/bin/nvidia-smi": "\x7fELF"},
+            "usr/local/nvidia/lib",
+            [("usr/local/nvidia/bin/nvidia-smi", "/usr/bin/nvidia-smi")],
+            id="prefix-lib-dir",
+        ),
+        pytest.param(
+            {"usr/bin/nvidia-smi": WRAPPER, "opt/nv/bin/nvidia-smi": "\x7fELF"},
+            "opt/nv/libs",
+            [("usr/bin/nvidia-smi", "/usr/bin/nvidia-smi")],
+            id="no-bin-beside-another-dir-name",
+        ),
+        pytest.param(
+            {"usr/bin/nvidia-smi": WRAPPER},
+            "usr/local/nvidia/lib64",
+            [("usr/bin/nvidia-smi", "/usr/bin/nvidia-smi")],
+            id="a-lone-script-is-mounted",
+        ),
+        pytest.param(
+            {"usr/bin/nvidia-smi": WRAPPER, "usr/local/bin/nvidia-smi": WRAPPER},
+            "usr/local/nvidia/lib64",
+            [("usr/bin/nvidia-smi", "/usr/bin/nvidia-smi")],
+            id="two-scripts-the-first",
+        ),
+        pytest.param(
+            {"usr/bin/nvidia-smi": "\x7fELF", "usr/local/nvidia/bin/nvidia-smi": "\x7fELF"},
+            "usr/local/nvidia/lib64",
+            [("usr/bin/nvidia-smi", "/usr/bin/nvidia-smi")],
+            id="a-program-first-is-kept",
+        ),
+        pytest.param(
+            {"usr/local/nvidia/bin/nvidia-smi": "\x7fELF"},
+            "usr/local/nvidia/lib64",
+            [("usr/local/nvidia/bin/nvidia-smi", "/usr/local/nvidia/bin/nvidia-smi")],
+            id="only-under-the-prefix",
+        ),
+        pytest.param(
+            {"usr/bin/nvidia-smi": "#", "usr/local/nvidia/bin/nvidia-smi": "\x7fELF"},
+            "usr/local/nvidia/lib64",
+            [("usr/bin/nvidia-smi", "/usr/bin/nvidia-smi")],
+            id="one-hash-is-no-script",
+        ),
+    ],
+)
+def test_binaries_pass_over_wrapper_scripts(
+    programs: dict[str, str], library_dir: str, expected: list[tuple[str, str]], tmp_path: Path
+) -> None:
+    """Seen on an H200 VM: /usr/bin/nvidia-smi a script that execs /usr/local/nvidia/bin's."""
+    _tree(tmp_path, [f"{library_dir}/libcuda.so.{V}"])
+    for name, text in programs.items():
+        _program(tmp_path / name, text)
+    cache = [("libcuda.so.1", f"/{library_dir}/libcuda.so.1")]
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/ld.so.cache").write_bytes(ld_cache_bytes(cache))
+    facts = read_driver(tmp_path, tmp_path, version=V)
+    assert facts.library_dirs == (f"/{library_dir}",)
+    assert [(f.host_path, f.container_path) for f in facts.binaries] == [
+        (f"{tmp_path}/{host}", container) for host, container in expected
+    ]

@@ -48,6 +48,7 @@ def _golden(name: str, text: str) -> str:
         pytest.param("dgx-a100", [], "dgx-a100.yaml", id="dgx-mixed-mig"),
         pytest.param("workstation", [], "workstation.yaml", id="workstation-drm-graphics"),
         pytest.param("driver-container", [], "driver-container.yaml", id="driver-container"),
+        pytest.param("usr-local-nvidia", [], "usr-local-nvidia.yaml", id="driver-under-a-prefix"),
         pytest.param(
             "dgx-a100",
             ["--mode", "management"],
