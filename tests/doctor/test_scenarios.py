@@ -235,6 +235,18 @@ SCENARIOS = [
         id="ctk-cdi-only-no-toolkit-healthy",
     ),
     pytest.param(
+        "vm-from-image",
+        {},
+        set(),
+        id="vm-from-an-image-is-a-host",
+    ),
+    pytest.param(
+        "ctk-cdi-no-engine",
+        {},
+        set(),
+        id="ctk-cdi-no-engine-yet",
+    ),
+    pytest.param(
         "crio-cdi-only",
         {},
         set(),

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ctk.doctor.checks.cdi_readers import cdi_routes, gpu_specs, usable_gpu_specs
+from ctk.doctor.checks.cdi_readers import cdi_readers, cdi_routes, gpu_specs, usable_gpu_specs
 from ctk.doctor.checks.engine_config import engines_in_use
 from ctk.doctor.facts import LDCONFIG_CANDIDATES, TOOLKIT_CONFIG, NodeFacts
 from ctk.doctor.fixes import (
@@ -144,6 +144,12 @@ def not_installed(facts: NodeFacts) -> Result:
     route = cdi_route(facts)
     if route is not None:
         return ok(f"no NVIDIA Container Toolkit; GPUs reach containers through CDI: {route}")
+    usable = usable_gpu_specs(facts)
+    if usable and not cdi_readers(facts) and not any(e.installed for e in facts.engines.values()):
+        return skip(
+            f"no container engine is installed; {usable[0].path} is ready for one that reads "
+            "CDI specs, which needs no toolkit"
+        )
     return fail(
         "the NVIDIA Container Toolkit is not installed: no engine can inject GPUs",
         Evidence("/usr/bin", "no nvidia-container-runtime, nvidia-ctk or nvidia-container-cli"),

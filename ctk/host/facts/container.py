@@ -141,17 +141,49 @@ def detect_where(g: Gatherer, env: Mapping[str, str]) -> Where:
     """Host, container or pod (a container plus KUBERNETES_SERVICE_HOST).
 
     Container markers: /.dockerenv, /run/.containerenv, a container cgroup of PID 1 (cgroup v1),
-    or an overlay root file system (CRI containers on cgroup v2 have no other marker).
+    or an overlay root file system (CRI containers on cgroup v2 have no other marker). A marker
+    file alone does not count on a machine booted from its root: the root file system a whole
+    block device and /dev the kernel's devtmpfs. Images made from a container (Firecracker and
+    other microVMs, `docker export`) keep the /.dockerenv of the container they came from; a
+    container gets its root from the engine's storage and a tmpfs /dev.
     """
-    inside = g.exists("/.dockerenv") or g.exists("/run/.containerenv")
+    mountinfo = g.text("/proc/self/mountinfo") or ""
+    inside = (g.exists("/.dockerenv") or g.exists("/run/.containerenv")) and not _booted_root(
+        mountinfo
+    )
     if not inside:
         cgroup = g.text("/proc/1/cgroup") or ""
         inside = any(word in cgroup for word in ("/docker/", "/kubepods", "/containerd/"))
     if not inside:
-        inside = _overlay_root(g.text("/proc/self/mountinfo") or "")
+        inside = _overlay_root(mountinfo)
     if not inside:
         return Where.HOST
     return Where.POD if "KUBERNETES_SERVICE_HOST" in env else Where.CONTAINER
+
+
+def _mounts(mountinfo: str) -> dict[str, tuple[str, str, str]]:
+    """Mount point -> (root within its file system, type, source); the last mount wins."""
+    mounts = {}
+    for line in mountinfo.splitlines():
+        fields, _, tail = line.partition(" - ")
+        head, rest = fields.split(), tail.split()
+        if len(head) > 4 and len(rest) > 1:
+            mounts[head[4]] = (head[3], rest[0], rest[1])
+    return mounts
+
+
+def _booted_root(mountinfo: str) -> bool:
+    """Whether / is a whole file system on a block device and /dev a devtmpfs."""
+    mounts = _mounts(mountinfo)
+    root, dev = mounts.get("/"), mounts.get("/dev")
+    return (
+        root is not None
+        and root[0] == "/"
+        and root[2].startswith("/dev/")
+        and root[1] not in ("overlay", "tmpfs")
+        and dev is not None
+        and dev[1] == "devtmpfs"
+    )
 
 
 def _overlay_root(mountinfo: str) -> bool:
