@@ -28,6 +28,14 @@ newest counts as present in any later release too (Debian's testing moves on), t
 their major and minor."""
 
 
+def default_signals() -> None:
+    """`preexec_fn` for the daemons the tests start: the default action for every signal a
+    caller may ignore (under `nohup` SIGHUP is ignored, and an ignored signal stays ignored
+    across exec: containerd would then outlive the SIGHUP its test sends)."""
+    for number in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGPIPE):
+        signal.signal(number, signal.SIG_DFL)
+
+
 @dataclass(frozen=True, slots=True)
 class Engine:
     """One build of an engine: its daemon binary, the client that goes with it, its version."""
@@ -189,6 +197,7 @@ def dockerd(config: Path, work: Path, engine: Engine) -> Iterator[str]:
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        preexec_fn=default_signals,  # noqa: PLW1509
         env={**os.environ, "PATH": engine.path},
     )
     try:
@@ -331,6 +340,7 @@ def _private(
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=default_signals,  # noqa: PLW1509
             env={**os.environ, "PATH": engine.path},
         )
     try:

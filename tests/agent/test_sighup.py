@@ -44,10 +44,9 @@ def test_containerd_exits_on_sighup_so_signal_mode_is_refused(engine: Engine) ->
             stderr=subprocess.STDOUT,
             start_new_session=True,
             env={**os.environ, "PATH": engine.path},
-            # SIGHUP's default action, whatever this run inherited (nohup ignores it, and an
-            # ignored signal stays ignored across exec: containerd would never exit on it; a
-            # sh cannot reset it, POSIX keeps a signal ignored on entry ignored)
-            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),  # noqa: PLW1509
+            # SIGHUP's default action, whatever this run inherited (a sh cannot reset it:
+            # POSIX keeps a signal ignored on entry ignored)
+            preexec_fn=engines.default_signals,  # noqa: PLW1509
         )
     try:
         deadline = time.monotonic() + 20

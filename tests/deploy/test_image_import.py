@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.deploy.chart import BUILD_SH, one, pod_spec, render
+from tests.engines import default_signals
 
 pytestmark = pytest.mark.integration
 
@@ -45,6 +46,7 @@ def ctr() -> Iterator[tuple[str, ...]]:
             stderr=log,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
+            preexec_fn=default_signals,  # noqa: PLW1509
         )
     try:
         deadline = time.monotonic() + 30

@@ -20,6 +20,7 @@ import pytest
 
 from ctk.cli.app import main
 from ctk.host.image_env import read_image_env
+from tests.engines import default_signals
 from tests.fake_nvml.fixtures import fake_node, fake_nvml_library  # noqa: F401  (pytest fixtures)
 from tests.nodes import FakeNode
 from tests.runners import PRIVATE_VAR_LIB_AND_RUN
@@ -163,6 +164,7 @@ def test_containerd_image(
             stdout=log,
             stderr=log,
             start_new_session=True,
+            preexec_fn=default_signals,  # noqa: PLW1509
         )
     try:
         deadline = time.monotonic() + 20

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ctk.doctor.facts import Where
+from ctk.doctor.model import Where
 from ctk.host.facts.container import detect_where
 from ctk.host.facts.gatherer import Gatherer
 from ctk.host.root import HostRoot

@@ -343,7 +343,7 @@ def _program(path: Path, text: str) -> None:
     path.chmod(0o755)
 
 
-WRAPPER = "#!/bin/sh\nexec /usr/local/nvidia/bin/nvidia-smi \"$@\"\n"
+WRAPPER = '#!/bin/sh\nexec /usr/local/nvidia/bin/nvidia-smi "$@"\n'
 
 
 @pytest.mark.parametrize(

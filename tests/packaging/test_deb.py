@@ -38,9 +38,11 @@ ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C.UTF-8", "HOME": "/r
 def _needs() -> None:
     if os.geteuid() != 0:
         pytest.skip("building and installing the .deb into a root needs root (chroot, dpkg)")
-    for tool in ("dpkg-buildpackage", "dh_virtualenv", "mmdebstrap"):
+    for tool in ("dpkg-buildpackage", "dh", "dh_virtualenv", "mmdebstrap"):
         if shutil.which(tool) is None:
-            pytest.skip(f"{tool} is not installed (apt-get install dh-virtualenv mmdebstrap)")
+            pytest.skip(
+                f"{tool} is not installed (apt-get install debhelper dh-virtualenv mmdebstrap)"
+            )
 
 
 @pytest.fixture(scope="module")

@@ -181,6 +181,7 @@ def _cri_status(config: Path, work: Path) -> str:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=engines.default_signals,  # noqa: PLW1509
         )
     try:
         deadline = time.monotonic() + 20
