@@ -471,3 +471,36 @@ def test_cuda_upgrade_commands(
     assert not any("cuda-compat" in c for c in _upgrade_commands(verdict, host, offer_compat=False))
     no_minimum = replace(verdict, row=replace(ROW, min_driver=None))
     assert not any(c.startswith("upgrade") for c in _upgrade_commands(no_minimum, host))
+
+
+# container.shm-too-small: Docker's 64 MiB default (and less) is flagged, more is not; with
+# PyTorch installed the floor is 1 GiB (flagged below it, not at it).
+@pytest.mark.parametrize(
+    ("size", "torch", "status"),
+    [
+        pytest.param(64 * MIB - 1, False, Status.WARN, id="below-the-docker-default"),
+        pytest.param(64 * MIB, False, Status.WARN, id="the-docker-default"),
+        pytest.param(64 * MIB + 1, False, Status.OK, id="above-the-docker-default"),
+        pytest.param(64 * MIB, True, Status.WARN, id="torch-docker-default"),
+        pytest.param(1024 * MIB - 1, True, Status.WARN, id="torch-below-1-gib"),
+        pytest.param(1024 * MIB, True, Status.OK, id="torch-at-1-gib"),
+        pytest.param(1024 * MIB - 1, False, Status.OK, id="no-torch-below-1-gib"),
+    ],
+)
+def test_shm_limits(size: int, torch: bool, status: Status) -> None:
+    facts = NodeFacts(
+        where=Where.CONTAINER, container=ContainerFacts(shm_size=size, has_torch=torch)
+    )
+    result = run("container.shm-too-small", facts)
+    assert result.status is status, result.summary
+    if status is Status.WARN:
+        why = "below 1 GiB with PyTorch installed" if size > 64 * MIB else "the 64 MiB Docker"
+        assert why in result.summary
+        assert (Evidence("python packages", "torch installed") in result.evidence) is torch
+
+
+def test_shm_of_the_host_is_never_too_small() -> None:
+    facts = NodeFacts(
+        where=Where.CONTAINER, container=ContainerFacts(shm_size=MIB, shm_is_host=True)
+    )
+    assert run("container.shm-too-small", facts).status is Status.OK
