@@ -21,6 +21,7 @@ from ctk.doctor.facts import (
     KernelFacts,
     NodeFacts,
     NvmlAnswer,
+    PciGpu,
     ProcGpu,
     RuntimeEntry,
     SpecFileFacts,
@@ -504,3 +505,31 @@ def test_shm_of_the_host_is_never_too_small() -> None:
         where=Where.CONTAINER, container=ContainerFacts(shm_size=MIB, shm_is_host=True)
     )
     assert run("container.shm-too-small", facts).status is Status.OK
+
+
+# driver.not-loaded: modprobe is the remedy only where there is a GPU for the module to bind.
+@pytest.mark.parametrize(
+    ("kernel", "first_command", "noted"),
+    [
+        pytest.param(
+            KernelFacts(pci_gpus=(PciGpu(bdf="0000:62:00.0", driver=None),)),
+            "sudo modprobe nvidia",
+            False,
+            id="gpu-on-the-bus",
+        ),
+        pytest.param(KernelFacts(), "lspci -nnk -d 10de:", True, id="no-gpu-on-the-bus"),
+        pytest.param(
+            KernelFacts(module_built=False, kernel_release="6.1.0-9"),
+            "sudo dkms autoinstall",
+            False,
+            id="module-not-built",
+        ),
+    ],
+)
+def test_driver_not_loaded_remedy_fits_the_bus(
+    kernel: KernelFacts, first_command: str, noted: bool
+) -> None:
+    result = run("driver.not-loaded", NodeFacts(kernel=kernel))
+    assert result.status is Status.FAIL
+    assert result.commands[0] == first_command
+    assert bool(result.notes) is noted

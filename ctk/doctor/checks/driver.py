@@ -136,6 +136,13 @@ def not_loaded(facts: NodeFacts) -> Result:
         commands = ["sudo dkms autoinstall", "sudo modprobe nvidia"]
     elif not kernel.pci_gpus:
         summary += " and no NVIDIA GPU is visible on the PCI bus"
+        # modprobe finds no device to bind: the GPU itself is missing from this machine
+        commands = ["lspci -nnk -d 10de:", "sudo dmesg | grep -iE 'nvrm|nvidia|pci'"]
+        notes = (
+            "loading the module cannot help without a GPU: attach one (a VM needs it passed "
+            "through; a cloud instance, a GPU machine type) or reseat it and check the BIOS",
+        )
+        return fail(summary, *evidence, commands=tuple(commands), notes=notes)
     return fail(summary, *evidence, commands=tuple(commands))
 
 
