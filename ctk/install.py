@@ -56,6 +56,9 @@ class Manifest:
 
     files: tuple[tuple[PurePosixPath, str], ...] = ()
     folders: tuple[PurePosixPath, ...] = ()
+    backups: tuple[tuple[PurePosixPath, PurePosixPath], ...] = ()
+    """(file, its backup): the foreign files an install replaced (--force), put back by
+    uninstall."""
 
 
 class Step(StrEnum):
@@ -135,6 +138,11 @@ def render_manifest(manifest: Manifest) -> str:
                 "version": MANIFEST_VERSION,
                 "files": [{"path": str(p), "sha256": s} for p, s in manifest.files],
                 "folders": [str(p) for p in manifest.folders],
+                **(
+                    {"backups": [{"path": str(p), "backup": str(b)} for p, b in manifest.backups]}
+                    if manifest.backups
+                    else {}
+                ),
             },
             indent=2,
         )
@@ -150,22 +158,34 @@ def parse_manifest(text: str, where: str) -> Manifest:
             (PurePosixPath(entry["path"]), str(entry["sha256"])) for entry in data["files"]
         )
         folders = tuple(PurePosixPath(p) for p in data["folders"])
-    except (ValueError, KeyError, TypeError) as exc:
+        backups = tuple(
+            (PurePosixPath(entry["path"]), PurePosixPath(entry["backup"]))
+            for entry in data.get("backups", [])
+        )
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CtkError(
             f"{where}: not a ctk install manifest", hint="remove the installed files by hand"
         ) from exc
-    if any(not p.is_absolute() or ".." in p.parts for p, _ in files) or any(
-        not p.is_absolute() or ".." in p.parts for p in folders
-    ):
+    named = [*(p for p, _ in files), *folders, *(p for pair in backups for p in pair)]
+    if any(not p.is_absolute() or ".." in p.parts for p in named):
         raise CtkError(f"{where}: names a path that is not absolute; refusing to use it")
-    return Manifest(files, folders)
+    return Manifest(files, folders, backups)
 
 
 def merged(
-    old: Manifest, owned: tuple[InstallFile, ...], made: tuple[PurePosixPath, ...]
+    old: Manifest,
+    owned: tuple[InstallFile, ...],
+    made: tuple[PurePosixPath, ...],
+    backups: tuple[tuple[PurePosixPath, PurePosixPath], ...] = (),
 ) -> Manifest:
-    """The manifest after an install: the files it owns now (written, or ctk's and kept), and
-    every folder any install made."""
+    """The manifest after an install: the files it owns now (written, or ctk's and kept), every
+    folder any install made, and every foreign file an install replaced (the first backup of a
+    file is the one uninstall puts back)."""
     folders = tuple(dict.fromkeys((*made, *old.folders)))
     ordered = tuple(sorted(folders, key=lambda p: len(p.parts), reverse=True))
-    return Manifest(tuple((f.path, f.sha256) for f in owned), ordered)
+    owned_paths = {f.path for f in owned}
+    first: dict[PurePosixPath, PurePosixPath] = {}
+    for path, backup in (*old.backups, *backups):
+        if path in owned_paths:
+            first.setdefault(path, backup)
+    return Manifest(tuple((f.path, f.sha256) for f in owned), ordered, tuple(first.items()))

@@ -12,7 +12,7 @@ import sys
 import sysconfig
 import venv
 import zipfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 
@@ -269,6 +269,7 @@ def test_root_must_be_an_existing_directory(
 
 
 HOOK = "usr/local/libexec/ctk/ctk-hook"
+HOOK_PATH = "/" + HOOK
 MANIFEST = "usr/local/libexec/ctk/install-manifest.json"
 
 
@@ -305,8 +306,45 @@ def test_a_foreign_hook_is_refused_without_force(
     assert oct(hook.stat().st_mode & 0o777) == "0o755"  # ctk's hook, not the old file's mode
     assert main(_install(tree)) == 0  # ctk's own now: no --force needed again
     assert capsys.readouterr().out == "already installed; nothing written\n"
+    capsys.readouterr()
     assert main(["uninstall", "--root", str(tree)]) == 0
-    assert (tree / (HOOK + ".bak")).exists() and not hook.exists()
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"restored {hook} (the file ctk install --force had replaced, from .bak)"
+    )
+    assert _tree_snapshot(tree) == before  # the admin's hook back, its mode too; no .bak
+
+
+def test_uninstall_keeps_the_backup_of_a_file_changed_since(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = tmp_path / "node"
+    hook = _hand_copied(tree, b"#!/bin/sh\n# the admin's own hook\n")
+    assert main(_install(tree, "--force")) == 0
+    hook.write_bytes(b"patched after the install\n")
+    capsys.readouterr()
+    assert main(["uninstall", "--root", str(tree), "--json"]) == 0
+    done = json.loads(capsys.readouterr().out)
+    assert (done["kept"], done["restored"]) == ([HOOK_PATH], [])
+    assert hook.read_bytes() == b"patched after the install\n"
+    assert (tree / (HOOK + ".bak")).read_bytes() == b"#!/bin/sh\n# the admin's own hook\n"
+
+
+@pytest.mark.parametrize("gone", ["removed", "replaced-by-a-link"])
+def test_uninstall_restores_nothing_where_the_backup_is_gone(
+    gone: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = tmp_path / "node"
+    hook = _hand_copied(tree, b"#!/bin/sh\n# the admin's own hook\n")
+    assert main(_install(tree, "--force")) == 0
+    backup = tree / (HOOK + ".bak")
+    backup.unlink()
+    if gone == "replaced-by-a-link":
+        backup.symlink_to("/etc/passwd")
+    capsys.readouterr()
+    assert main(["uninstall", "--root", str(tree), "--json"]) == 0
+    done = json.loads(capsys.readouterr().out)
+    assert HOOK_PATH in done["removed"] and done["restored"] == []
+    assert not hook.exists()
 
 
 def test_a_file_ctk_wrote_and_someone_changed_is_foreign(
@@ -376,3 +414,27 @@ def test_printed_paths_are_under_the_root(
     assert capsys.readouterr().err.startswith(
         f"error: nothing to uninstall: no install manifest under {tree}/usr/local/libexec/ctk\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("backups", "error"),
+    [
+        pytest.param([{"path": "/a", "backup": "/a.bak"}], None, id="absolute"),
+        pytest.param([{"path": "/a", "backup": "a.bak"}], "names a path", id="relative-backup"),
+        pytest.param([{"path": "/a/../x", "backup": "/a.bak"}], "names a path", id="dotdot"),
+        pytest.param([{"path": "/a"}], "not a ctk install manifest", id="no-backup-key"),
+        pytest.param(["/a"], "not a ctk install manifest", id="not-an-object"),
+    ],
+)
+def test_a_manifest_backup_entry_is_checked(backups: list[object], error: str | None) -> None:
+    from ctk.errors import CtkError
+    from ctk.install import Manifest, parse_manifest, render_manifest
+
+    text = json.dumps({"version": 1, "files": [], "folders": [], "backups": backups})
+    if error is None:
+        manifest = parse_manifest(text, "m.json")
+        assert manifest == Manifest(backups=((PurePosixPath("/a"), PurePosixPath("/a.bak")),))
+        assert parse_manifest(render_manifest(manifest), "m.json") == manifest
+        return
+    with pytest.raises(CtkError, match=error):
+        parse_manifest(text, "m.json")

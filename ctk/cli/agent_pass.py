@@ -463,6 +463,8 @@ def uninstall(agent: Agent, state: State) -> State:
             agent.say(f"removed {path}")
         for path in outcome.kept if outcome else ():
             agent.say(f"kept {path}: changed since ctk installed it")
+        for path in outcome.restored if outcome else ():
+            agent.say(f"restored {path} (the file that was there before, from .bak)")
         state = replace(state, hook=False)
     for own, written in state.created.items():
         _remove_own(agent, _own_path(agent, own), written, own.path, "file")

@@ -121,7 +121,8 @@ GROUPS: Final = (
     CommandGroup(
         "uninstall",
         "ctk.cli.install",
-        "Remove what `ctk install` wrote (files changed since are kept).",
+        "Remove what `ctk install` wrote (files changed since are kept); put back what --force "
+        "replaced.",
         command="uninstall",
     ),
     CommandGroup(

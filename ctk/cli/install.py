@@ -127,7 +127,8 @@ def install(
 
 @app.command("uninstall")
 def uninstall(root_text: Root = "/", prefix: Prefix = "/usr/local", as_json: Json = False) -> None:
-    """Remove what `ctk install` wrote (files changed since are kept)."""
+    """Remove what `ctk install` wrote (files changed since are kept); put back what --force
+    replaced."""
     from ctk.host import installation
     from ctk.host.root import existing_root
 
@@ -147,6 +148,7 @@ def uninstall(root_text: Root = "/", prefix: Prefix = "/usr/local", as_json: Jso
                 {
                     "removed": [str(p) for p in outcome.removed],
                     "kept": [str(p) for p in outcome.kept],
+                    "restored": [str(p) for p in outcome.restored],
                 },
                 indent=2,
             )
@@ -156,3 +158,6 @@ def uninstall(root_text: Root = "/", prefix: Prefix = "/usr/local", as_json: Jso
         render.echo(f"removed {installation.shown(root, path)}")
     for path in outcome.kept:
         render.echo(f"kept {installation.shown(root, path)}: changed since ctk install wrote it")
+    for path in outcome.restored:
+        shown = installation.shown(root, path)
+        render.echo(f"restored {shown} (the file ctk install --force had replaced, from .bak)")

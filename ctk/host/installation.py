@@ -8,6 +8,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ctk.errors import CtkError
 from ctk.host import files
 from ctk.host.root import HostRoot
 from ctk.install import (
@@ -42,6 +43,7 @@ class InstallOutcome:
     manifest: PurePosixPath | None = None
     left: tuple[InstallFile, ...] = ()  # already there, not ctk's: left alone, not owned
     backups: tuple[PurePosixPath, ...] = ()  # foreign files replaced (--force), kept as .bak
+    restored: tuple[PurePosixPath, ...] = ()  # those put back by uninstall
 
 
 def _on_node(root: Path, path: PurePosixPath) -> Path:
@@ -94,6 +96,7 @@ def install(
     if refused:
         raise refusal(refused, tuple(shown(root, p) for p in refused))
     written, unchanged, left, backups, made = [], [], [], [], []
+    displaced: list[tuple[PurePosixPath, PurePosixPath]] = []
     for item, step in steps:
         if step is Step.KEEP:
             unchanged.append(item)
@@ -109,6 +112,7 @@ def install(
         os.chmod(files.write_target(target), item.mode)  # a file there before kept its own
         if backup is not None:
             backups.append(item.path.with_name(backup.name))
+            displaced.append((item.path, item.path.with_name(backup.name)))
         written.append(item)
     owned = tuple(item for item, step in steps if step is not Step.LEAVE)
     manifest_file = manifest_path(prefix)
@@ -116,7 +120,7 @@ def install(
     if not owned and not old.folders and not os.path.lexists(target):
         return InstallOutcome(left=tuple(left))  # nothing of ctk's here: no manifest either
     made.extend(_missing_folders(root, manifest_file.parent))
-    text = render_manifest(merged(old, owned, tuple(made)))
+    text = render_manifest(merged(old, owned, tuple(made), tuple(displaced)))
     if files.read_text(target, missing_ok=True) != text:
         files.write_atomic(target, text, mode=0o644, make_parents=True)
     return InstallOutcome(
@@ -129,26 +133,51 @@ def install(
 
 
 def uninstall(root: Path, prefix: PurePosixPath) -> InstallOutcome | None:
-    """Remove the files the manifest names that are as the install wrote them, then the manifest
-    and the folders the installs made (when empty). None when nothing is installed there."""
+    """Remove the files the manifest names that are as the install wrote them, put back the
+    foreign files an install replaced (from their .bak), then remove the manifest and the folders
+    the installs made (when empty). None when nothing is installed there."""
     manifest = _read_manifest(root, prefix)
     if manifest is None:
         return None
-    removed, kept = [], []
+    removed, kept, restored = [], [], []
+    backups = dict(manifest.backups)
     for path, sha256 in manifest.files:
         target = _on_node(root, path)
         current = files.read_bytes(target, missing_ok=True, limit=64 << 20)
-        if current is None:
+        if current is not None and hashlib.sha256(current).hexdigest() != sha256:
+            kept.append(path)  # changed since: its backup, if any, stays where it is
             continue
-        if hashlib.sha256(current).hexdigest() != sha256:
-            kept.append(path)
-            continue
-        files.remove(target)
-        removed.append(path)
+        if current is not None:
+            files.remove(target)
+            removed.append(path)
+        backup = backups.get(path)
+        if backup is not None and _restore(root, backup, path):
+            restored.append(path)
     files.remove(_on_node(root, manifest_path(prefix)))
     for folder in manifest.folders:  # deepest first; one that is not empty stays
         try:
             _on_node(root, folder).rmdir()
         except OSError:
             continue
-    return InstallOutcome(removed=tuple(removed), kept=tuple(kept), manifest=manifest_path(prefix))
+    return InstallOutcome(
+        removed=tuple(removed),
+        kept=tuple(kept),
+        manifest=manifest_path(prefix),
+        restored=tuple(restored),
+    )
+
+
+def _restore(root: Path, backup: PurePosixPath, path: PurePosixPath) -> bool:
+    """Move the regular file ``backup`` back to ``path`` (where nothing is now); False when
+    there is no such backup any more or something else took the path."""
+    source, target = _on_node(root, backup), _on_node(root, path)
+    if not source.is_file() or source.is_symlink() or os.path.lexists(target):
+        return False
+    try:
+        os.rename(source, target)
+    except OSError as exc:
+        raise CtkError(
+            f"{source}: cannot put it back at {target}: {exc.strerror}",
+            hint=f"move it back by hand: mv {source} {target}",
+        ) from exc
+    return True
