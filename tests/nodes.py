@@ -19,6 +19,7 @@ environ: {KEY: value}      # the diagnosed process's environment (`proc/self/env
 shm: 64m                   # a real tmpfs of that size mounted at dev/shm
 kernel_module: true        # an nvidia.ko for the running kernel
 cuda_compat: {path: json}  # a forward-compat libcuda with that .note.cuda.fwd_compatibility
+ld_cache: [[name, path]]   # the driver root's /etc/ld.so.cache (glibc's new format) with these
 ```
 
 Facts that cannot be plain files come from the real adapters: `os.stat` on real device nodes,

@@ -21,6 +21,7 @@ KEYS = frozenset(
         "shm",
         "kernel_module",
         "cuda_compat",
+        "ld_cache",
     }
 )
 """Every key a node.yaml may hold (tests/nodes.py says what each means)."""

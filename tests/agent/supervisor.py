@@ -47,8 +47,17 @@ def engine_env(ctl: Path) -> dict[str, str]:
     return {**os.environ, "PATH": path.read_text().strip()} if path.exists() else {**os.environ}
 
 
+def _default_signals() -> None:
+    """The default action for the signals a caller may ignore (under `nohup`, SIGHUP): an
+    ignored signal stays ignored across exec, and the engine would outlive the SIGHUP a test
+    sends (tests/engines.py's default_signals; this file runs on its own, outside the tests)."""
+    for number in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGPIPE):
+        signal.signal(number, signal.SIG_DFL)
+
+
 def start(ctl: Path) -> int:
-    """Start the engine as `engine.argv` says (detached); record and return its PID."""
+    """Start the engine as `engine.argv` says (detached, default signal actions); record and
+    return its PID."""
     argv = json.loads((ctl / "engine.argv").read_text())
     with (ctl / "engine.log").open("ab") as log:
         process = subprocess.Popen(
@@ -58,6 +67,7 @@ def start(ctl: Path) -> int:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             env=engine_env(ctl),
+            preexec_fn=_default_signals,  # noqa: PLW1509
         )
     (ctl / "engine.pid").write_text(f"{process.pid}\n")
     return process.pid
