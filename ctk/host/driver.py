@@ -268,11 +268,7 @@ class _Scan:
         runs the driver's binary under the prefix, which a container has neither at that path
         nor on its PATH.
         """
-        dirs = list(BINARY_DIRS)
-        for directory in library_dirs:
-            prefix, base = posixpath.split(directory.rstrip("/"))
-            if base in ("lib", "lib64") and posixpath.join(prefix, "bin") not in dirs:
-                dirs.append(posixpath.join(prefix, "bin"))
+        dirs = list(dict.fromkeys((*BINARY_DIRS, *_beside(library_dirs, "bin"))))
         found = []
         for name in names:
             candidates: list[Path] = []
@@ -324,14 +320,26 @@ class _Scan:
         return found
 
     def graphics(self, library_dirs: list[str]) -> tuple[list[HostFile], list[tuple[str, str]]]:
-        """EGL, X11, OpenCL and Vulkan configs, and the X.Org driver modules."""
+        """EGL, X11, OpenCL and Vulkan configs, and the X.Org driver modules.
+
+        A config is mounted where it was found (a link's own path, not its target's: the
+        container's loaders search /etc and /usr/share, not a driver prefix the link leads
+        into), or where its loader looks for it. The `share` beside a driver prefix's `lib`/
+        `lib64` (/usr/local/nvidia/share) is searched after the config dirs; what is found
+        there is mounted under /usr/share.
+        """
+        shares = _beside(library_dirs, "share")
         files = []
         for relative, mount_at in GRAPHICS_CONFIGS:
-            path = self.find(*(f"{d}/{relative}" for d in self.config_dirs))
-            if path is not None:
-                files.append(self.file(path, mount_at))
+            for directory in (*self.config_dirs, *shares):
+                path = self.find(f"{directory}/{relative}")
+                if path is None:
+                    continue
+                where = directory if directory in self.config_dirs else "/usr/share"
+                files.append(self.file(path, mount_at or f"{where}/{relative}"))
+                break
         for relative in VULKAN_CONFIGS:
-            path = self.find(*(f"{d}/{relative}" for d in (*self.config_dirs, "")))
+            path = self.find(*(f"{d}/{relative}" for d in (*self.config_dirs, *shares, "")))
             if path is not None:
                 files.append(self.file(path, f"/etc/{relative}"))
         xorg_dirs = [
@@ -358,6 +366,18 @@ class _Scan:
                 inside = self.driver.relative(path).parent
                 links.append((glx, f"{inside}/libglxserver_nvidia.so"))
         return files, links
+
+
+def _beside(library_dirs: Iterable[str], name: str) -> list[str]:
+    """``name`` (bin, share) beside each library dir named lib or lib64: a driver kept under a
+    prefix (/usr/local/nvidia/{bin,lib64,share}); /usr/lib64 gives /usr/bin, /usr/share."""
+    found = []
+    for directory in library_dirs:
+        prefix, base = posixpath.split(directory.rstrip("/"))
+        beside = posixpath.join(prefix, name)
+        if base in ("lib", "lib64") and beside not in found:
+            found.append(beside)
+    return found
 
 
 def _is_script(path: Path) -> bool:

@@ -414,3 +414,69 @@ def test_binaries_pass_over_wrapper_scripts(
     assert [(f.host_path, f.container_path) for f in facts.binaries] == [
         (f"{tmp_path}/{host}", container) for host, container in expected
     ]
+
+
+EGL = "glvnd/egl_vendor.d/10_nvidia.json"
+LAYER = "vulkan/implicit_layer.d/nvidia_layers.json"
+
+
+@pytest.mark.parametrize(
+    ("library_dir", "files", "links", "expected"),
+    [
+        pytest.param(
+            "usr/local/nvidia/lib64",
+            [f"usr/local/nvidia/share/{EGL}"],
+            {f"usr/share/{EGL}": f"/usr/local/nvidia/share/{EGL}"},
+            [(f"usr/local/nvidia/share/{EGL}", f"/usr/share/{EGL}")],
+            id="a-link-is-mounted-at-its-own-path",
+        ),
+        pytest.param(
+            "usr/local/nvidia/lib64",
+            [f"usr/local/nvidia/share/{EGL}"],
+            {},
+            [(f"usr/local/nvidia/share/{EGL}", f"/usr/share/{EGL}")],
+            id="only-under-the-prefix-mounted-under-usr-share",
+        ),
+        pytest.param(
+            "usr/local/nvidia/lib64",
+            [f"usr/local/nvidia/share/{LAYER}"],
+            {},
+            [(f"usr/local/nvidia/share/{LAYER}", f"/etc/{LAYER}")],
+            id="vulkan-layer-under-the-prefix",
+        ),
+        pytest.param(
+            "usr/local/nvidia/lib64",
+            [f"usr/share/{EGL}", f"usr/local/nvidia/share/{EGL}"],
+            {},
+            [(f"usr/share/{EGL}", f"/usr/share/{EGL}")],
+            id="the-config-dirs-come-first",
+        ),
+        pytest.param(
+            "opt/nv/libs",
+            [f"opt/nv/share/{EGL}"],
+            {},
+            [],
+            id="no-share-beside-another-dir-name",
+        ),
+    ],
+)
+def test_graphics_configs_of_a_driver_prefix(
+    library_dir: str,
+    files: list[str],
+    links: dict[str, str],
+    expected: list[tuple[str, str]],
+    tmp_path: Path,
+) -> None:
+    """Seen on an H200 VM: /usr/share/glvnd/... a link into /usr/local/nvidia/share, whose
+    target was mounted at its own path, where no container's libglvnd looks."""
+    _tree(tmp_path, [f"{library_dir}/libcuda.so.{V}", *files])
+    for link, target in links.items():
+        (tmp_path / link).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / link).symlink_to(target)
+    (tmp_path / "etc").mkdir(exist_ok=True)
+    cache = [("libcuda.so.1", f"/{library_dir}/libcuda.so.1")]
+    (tmp_path / "etc/ld.so.cache").write_bytes(ld_cache_bytes(cache))
+    facts = read_driver(tmp_path, tmp_path, version=V)
+    assert [(f.host_path, f.container_path) for f in facts.graphics] == [
+        (f"{tmp_path}/{host}", container) for host, container in expected
+    ]
