@@ -533,3 +533,145 @@ def test_driver_not_loaded_remedy_fits_the_bus(
     assert result.status is Status.FAIL
     assert result.commands[0] == first_command
     assert bool(result.notes) is noted
+
+
+# runtime_binary_missing (the engines' runtime checks): only a named binary that is missing
+# fails; the GPU Operator's comes back by restarting its toolkit DaemonSet, in the namespace
+# the API reported.
+OPERATOR_NCR = "/usr/local/nvidia/toolkit/nvidia-container-runtime"
+
+
+@pytest.mark.parametrize(
+    ("runtime", "kubernetes", "command"),
+    [
+        pytest.param(None, {}, None, id="no-nvidia-runtime"),
+        pytest.param(RuntimeEntry(name="nvidia"), {}, None, id="no-binary-named"),
+        pytest.param(
+            RuntimeEntry(name="nvidia", binary="/usr/bin/nvidia-container-runtime"),
+            {},
+            None,
+            id="binary-there",
+        ),
+        pytest.param(
+            RuntimeEntry(
+                name="nvidia", binary="/usr/bin/nvidia-container-runtime", binary_exists=False
+            ),
+            {},
+            "sudo apt-get install -y nvidia-container-toolkit",
+            id="package-binary-gone",
+        ),
+        pytest.param(
+            RuntimeEntry(name="nvidia", binary=OPERATOR_NCR, binary_exists=False),
+            {},
+            "kubectl -n gpu-operator rollout restart daemonset/nvidia-container-toolkit-daemonset",
+            id="operator-binary-gone",
+        ),
+        pytest.param(
+            RuntimeEntry(name="nvidia", binary=OPERATOR_NCR, binary_exists=False),
+            {"gpu_operator_toolkit": {"namespace": "nvidia", "daemonset": "toolkit"}},
+            "kubectl -n nvidia rollout restart daemonset/toolkit",
+            id="operator-in-its-own-namespace",
+        ),
+    ],
+)
+def test_runtime_binary_missing(
+    runtime: RuntimeEntry | None, kubernetes: dict[str, object], command: str | None
+) -> None:
+    from ctk.doctor.checks.engine_config import runtime_binary_missing
+
+    engine = EngineFacts(
+        engine="containerd",
+        installed=True,
+        config_path="/etc/containerd/config.toml",
+        runtimes={} if runtime is None else {"nvidia": runtime},
+    )
+    facts = NodeFacts(engines={Runtime.CONTAINERD: engine}, kubernetes=kubernetes)
+    result = runtime_binary_missing(engine, "sudo systemctl restart containerd", facts=facts)
+    if command is None:
+        assert result is None
+        return
+    assert runtime is not None and result is not None and result.status is Status.FAIL
+    assert result.commands[0] == command
+    assert result.evidence == (
+        Evidence("/etc/containerd/config.toml", f"nvidia -> {runtime.binary} (missing)"),
+    )
+
+
+# cuda._bridge_gaps: what keeps forward compatibility from bridging a driver's CUDA gap.
+HOST_535 = "535.104.05"
+LIB = "/usr/local/cuda/compat/libcuda.so.570.124.06"
+
+
+def _gaps(
+    brands: frozenset[str],
+    *,
+    assumed: bool = False,
+    version: str = "570.124.06",
+    branches: tuple[int, ...] = (535, 550),
+) -> tuple[Evidence, ...]:
+    from ctk.doctor import cuda as compat
+    from ctk.doctor.checks.cuda import _bridge_gaps
+
+    host = compat.HostCuda(driver=(535, 104, 5), driver_text=HOST_535, cuda=(12, 2), brands=brands)
+    bridge = compat.ForwardCompat(
+        clause="brand=tesla,driver>=535,driver<536",
+        brands=("tesla",),
+        branch_cuda=(12, 2),
+        brand_assumed=assumed,
+    )
+    lib = CompatLibrary(
+        path=LIB, version=version, driver_branches=branches, on_path="LD_LIBRARY_PATH"
+    )
+    facts = NodeFacts(where=Where.CONTAINER, container=ContainerFacts(compat=lib))
+    return _bridge_gaps(facts, host, bridge)
+
+
+UNKNOWN_BRAND = Evidence("NVML brand", "unknown: forward compatibility needs a data-center GPU")
+
+
+@pytest.mark.parametrize(
+    ("brands", "assumed", "expected"),
+    [
+        pytest.param(frozenset({"tesla"}), False, (), id="tesla"),
+        pytest.param(frozenset({"tesla", "nvidia"}), False, (), id="every-data-center-brand"),
+        pytest.param(frozenset({"unknown"}), False, (UNKNOWN_BRAND,), id="brand-unknown"),
+        pytest.param(frozenset(), False, (UNKNOWN_BRAND,), id="no-brand"),
+        pytest.param(frozenset({"tesla"}), True, (UNKNOWN_BRAND,), id="brand-assumed"),
+        pytest.param(frozenset({"tesla", "unknown"}), False, (), id="unknown-beside-a-known-brand"),
+        pytest.param(
+            frozenset({"tesla", "geforce", "titan"}),
+            False,
+            (Evidence("NVML brand", "geforce, titan: not a data-center brand (tesla, nvidia)"),),
+            id="consumer-brands-named",
+        ),
+    ],
+)
+def test_bridge_gaps_by_brand(
+    brands: frozenset[str], assumed: bool, expected: tuple[Evidence, ...]
+) -> None:
+    assert _gaps(brands, assumed=assumed) == expected
+
+
+@pytest.mark.parametrize(
+    ("version", "branches", "expected"),
+    [
+        pytest.param("535.104.06", (535,), [], id="compat-one-above-the-driver"),
+        pytest.param(
+            HOST_535, (535,), [f"not newer than driver {HOST_535}: unused"], id="compat-equal"
+        ),
+        pytest.param(
+            "535.104.04", (535,), [f"not newer than driver {HOST_535}: unused"], id="compat-below"
+        ),
+        pytest.param(
+            "570.124.06",
+            (550, 560),
+            ["supports driver branches 550, 560, not 535"],
+            id="branch-not-listed",
+        ),
+    ],
+)
+def test_bridge_gaps_by_library(
+    version: str, branches: tuple[int, ...], expected: list[str]
+) -> None:
+    gaps = _gaps(frozenset({"tesla"}), version=version, branches=branches)
+    assert [g.value for g in gaps] == expected

@@ -567,3 +567,42 @@ def test_docker_29_2_sends_gpus_through_cdi(
             )
             in result.evidence
         )
+
+
+def test_cdi_only_names_the_device_plugin_strategies_it_went_by() -> None:
+    """The whole result: the reader, the spec and the strategies, sorted and comma-joined."""
+    facts = node(CRIO, mode="auto")
+    facts = replace(
+        facts,
+        cdi=CdiFacts(dirs=DEFAULT_DIRS, specs=(SPEC,)),
+        kubernetes={"device_list_strategy": "envvar, cdi-cri,cdi-annotations"},
+    )
+    result = cdi_only(facts, Runtime.CRIO)
+    assert result is not None
+    assert (result.status, result.summary) == (
+        Status.OK,
+        "no nvidia runtime: GPUs reach containers through CDI (a device plugin or DRA driver "
+        "handing out CDI devices) from "
+        "/var/run/cdi/nvidia.yaml",
+    )
+    assert result.evidence[-2:] == (
+        Evidence("/var/run/cdi/nvidia.yaml", "nvidia.com/gpu spec crio reads"),
+        Evidence("device plugin", "deviceListStrategy=cdi-annotations,cdi-cri,envvar"),
+    )
+
+
+def test_docker_gpus_through_cdi_speaks_for_docker_only() -> None:
+    """containerd beside a Docker 29.2 with nvidia-cdi-hook: `--gpus` is Docker's request,
+    never containerd's (its result names neither --gpus nor the hook)."""
+    docker = replace(DOCKER_28_2, version="29.2.0")
+    facts = node(docker, CONTAINERD_DEFAULT_DIRS, mode="auto")
+    binaries = {**facts.toolkit.binaries, "nvidia-cdi-hook": "/usr/bin/nvidia-cdi-hook"}
+    facts = replace(
+        facts,
+        toolkit=replace(facts.toolkit, binaries=binaries),
+        cdi=CdiFacts(dirs=DEFAULT_DIRS, specs=(SPEC,)),
+    )
+    result = cdi_only(facts, Runtime.CONTAINERD)
+    assert result is not None and result.status is Status.OK
+    assert "--gpus" not in result.summary
+    assert all(e.source != "/usr/bin/nvidia-cdi-hook" for e in result.evidence)

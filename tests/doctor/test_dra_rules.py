@@ -63,6 +63,39 @@ CHART_GPU = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.
         pytest.param(
             "device.attributes['gpu.nvidia.com'].uuid == 'GPU-1'", GPU, False, id="uuid-differs"
         ),
+        pytest.param(
+            "device.driver == 'other.example.com' && device.attributes['x'].y == 'z' || "
+            "device.driver == 'gpu.nvidia.com'",
+            GPU,
+            True,
+            id="or-binds-looser-than-and",
+        ),
+        pytest.param(
+            "device.driver == 'other.example.com' && !(device.attributes['gpu.nvidia.com'].type "
+            "== 'mig')",
+            GPU,
+            True,
+            id="an-expression-with-not-is-not-judged",
+        ),
+        pytest.param(
+            "device.attributes['gpu.nvidia.com'].parentUUID == 'GPU-9'",
+            MIG,
+            False,
+            id="parent-uuid-differs",
+        ),
+        pytest.param(
+            "device.attributes['gpu.nvidia.com'].parentUUID == 'GPU-0'",
+            MIG,
+            True,
+            id="parent-uuid-matches",
+        ),
+        pytest.param(
+            "(device.driver == 'gpu.nvidia.com') && (device.attributes['gpu.nvidia.com'].type "
+            "== 'mig')",
+            GPU,
+            False,
+            id="terms-in-parentheses",
+        ),
     ],
 )
 def test_a_selector_says_no_only_when_it_surely_does_not_select(
