@@ -125,7 +125,7 @@ def driver_in_image(facts: NodeFacts) -> Result:
 def _visible_problems(facts: NodeFacts, count: int) -> list[Evidence]:
     problems = []
     shown = visible_devices(facts)
-    if shown is not None and shown not in ("", "void", "none", "all"):
+    if shown is not None:  # its words ('', void, none, all) and UUIDs are no indices
         for item in shown.split(","):
             if item.isdigit() and int(item) >= count:
                 problems.append(
