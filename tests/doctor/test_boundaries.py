@@ -451,6 +451,16 @@ def test_host_cuda_reads_nvml_then_the_table() -> None:
             id="consumer",
         ),
         pytest.param(frozenset({"unknown"}), None, None, (), id="brand-unknown"),
+        pytest.param(
+            frozenset({"tesla", "nvidia"}),
+            None,
+            None,
+            (
+                "or add cuda-compat-12-6 to the image (forward compatibility; the driver branch "
+                "must be one the compat package lists)",
+            ),
+            id="every-data-center-brand",
+        ),
     ],
 )
 def test_cuda_upgrade_commands(

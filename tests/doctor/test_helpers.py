@@ -3,6 +3,8 @@ ctk/doctor/checks, issue 26): what they return for nothing, for one case and for
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from ctk.doctor import cuda as compat
@@ -20,6 +22,7 @@ from ctk.doctor.facts import (
     KernelFacts,
     NodeFacts,
     SpecFileFacts,
+    Unavailable,
 )
 from ctk.doctor.model import Evidence, Status
 from ctk.runtime_config.engines import Runtime
@@ -162,3 +165,107 @@ def test_visible_devices_words_that_name_no_index(value: str) -> None:
     )
     assert result.status is not Status.WARN, result
     assert not any(e.source == "NVIDIA_VISIBLE_DEVICES" for e in result.evidence)
+
+
+@pytest.mark.parametrize(
+    ("runtime", "engine", "on", "setting"),
+    [
+        pytest.param(
+            Runtime.CRIO,
+            EngineFacts(engine="crio", installed=True),
+            True,
+            "crio always reads CDI specs",
+            id="crio-always",
+        ),
+        pytest.param(
+            Runtime.DOCKER,
+            EngineFacts(engine="docker", installed=True, version="20.10.24", cdi_enabled=True),
+            False,
+            "docker 20.10.24 has no CDI support (it came in 25.0)",
+            id="docker-20.10-setting-ignored",
+        ),
+        pytest.param(
+            Runtime.DOCKER,
+            EngineFacts(engine="docker", installed=True, version="26.1.5", cdi_enabled=False),
+            False,
+            "features.cdi = false",
+            id="docker-26-off",
+        ),
+        pytest.param(
+            Runtime.CONTAINERD,
+            EngineFacts(engine="containerd", installed=True, version="1.7.24"),
+            False,
+            "enable_cdi not set",
+            id="containerd-1.7-default",
+        ),
+    ],
+)
+def test_cdi_on_and_its_evidence(
+    runtime: Runtime, engine: EngineFacts, on: bool, setting: str
+) -> None:
+    from ctk.doctor.checks.engine_config import cdi_on, cdi_setting
+
+    assert (cdi_on(runtime, engine), cdi_setting(runtime, engine)) == (on, setting)
+
+
+@pytest.mark.parametrize(
+    ("kubernetes", "facts_given"),
+    [
+        pytest.param({}, False, id="no-facts"),
+        pytest.param(Unavailable("the API refused"), True, id="kubernetes-unreadable"),
+    ],
+)
+def test_runtime_binary_missing_without_kubernetes_facts(
+    kubernetes: object, facts_given: bool
+) -> None:
+    from ctk.doctor.checks.engine_config import runtime_binary_missing
+    from ctk.doctor.facts import RuntimeEntry
+
+    binary = "/usr/local/nvidia/toolkit/nvidia-container-runtime"
+    runtime = RuntimeEntry(name="nvidia", binary=binary, binary_exists=False)
+    engine = EngineFacts(engine="crio", installed=True, runtimes={"nvidia": runtime})
+    facts = NodeFacts(kubernetes=kubernetes) if facts_given else None  # type: ignore[arg-type]
+    result = runtime_binary_missing(engine, "sudo systemctl restart crio", facts=facts)
+    assert result is not None and result.commands == (DEFAULT_TOOLKIT,)
+
+
+def test_cdi_route_names_each_hook_or_none() -> None:
+    from ctk.doctor.checks.toolkit import cdi_route
+
+    two = SpecFileFacts(
+        path="/etc/cdi/nvidia.yaml",
+        kind="nvidia.com/gpu",
+        devices=("all",),
+        hook_paths=("/usr/bin/nvidia-cdi-hook", "/usr/local/libexec/ctk/ctk-hook"),
+    )
+    none = replace(two, path="/var/run/cdi/nvidia.yaml", hook_paths=())
+    crio = EngineFacts(engine="crio", installed=True, config_path="/etc/crio/crio.conf")
+    for spec, hooks in (
+        (two, "/usr/bin/nvidia-cdi-hook, /usr/local/libexec/ctk/ctk-hook"),
+        (none, "none"),
+    ):
+        facts = NodeFacts(
+            engines={Runtime.CRIO: crio},
+            cdi=CdiFacts(dirs=("/etc/cdi", "/var/run/cdi"), specs=(spec,)),
+        )
+        assert (
+            cdi_route(facts) == f"{spec.path} (hooks: {hooks}; crio: crio always reads CDI specs)"
+        )
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        pytest.param({"CUDA_DEVICE_SM_LIMIT": "50"}, {"CUDA_DEVICE_SM_LIMIT": "50"}, id="sm"),
+        pytest.param(
+            {"CUDA_DEVICE_MEMORY_LIMIT_0": "8g", "CUDA_DEVICE_SM_LIMIT_X": "1"},
+            {"CUDA_DEVICE_MEMORY_LIMIT_0": "8g"},
+            id="memory-per-device",
+        ),
+    ],
+)
+def test_hami_limits(env: dict[str, str], expected: dict[str, str]) -> None:
+    from ctk.doctor.checks.hami import hami_limits
+    from ctk.doctor.facts import ContainerFacts
+
+    assert hami_limits(NodeFacts(container=ContainerFacts(env=env))) == expected
