@@ -179,6 +179,7 @@ def test_prometheus_label_values_are_escaped_exactly() -> None:
         pytest.param("-550.54.15+beta!", "550.54.15_beta", id="ends-alphanumeric"),
         pytest.param("1" * 63 + "2", "1" * 63, id="at-most-63"),
         pytest.param("é550", "550", id="ascii-only"),
+        pytest.param("X550.54X", "X550.54X", id="letters-at-the-ends-kept"),
     ],
 )
 def test_nfd_label_values(driver: str, label: str) -> None:
