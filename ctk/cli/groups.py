@@ -121,8 +121,7 @@ GROUPS: Final = (
     CommandGroup(
         "uninstall",
         "ctk.cli.install",
-        "Remove what `ctk install` wrote (files changed since are kept); put back what --force "
-        "replaced.",
+        "Remove what `ctk install` wrote (changed files are kept); put back what --force replaced.",
         command="uninstall",
     ),
     CommandGroup(

@@ -127,8 +127,7 @@ def install(
 
 @app.command("uninstall")
 def uninstall(root_text: Root = "/", prefix: Prefix = "/usr/local", as_json: Json = False) -> None:
-    """Remove what `ctk install` wrote (files changed since are kept); put back what --force
-    replaced."""
+    """Remove what `ctk install` wrote (changed files are kept); put back what --force replaced."""
     from ctk.host import installation
     from ctk.host.root import existing_root
 
