@@ -39,6 +39,8 @@ def _build_files() -> dict[str, int]:
     """What a build in place writes into the checkout (setuptools' build/ and egg-info)."""
     found = {}
     for top in [REPO / "build", *REPO.glob("*.egg-info")]:
+        if not top.exists():  # a newer setuptools builds an editable install elsewhere
+            continue
         for path in [top, *top.rglob("*")]:
             found[str(path)] = path.lstat().st_mtime_ns
     return found
