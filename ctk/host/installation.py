@@ -95,8 +95,8 @@ def install(
     refused = tuple(item.path for item, step in steps if step is Step.REFUSE)
     if refused:
         raise refusal(refused, tuple(shown(root, p) for p in refused))
-    written, unchanged, left, backups, made = [], [], [], [], []
-    displaced: list[tuple[PurePosixPath, PurePosixPath]] = []
+    written, unchanged, left, made = [], [], [], []
+    displaced: list[tuple[PurePosixPath, PurePosixPath]] = []  # (file, its backup)
     for item, step in steps:
         if step is Step.KEEP:
             unchanged.append(item)
@@ -111,7 +111,6 @@ def install(
         )
         os.chmod(files.write_target(target), item.mode)  # a file there before kept its own
         if backup is not None:
-            backups.append(item.path.with_name(backup.name))
             displaced.append((item.path, item.path.with_name(backup.name)))
         written.append(item)
     owned = tuple(item for item, step in steps if step is not Step.LEAVE)
@@ -128,7 +127,7 @@ def install(
         tuple(unchanged),
         manifest=manifest_file,
         left=tuple(left),
-        backups=tuple(backups),
+        backups=tuple(kept_as for _, kept_as in displaced),
     )
 
 
