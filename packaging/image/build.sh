@@ -7,7 +7,7 @@
 # $CTK_IMAGE_CACHE, default ~/.cache/ctk-image). ctk goes in from a wheelhouse built here (pip
 # inside the root cannot reach an index). Layers: the base, then /usr/local (ctk). Reproducible:
 # file times and the image's created time are SOURCE_DATE_EPOCH (default: the last commit's time).
-# Needs root (or fakeroot-free mmdebstrap unshare mode), mmdebstrap, umoci, skopeo, python3, pip.
+# Needs root (or fakeroot-free mmdebstrap unshare mode), mmdebstrap, umoci, skopeo, python3, pip, uv.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -62,10 +62,21 @@ fi
 # download below takes only manylinux wheels)
 python3 -m pip wheel --quiet --no-deps --wheel-dir "$work/wheels" \
     -C--build-option=--plat-name=manylinux_2_17_x86_64 "$repo" >&2
-python3 -m pip download --quiet --dest "$work/wheels" --only-binary=:all: \
+# The set of wheels is resolved for the image's Python by uv: pip's --python-version picks wheel
+# tags and checks Requires-Python but evaluates environment markers for the Python running it,
+# so on a 3.13 host it left out typing-extensions, which referencing needs below 3.13 only.
+# pip then downloads exactly that set (with the machine's pip settings).
+if command -v uv >/dev/null; then uv=(uv); elif python3 -m uv --version >/dev/null 2>&1; then uv=(python3 -m uv); else
+    echo "build.sh: uv not found (python3 -m pip install uv)" >&2
+    exit 2
+fi
+"${uv[@]}" pip compile --quiet --no-header --no-annotate --python-version 3.11 \
+    --python-platform x86_64-manylinux_2_17 --only-binary :all: -o "$work/requirements.txt" \
+    - <<<"$(printf '%s\n' "$(ls "$work"/wheels/ctk-*.whl)" pip)" >&2
+python3 -m pip download --quiet --dest "$work/wheels" --only-binary=:all: --no-deps \
     --python-version 3.11 --implementation cp --abi cp311 \
     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64 \
-    "$work"/wheels/ctk-*.whl pip >&2
+    -r "$work/requirements.txt" >&2
 
 # 3. The ctk layer: install into an unpacked copy of the base (Debian's python3 puts it under
 # /usr/local: lib/python3.11/dist-packages and bin), keep only /usr/local.
