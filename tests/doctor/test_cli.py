@@ -334,8 +334,9 @@ def test_json_document_is_exact(node: FakeNode, capsys: pytest.CaptureFixture[st
     expected = json.loads((GOLDEN / "container-old-driver.cuda.json").read_text())
     expected["context"]["root"] = str(node.root)
     assert (code, err, document) == (1, "", expected)
-    assert [t["step"] for t in timings][:6] == [
+    assert [t["step"] for t in timings][:7] == [
         "environment",
+        "mounts",
         "context",
         "/proc/driver/nvidia/gpus",
         "/proc/driver/nvidia/params",

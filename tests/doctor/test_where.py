@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ctk.doctor.model import Where
-from ctk.host.facts.container import detect_where
+from ctk.host.facts.container import Mount, detect_where, parse_mountinfo, read_mounts
 from ctk.host.facts.gatherer import Gatherer
 from ctk.host.root import HostRoot
 
@@ -107,4 +107,42 @@ def test_where(files: dict[str, str], env: dict[str, str], expected: Where, tmp_
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
-    assert detect_where(Gatherer(HostRoot(tmp_path)), env) is expected
+    g = Gatherer(HostRoot(tmp_path))
+    assert detect_where(g, env, read_mounts(g)) is expected
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        pytest.param(
+            "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue",
+            Mount("/mnt2", "/mnt1", "ext3", "/dev/root"),
+            id="proc5-example-with-an-optional-field",
+        ),
+        pytest.param(
+            "40 27 0:50 / /mnt/my\\040disk\\011x rw shared:2 master:3 - fuse.sshfs a\\134b rw",
+            Mount("/mnt/my disk\tx", "/", "fuse.sshfs", "a\\b"),
+            id="octal-escapes-and-two-optional-fields",
+        ),
+        pytest.param(
+            "41 27 0:51 / /run/u rw - tmpfs tmpfs rw",
+            Mount("/run/u", "/", "tmpfs", "tmpfs"),
+            id="no-optional-field",
+        ),
+        pytest.param("41 27 0:51 / /run/u rw tmpfs tmpfs rw", None, id="no-separator"),
+        pytest.param("41 27 0:51 / - tmpfs tmpfs rw", None, id="too-few-fields-before"),
+        pytest.param("41 27 0:51 / /run/u rw - tmpfs", None, id="no-source"),
+    ],
+)
+def test_parse_mountinfo(line: str, expected: Mount | None) -> None:
+    assert parse_mountinfo(line + "\n") == ((expected,) if expected is not None else ())
+
+
+def test_the_last_mount_over_root_is_the_one_seen(tmp_path: Path) -> None:
+    """Where several mounts stack on /, the last one, the root the process sees, decides."""
+    below_overlay = OVERLAY.splitlines()[0] + "\n" + VM
+    over_overlay = VM + OVERLAY
+    (tmp_path / ".dockerenv").write_text("")
+    for text, expected in ((below_overlay, Where.HOST), (over_overlay, Where.CONTAINER)):
+        g = Gatherer(HostRoot(tmp_path))
+        assert detect_where(g, {}, parse_mountinfo(text)) is expected

@@ -34,7 +34,13 @@ from ctk.doctor.facts import (
 )
 from ctk.doctor.model import Where
 from ctk.host.facts.cdi import gather_cdi
-from ctk.host.facts.container import detect_where, gather_container, read_environ
+from ctk.host.facts.container import (
+    Mount,
+    detect_where,
+    gather_container,
+    read_environ,
+    read_mounts,
+)
 from ctk.host.facts.engine_configs import (
     ENGINE_FACTS,
     gather_distribution,
@@ -93,7 +99,9 @@ def gather(
     # use that fact become `unknown`.
     no_env: dict[str, str] = {}
     env = g.bounded("environment", lambda: read_environ(g), no_env, STEP_TIMEOUT_S)
-    where = g.bounded("context", lambda: detect_where(g, env), Where.HOST, STEP_TIMEOUT_S)
+    no_mounts: tuple[Mount, ...] = ()
+    mounts = g.bounded("mounts", lambda: read_mounts(g), no_mounts, STEP_TIMEOUT_S)
+    where = g.bounded("context", lambda: detect_where(g, env, mounts), Where.HOST, STEP_TIMEOUT_S)
     # the API server is asked while the files are read: network waits overlap the rest; first
     # the DRA drivers' kubelet plugins on the node (whether the API's DRA objects are asked for)
     kube_box: list[Mapping[str, Any] | Unavailable | None] = []
@@ -124,7 +132,7 @@ def gather(
     )
     cdi = g.step("cdi", lambda: gather_cdi(g, extra_dirs))
     container = (
-        g.step("container", lambda: gather_container(g, env))
+        g.step("container", lambda: gather_container(g, env, mounts))
         if where is not Where.HOST
         else ContainerFacts()
     )

@@ -6,7 +6,9 @@ import contextlib
 import json
 import os
 import posixpath
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from ctk.doctor.facts import (
     CompatLibrary,
@@ -44,13 +46,42 @@ def read_environ(g: Gatherer) -> dict[str, str]:
     return env
 
 
-def _mount_points(g: Gatherer) -> set[str]:
-    points = set()
-    for line in (g.text("/proc/self/mountinfo") or "").splitlines():
-        fields = line.split()
-        if len(fields) > 4:
-            points.add(fields[4].replace("\\040", " "))
-    return points
+@dataclass(frozen=True, slots=True)
+class Mount:
+    """One line of /proc/self/mountinfo (proc(5)): where, what part of which file system."""
+
+    point: str
+    root: str
+    """The directory of its file system that is mounted there (not "/" for a bind mount)."""
+    fstype: str
+    source: str
+
+
+_OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")
+
+
+def _unescape(field: str) -> str:
+    """The kernel writes a space, tab, newline and backslash in a path as \\ooo (octal)."""
+    return _OCTAL_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), field)
+
+
+def parse_mountinfo(text: str) -> tuple[Mount, ...]:
+    """Each well-formed line of a mountinfo file, in order (a later mount over the same point
+    hides the earlier one); optional fields end at the ` - ` separator."""
+    mounts = []
+    for line in text.splitlines():
+        fields, sep, tail = line.partition(" - ")
+        head, rest = fields.split(), tail.split()
+        if sep and len(head) > 4 and len(rest) > 1:
+            mounts.append(
+                Mount(_unescape(head[4]), _unescape(head[3]), rest[0], _unescape(rest[1]))
+            )
+    return tuple(mounts)
+
+
+def read_mounts(g: Gatherer) -> tuple[Mount, ...]:
+    """The mounts the diagnosed process sees (its /proc/self/mountinfo under the root)."""
+    return parse_mountinfo(g.text("/proc/self/mountinfo") or "")
 
 
 def _shm_size(g: Gatherer) -> int | Unavailable | None:
@@ -64,9 +95,11 @@ def _shm_size(g: Gatherer) -> int | Unavailable | None:
     return info.f_frsize * info.f_blocks
 
 
-def gather_container(g: Gatherer, env: Mapping[str, str]) -> ContainerFacts:
+def gather_container(
+    g: Gatherer, env: Mapping[str, str], mounted: tuple[Mount, ...]
+) -> ContainerFacts:
     """/dev/shm, driver files of the image, HAMi preload, allocation markers."""
-    mounts = _mount_points(g)
+    mounts = {mount.point for mount in mounted}
     image_libs = []
     for directory in LIBRARY_DIRS:
         for pattern in ("libcuda.so.*.*", "libnvidia-ml.so.*.*"):
@@ -137,7 +170,7 @@ def _compat(g: Gatherer, env: Mapping[str, str], mounts: set[str]) -> CompatLibr
     )
 
 
-def detect_where(g: Gatherer, env: Mapping[str, str]) -> Where:
+def detect_where(g: Gatherer, env: Mapping[str, str], mounts: tuple[Mount, ...]) -> Where:
     """Host, container or pod (a container plus KUBERNETES_SERVICE_HOST).
 
     Container markers: /.dockerenv, /run/.containerenv, a container cgroup of PID 1 (cgroup v1),
@@ -147,48 +180,26 @@ def detect_where(g: Gatherer, env: Mapping[str, str]) -> Where:
     other microVMs, `docker export`) keep the /.dockerenv of the container they came from; a
     container gets its root from the engine's storage and a tmpfs /dev.
     """
-    mountinfo = g.text("/proc/self/mountinfo") or ""
-    inside = (g.exists("/.dockerenv") or g.exists("/run/.containerenv")) and not _booted_root(
-        mountinfo
-    )
+    seen = {mount.point: mount for mount in mounts}  # the last mount over a point is the one seen
+    inside = (g.exists("/.dockerenv") or g.exists("/run/.containerenv")) and not _booted_root(seen)
     if not inside:
         cgroup = g.text("/proc/1/cgroup") or ""
         inside = any(word in cgroup for word in ("/docker/", "/kubepods", "/containerd/"))
     if not inside:
-        inside = _overlay_root(mountinfo)
+        inside = "/" in seen and seen["/"].fstype == "overlay"
     if not inside:
         return Where.HOST
     return Where.POD if "KUBERNETES_SERVICE_HOST" in env else Where.CONTAINER
 
 
-def _mounts(mountinfo: str) -> dict[str, tuple[str, str, str]]:
-    """Mount point -> (root within its file system, type, source); the last mount wins."""
-    mounts = {}
-    for line in mountinfo.splitlines():
-        fields, _, tail = line.partition(" - ")
-        head, rest = fields.split(), tail.split()
-        if len(head) > 4 and len(rest) > 1:
-            mounts[head[4]] = (head[3], rest[0], rest[1])
-    return mounts
-
-
-def _booted_root(mountinfo: str) -> bool:
+def _booted_root(seen: Mapping[str, Mount]) -> bool:
     """Whether / is a whole file system on a block device and /dev a devtmpfs."""
-    mounts = _mounts(mountinfo)
-    root, dev = mounts.get("/"), mounts.get("/dev")
+    root, dev = seen.get("/"), seen.get("/dev")
     return (
         root is not None
-        and root[0] == "/"
-        and root[2].startswith("/dev/")
-        and root[1] not in ("overlay", "tmpfs")
+        and root.root == "/"
+        and root.source.startswith("/dev/")
+        and root.fstype not in ("overlay", "tmpfs")
         and dev is not None
-        and dev[1] == "devtmpfs"
+        and dev.fstype == "devtmpfs"
     )
-
-
-def _overlay_root(mountinfo: str) -> bool:
-    for line in mountinfo.splitlines():
-        fields = line.split()
-        if len(fields) > 4 and fields[4] == "/" and " - overlay " in line:
-            return True
-    return False
