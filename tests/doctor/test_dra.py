@@ -366,7 +366,6 @@ CASES = {
     "claim-spec-invalid": Case(
         "dra-claim-spec-invalid",
         problems={
-            "cdi.spec-invalid": f"1 CDI spec file(s) are invalid: {CLAIM_SPEC}",
             "dra.claim-spec-invalid": f"{CLAIM_SPEC} of the DRA plugin is not a usable CDI spec (line 5: device name '6a4d0f57-2c1e-4b8e-9d3a-0c5b7e1f2a90/gpu-0' contains '/'; allowed are ASCII letters, digits, '_', '-', '.', ':'): the pod of its claim fails to start",
         },
     ),

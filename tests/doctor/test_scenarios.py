@@ -1123,7 +1123,6 @@ SCENARIOS = [
     pytest.param(
         "dra-claim-spec-invalid",
         {
-            "cdi.spec-invalid": "1 CDI spec file(s) are invalid: /var/run/cdi/k8s.gpu.nvidia.com-claim_6a4d0f57-2c1e-4b8e-9d3a-0c5b7e1f2a90.yaml",
             "dra.claim-spec-invalid": "/var/run/cdi/k8s.gpu.nvidia.com-claim_6a4d0f57-2c1e-4b8e-9d3a-0c5b7e1f2a90.yaml of the DRA plugin is not a usable CDI spec (line 5: device name '6a4d0f57-2c1e-4b8e-9d3a-0c5b7e1f2a90/gpu-0' contains '/'; allowed are ASCII letters, digits, '_', '-', '.', ':'): the pod of its claim fails to start",
         },
         set(),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 
-from ctk.doctor.checks.cdi_readers import cdi_readers, gpu_specs, spec_to_keep
+from ctk.doctor.checks.cdi_readers import cdi_readers, dra_plugin_spec, gpu_specs, spec_to_keep
 from ctk.doctor.checks.engine_cdi import CDI_STRATEGIES, plugin_strategies
 from ctk.doctor.checks.installers import gpu_operator, restart_operator_toolkit
 from ctk.doctor.checks.mig import kube, regenerate
@@ -80,9 +80,14 @@ def spec_invalid(facts: NodeFacts) -> Result:
     blocked = unreadable(facts)
     if blocked is not None:
         return blocked
-    broken = [spec for spec in facts.cdi.specs if spec.problems]
+    # the DRA plugin's own specs (one per prepared claim) have a check of their own, which
+    # names the claim's pod: dra.claim-spec-invalid
+    specs = [spec for spec in facts.cdi.specs if dra_plugin_spec(spec.path) is None]
+    broken = [spec for spec in specs if spec.problems]
     if not broken:
-        return ok(f"{len(facts.cdi.specs)} spec file(s) valid")
+        plugin = len(facts.cdi.specs) - len(specs)
+        also = f" (the DRA plugin's {plugin}: see dra.claim-spec-invalid)" if plugin else ""
+        return ok(f"{len(specs)} spec file(s) valid{also}")
     return fail(
         f"{len(broken)} CDI spec file(s) are invalid: " + ", ".join(s.path for s in broken),
         *(Evidence(spec.path, spec.problems[0]) for spec in broken),

@@ -16,7 +16,7 @@ from ctk.doctor.checks.engine_config import (
     engines_in_use,
     spec_dirs,
 )
-from ctk.doctor.facts import EngineFacts, NodeFacts, SpecFileFacts
+from ctk.doctor.facts import DRA_DRIVERS, EngineFacts, NodeFacts, SpecFileFacts
 from ctk.doctor.model import Evidence
 from ctk.runtime_config.engines import CDI_SPEC_DIRS, Runtime
 
@@ -138,3 +138,13 @@ def engine_cdi_route(
         return None
     specs = tuple(s for s in usable_gpu_specs(facts) if reader.reads(s))
     return (reader, specs) if specs else None
+
+
+def dra_plugin_spec(path: str) -> str | None:
+    """The driver whose kubelet plugin wrote the spec file at ``path`` (its transient claim
+    specs `k8s.<driver>-claim_<uid>.yaml`, the compute-domain plugin's `k8s.<driver>-device*`)."""
+    name = posixpath.basename(path)
+    for driver in DRA_DRIVERS:
+        if name.startswith(f"k8s.{driver}-"):
+            return driver
+    return None

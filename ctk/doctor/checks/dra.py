@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ctk.doctor.checks.cdi_readers import engine_reader
+from ctk.doctor.checks.cdi_readers import dra_plugin_spec, engine_reader
 from ctk.doctor.checks.engine_config import cdi_setting, cdi_unsupported, engines_in_use, spec_dirs
 from ctk.doctor.checks.installers import Remedy, containerd_change, gpu_operator
 from ctk.doctor.checks.mig import kube
@@ -715,16 +715,6 @@ def engine_cdi_unresolvable(facts: NodeFacts) -> Result:
     return ok(f"{names} reads CDI specs from {root}, where the DRA plugin writes them")
 
 
-def _plugin_spec(path: str) -> str | None:
-    """The driver whose kubelet plugin wrote the spec file at ``path`` (its transient claim
-    specs `k8s.<driver>-claim_<uid>.yaml`, the compute-domain plugin's `k8s.<driver>-device*`)."""
-    name = posixpath.basename(path)
-    for driver in DRA_DRIVERS:
-        if name.startswith(f"k8s.{driver}-"):
-            return driver
-    return None
-
-
 @check(
     "dra.claim-spec-invalid",
     severity=Severity.ERROR,
@@ -739,11 +729,11 @@ def claim_spec_invalid(facts: NodeFacts) -> Result:
     program is missing, fails its pod; a spec of another file that takes the plugin's kind
     (`k8s.gpu.nvidia.com/...`) or a clash of device names makes the runtime drop the devices."""
     kinds = tuple(f"k8s.{driver}/" for driver in DRA_DRIVERS)
-    ours = [s for s in facts.cdi.specs if _plugin_spec(s.path) is not None]
+    ours = [s for s in facts.cdi.specs if dra_plugin_spec(s.path) is not None]
     foreign = [
         s
         for s in facts.cdi.specs
-        if _plugin_spec(s.path) is None and (s.kind or "").startswith(kinds)
+        if dra_plugin_spec(s.path) is None and (s.kind or "").startswith(kinds)
     ]
     if not ours and not foreign:
         return skip("no CDI spec of the DRA plugin (no claim prepared on this node)")
