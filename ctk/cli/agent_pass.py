@@ -64,6 +64,14 @@ class Agent:
     enable_cdi: bool = False
     runtime_path: str | None = None  # --runtime-path (None: chosen per host)
     say: Callable[[str], None] = field(default=_stderr)
+    told: set[str] = field(default_factory=set)
+    """What `say_once` said: a state that stays as it is (a foreign hook kept) gets one line
+    from the agent's process, not one a pass."""
+
+    def say_once(self, line: str) -> None:
+        if line not in self.told:
+            self.told.add(line)
+            self.say(line)
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,11 +293,13 @@ def _hook(agent: Agent, state: State) -> State:
         and any(str(wanted.path) != entry for entry in _manifest_paths(manifest))
     ):
         return state  # a person's `ctk install` (with units) owns it: theirs to update
+    kept = f"hook: kept {wanted.path}: not written by ctk; the spec names it as it is"
     try:  # a file there that ctk did not write is never replaced (the agent has no --force)
         outcome = installation.install(agent.host.root, DEFAULT_PREFIX, (wanted,))
     except ForeignFile:
-        agent.say(f"hook: kept {wanted.path}: not written by ctk; the spec names it as it is")
+        agent.say_once(kept)
         return state
+    agent.told.discard(kept)  # the hook is the agent's now: a foreign one later is said again
     for item in outcome.written:
         agent.say(f"hook: installed {item.path}")
     return state if state.hook else replace(state, hook=True)

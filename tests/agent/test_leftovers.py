@@ -217,3 +217,37 @@ def test_a_second_agent_names_the_holder_from_the_kernel(tmp_path: Path) -> None
     finally:
         holder.communicate("", timeout=30)
     assert holder.returncode == 0
+
+
+def test_a_kept_foreign_hook_is_said_once_not_every_pass(tmp_path: Path) -> None:
+    """A DaemonSet's log gets one line for a foreign hook that stays, not one a pass."""
+    import subprocess
+    import sys
+    import time
+
+    _packaged()
+    host = _host(tmp_path)
+    (host / HOOK).parent.mkdir(parents=True)
+    (host / HOOK).write_bytes(b"#!/bin/sh\n# the admin's\n")
+    log = tmp_path / "agent.log"
+    argv = [sys.executable, "-c", "from ctk.cli.app import main; raise SystemExit(main())"]
+    options = ["agent", "--host-root", str(host), "--runtime", "containerd"]
+    options += ["--restart-mode", "none", "--enable-cdi", "--interval", "0.05"]
+    with log.open("w") as out:
+        agent = subprocess.Popen(
+            [*argv, *options],
+            stderr=out,
+            stdout=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while log.read_text().count("pass:") < 3:
+                assert time.monotonic() < deadline, f"no three passes in 60 s:\n{log.read_text()}"
+                assert agent.poll() is None, f"the agent exited:\n{log.read_text()}"
+                time.sleep(0.05)
+        finally:
+            agent.terminate()
+            agent.wait(timeout=30)
+    text = log.read_text()
+    assert text.count("hook: kept /usr/local/libexec/ctk/ctk-hook: not written by ctk") == 1, text
