@@ -224,10 +224,8 @@ def _class_char(pattern: str, i: int) -> tuple[str, int]:
 
 
 def _one(token: Token, c: str) -> bool:
-    if c == "/":
-        return False
-    if token == "?":
-        return True
+    if token == "?":  # as in Go, "?" and "*" never match the separator; a literal and a class can
+        return c != "/"
     if isinstance(token, str):
         return token[1] == c
     _, negate, ranges = token
