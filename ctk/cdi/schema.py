@@ -135,8 +135,19 @@ def _compile(root: dict[str, object], node: dict[str, object], where: str) -> Sh
     if "items" in node:
         assert isinstance(node["items"], dict)
         items = _compile(root, node["items"], f"{where}[]")
+    elif kind == "array":
+        raise SchemaError(f"{where}: an array needs items as a schema")
     enum, minimum, maximum = node.get("enum"), node.get("minimum"), node.get("maximum")
     pattern = node.get("pattern")
+    for keyword, value, wanted, what in (
+        ("minimum", minimum, int, "an integer"),
+        ("maximum", maximum, int, "an integer"),
+        ("enum", enum, list, "a list"),
+        ("pattern", pattern, str, "a string"),
+    ):
+        if value is not None and (not isinstance(value, wanted) or isinstance(value, bool)):
+            # a bound ctk would not apply must not pass as applied (1.0, "1", true)
+            raise SchemaError(f"{where}: {keyword} {value!r} is not {what}")
     return Shape(
         type=kind,
         where=where,

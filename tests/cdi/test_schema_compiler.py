@@ -182,6 +182,25 @@ def _refused(schema: Schema) -> str:
         pytest.param(
             _closed({"a": {"$ref": 7}}), "unsupported $ref use: {'$ref': 7}", id="ref-not-a-string"
         ),
+        pytest.param(
+            {"type": "integer", "minimum": 1.0},
+            "spec: minimum 1.0 is not an integer",
+            id="float-minimum",
+        ),
+        pytest.param(
+            {"type": "integer", "maximum": True},
+            "spec: maximum True is not an integer",
+            id="bool-maximum",
+        ),
+        pytest.param(
+            {"type": "string", "enum": "a"}, "spec: enum 'a' is not a list", id="enum-not-a-list"
+        ),
+        pytest.param(
+            {"type": "string", "pattern": 1},
+            "spec: pattern 1 is not a string",
+            id="pattern-not-a-str",
+        ),
+        pytest.param({"type": "array"}, "spec: an array needs items as a schema", id="no-items"),
     ],
 )
 def test_compiler_refuses_what_it_cannot_honour(schema: Schema, message: str) -> None:
