@@ -44,7 +44,9 @@ def test_minus_keeps_what_the_other_lacks_in_order() -> None:
         mounts=(mount2, MOUNT),
         additional_gids=(45, 44),
     )
-    common = ContainerEdits(env=("A=1",), device_nodes=(NODE,), mounts=(MOUNT,), additional_gids=(44,))
+    common = ContainerEdits(
+        env=("A=1",), device_nodes=(NODE,), mounts=(MOUNT,), additional_gids=(44,)
+    )
     assert edits - common == ContainerEdits(
         env=("B=2", "C=3"),
         device_nodes=(node1,),

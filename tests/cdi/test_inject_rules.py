@@ -41,7 +41,7 @@ def test_merge_without_intel_rdt_has_none() -> None:
 
 
 def test_merged_edits_are_a_copy_of_the_specs() -> None:
-    """Editing the merged set (or the OCI spec made from it) leaves the loaded specs as they were."""
+    """Editing the merged set leaves the loaded specs (the blocks) as they were."""
     mount = {"hostPath": "/h", "containerPath": "/c", "options": ["ro"]}
     rdt = {"closID": "gpu", "schemata": ["L3:0=f"]}
     block = {"mounts": [mount], "intelRdt": rdt}
@@ -195,7 +195,9 @@ def test_entries_inject_cannot_read_are_skipped() -> None:
     """A CDI mount that is not an object is skipped, and the ones after it still applied."""
     mount = {"containerPath": "/usr/bin/nvidia-smi", "hostPath": "/driver/nvidia-smi"}
     out = apply_edits({}, {"mounts": ["not a mount", mount]}, {})
-    assert out == {"mounts": [{"destination": "/usr/bin/nvidia-smi", "source": "/driver/nvidia-smi"}]}
+    assert out == {
+        "mounts": [{"destination": "/usr/bin/nvidia-smi", "source": "/driver/nvidia-smi"}]
+    }
 
 
 def test_mounts_without_parts_sort_as_the_reference_does() -> None:
