@@ -155,12 +155,13 @@ def _apply_devices(
     nodes: list[object],
     hosts: Mapping[str, HostDevice],
 ) -> None:
-    linux = _section(oci, "linux", dict, "linux")
-    assert isinstance(linux, dict)
     uid, gid = _user_ids(oci)
     for node in nodes:
         if not isinstance(node, dict):
             continue
+        # made with the first device, as the Go library's specgen does: no device, no section
+        linux = _section(oci, "linux", dict, "linux")
+        assert isinstance(linux, dict)
         host_path = str(node.get("hostPath") or node.get("path"))
         device = _oci_device(node, hosts.get(host_path))
         if "uid" not in device and uid > 0:
@@ -236,13 +237,13 @@ def _apply_hooks(oci: dict[str, object], hooks: list[object]) -> None:
 
 
 def _apply_gids(oci: dict[str, object], gids: list[object]) -> None:
-    process = _section(oci, "process", dict, "process")
-    assert isinstance(process, dict)
-    user = _section(process, "user", dict, "process.user")
-    assert isinstance(user, dict)
     for gid in gids:
         if gid == 0:
             continue
+        process = _section(oci, "process", dict, "process")  # with the first gid it adds
+        assert isinstance(process, dict)
+        user = _section(process, "user", dict, "process.user")
+        assert isinstance(user, dict)
         current = _section(user, "additionalGids", list, "process.user.additionalGids")
         assert isinstance(current, list)
         if gid not in current:

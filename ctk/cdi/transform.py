@@ -25,8 +25,8 @@ class RelativeTo(str, Enum):  # str: typer lists the choices; Python 3.10 has no
 def rebase(path: str, from_root: str, to_root: str) -> str:
     """``path`` moved from under ``from_root`` to under ``to_root`` (other paths unchanged)."""
     old, new = normpath(from_root), normpath(to_root)
-    if old == "/":
-        return normpath(new + "/" + path.lstrip("/")) if path.startswith("/") else path
+    if old == "/":  # (joined after one "/": normpath keeps two leading slashes, "//usr")
+        return normpath(new.rstrip("/") + "/" + path.lstrip("/")) if path.startswith("/") else path
     if path == old:
         return new
     if path.startswith(old + "/"):

@@ -114,11 +114,16 @@ def test_env(current: list[str], env: list[str], replace: bool, expected: list[s
         pytest.param({"env": []}, id="env"),
         pytest.param({"mounts": []}, id="mounts"),
         pytest.param({"env": [], "mounts": [], "hooks": []}, id="all"),
+        pytest.param({"deviceNodes": []}, id="no-device-nodes"),
+        pytest.param({"deviceNodes": ["not a node"]}, id="no-readable-device-node"),
+        pytest.param({"additionalGids": []}, id="no-gids"),
+        pytest.param({"additionalGids": [0]}, id="only-gid-0"),
     ],
 )
 def test_empty_edits_leave_the_spec_as_it_was(edits: dict[str, object]) -> None:
-    """No `process` or `mounts` is added, and the config's own mounts keep their order (the
-    reference sorts mounts only when it adds some)."""
+    """No `process`, `linux` or `mounts` is added (the Go library makes a section with the first
+    thing it adds there), and the config's own mounts keep their order (the reference sorts
+    mounts only when it adds some)."""
     oci: dict[str, object] = {"mounts": [{"destination": "/a/b/c"}, {"destination": "/proc"}]}
     assert apply_edits(oci, edits, {}) == oci
 
@@ -212,6 +217,20 @@ def test_mounts_without_parts_sort_as_the_reference_does() -> None:
         {"destination": "A"},
         {"destination": "/dev/x", "source": "/x"},
     ]
+
+
+@pytest.mark.parametrize(
+    ("oci", "edits"),
+    [
+        pytest.param({"linux": "x"}, {"deviceNodes": []}, id="linux"),
+        pytest.param({"process": 1}, {"additionalGids": [0]}, id="process"),
+        pytest.param({"process": {"user": []}}, {"additionalGids": [0]}, id="process.user"),
+    ],
+)
+def test_a_section_nothing_is_added_to_is_not_read(
+    oci: dict[str, object], edits: dict[str, object]
+) -> None:
+    assert apply_edits(oci, edits, {}) == oci
 
 
 def test_gid_zero_first_is_skipped() -> None:

@@ -13,6 +13,9 @@ from ctk.cdi.transform import RelativeTo, rebase, transform_root
     ("path", "old", "new", "expected"),
     [
         pytest.param("usr/lib", "/", "/host", "usr/lib", id="a-relative-path-stays"),
+        pytest.param("/usr/lib", "/", "/", "/usr/lib", id="slash-to-slash-stays"),
+        pytest.param("/usr/lib", "/", "/host/", "/host/usr/lib", id="to-a-folder-with-a-slash"),
+        pytest.param("/", "/", "/host", "/host", id="the-root-itself"),
         pytest.param("/Xorg/modules", "/", "/host", "/host/Xorg/modules", id="from-slash"),
         pytest.param("/usr/lib/", "/", "/host", "/host/usr/lib", id="trailing-slash-dropped"),
         pytest.param("/usr/lib/x.so", "/usr", "/opt/BOX", "/opt/BOX/lib/x.so", id="under-old"),
