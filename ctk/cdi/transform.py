@@ -40,7 +40,7 @@ def _edits(edits: dict[str, object], move: Callable[[str], str], side: RelativeT
             host = node.get("hostPath") or node.get("path")
             if isinstance(host, str) and host:
                 moved = move(host)
-                if moved != host or "hostPath" in node:
+                if moved != host:  # what does not move stays as written ("" included)
                     node["hostPath"] = moved
         elif isinstance(node.get("path"), str):
             node["path"] = move(str(node["path"]))
