@@ -140,7 +140,9 @@ def test_device_annotation_duplicate_names_its_first_line() -> None:
 
 
 def test_complex_keys_get_a_question_mark_in_the_path() -> None:
-    text = f"{HEAD}? [a]\n: 1\n{{b: c}}: 2\ndevices:\n- name: gpu0\n  containerEdits: {{env: [A=1]}}\n"
+    text = (
+        f"{HEAD}? [a]\n: 1\n{{b: c}}: 2\ndevices:\n- name: gpu0\n  containerEdits: {{env: [A=1]}}\n"
+    )
     assert [(p.rule, p.message, p.path, p.line, p.column) for p in load_text(text).problems] == [
         ("parse.key-type", "keys must be strings, found a list", ("?",), 3, 3),
         ("parse.key-type", "keys must be strings, found a mapping", ("?",), 5, 1),
@@ -151,7 +153,10 @@ def test_paths_after_a_shared_node_are_still_found() -> None:
     """An alias makes a node reachable twice; the problems elsewhere keep their paths."""
     text = "cdiVersion: 5\nkind: 6\ndevices:\n- name: gpu0\n  containerEdits: &e\n    env: [A=1]\n- name: gpu1\n  containerEdits: *e\n"
     problems = load_text(text).problems
-    assert [(p.path, p.line, p.column) for p in problems] == [(("cdiVersion",), 1, 13), (("kind",), 2, 7)]
+    assert [(p.path, p.line, p.column) for p in problems] == [
+        (("cdiVersion",), 1, 13),
+        (("kind",), 2, 7),
+    ]
 
 
 @pytest.mark.parametrize(
