@@ -104,6 +104,7 @@ def _yaml11_tag(text: str) -> str:
 # strconv.ParseInt (base prefixes 0x, 0o, 0b, a leading 0 for octal) takes it without the
 # underscores, else as a float when it matches this and strconv.ParseFloat takes it.
 _GO_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+_LONE_UNDERSCORE = re.compile(r"(?<![0-9])_|_(?![0-9])")
 _GO_SPECIAL_FLOATS = {
     **dict.fromkeys((".nan", ".NaN", ".NAN"), math.nan),
     **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), math.inf),
@@ -135,7 +136,12 @@ def _go_float(text: str) -> float | None:
     """The float go-yaml v2 reads from ``text`` (explicitly tagged !!float or not), or ``None``."""
     if text in _GO_SPECIAL_FLOATS:
         return _GO_SPECIAL_FLOATS[text]
-    plain = text if text[:1] == "." else text.replace("_", "")
+    if text[:1] == ".":
+        # go-yaml v2 hands "."-leading text to Go's ParseFloat as written, which takes a "_"
+        # between two digits only (.5_0e1 is 5; ._5 and .5_ are not numbers)
+        plain = text if _LONE_UNDERSCORE.search(text) else text.replace("_", "")
+    else:
+        plain = text.replace("_", "")
     integer = None if text[:1] == "." else _go_int(plain)
     if integer is not None:
         return float(integer)

@@ -50,6 +50,7 @@ def _quote(what: str) -> str:
     [
         pytest.param("_1", [], id="underscore-first-is-a-string"),
         pytest.param("._5", [], id="underscore-after-the-dot-is-a-string"),
+        pytest.param(".5_0e1", [("parse.type", _quote("the number .5_0e1"), 4, 9)], id="dot-underscore-between-digits-is-a-number"),
         pytest.param("1e3", [("parse.type", _quote("the number 1e3"), 4, 9)], id="exponent"),
         pytest.param("+1e3", [("parse.type", _quote("the number +1e3"), 4, 9)], id="plus-exponent"),
         pytest.param("-1e3", [("parse.type", _quote("the number -1e3"), 4, 9)], id="minus-exponent"),
@@ -92,6 +93,8 @@ INT64 = "(-9223372036854775808 to 9223372036854775807)"
         pytest.param("!!float 1_0.0", 10, ("parse.number-form", _form("1_0.0", 10, "a floating-point number")), id="tagged-underscore-float"),
         pytest.param(".5__0", None, ("parse.type", "'.5__0' is not a number CDI runtimes read"), id="leading-dot-double-underscore"),
         pytest.param(".5_", None, ("parse.type", "'.5_' is not a number CDI runtimes read"), id="leading-dot-trailing-underscore"),
+        pytest.param(".5_0e1", 5, ("parse.number-form", "CDI runtimes read .5_0e1 as the integer 5, YAML 1.1 as a string; write 5"), id="leading-dot-underscore-between-digits"),
+        pytest.param(".5_0", None, ("parse.type", "expected an integer, found the number .5_0"), id="leading-dot-underscore-fraction"),
         pytest.param("!!float 0x1F", 31, ("parse.number-form", _form("0x1F", 31, "something else")), id="tagged-float-hex"),
         pytest.param("!!float 017", 15, ("parse.number-form", _form("017", 15, "something else")), id="tagged-float-leading-zero-octal"),
         pytest.param("!!float 0b101", 5, ("parse.number-form", _form("0b101", 5, "something else")), id="tagged-float-binary"),
