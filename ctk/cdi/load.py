@@ -514,7 +514,12 @@ def _syntax_problem(exc: yaml.YAMLError, text: str) -> Problem:
     if mark is not None:
         line, column = mark.line + 1, mark.column + 1
     elif isinstance(getattr(exc, "position", None), int):
-        line, column = _position(text, exc.position)  # type: ignore[attr-defined]
+        position: int = exc.position  # type: ignore[attr-defined]
+        if _BaseLoader is not yaml.SafeLoader:  # libyaml counts the bytes of the UTF-8 text
+            position = len(
+                text.encode("utf-8", "surrogatepass")[:position].decode("utf-8", "ignore")
+            )
+        line, column = _position(text, position)
     last_line = text.count("\n") + 1
     if line is not None and line > last_line:  # libyaml reports end of input one line further
         line, column = last_line, len(text) - (text.rfind("\n") + 1) + 1

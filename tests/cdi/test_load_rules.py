@@ -171,6 +171,8 @@ def test_paths_after_a_shared_node_are_still_found() -> None:
         pytest.param("a: 1\nb: 2\nc: x\x00y\nd: 4\n", "unacceptable character #x0000: control characters are not allowed", 3, 5, id="reader-error-third-line"),
         pytest.param("\nkind: x\x00y\n", "unacceptable character #x0000: control characters are not allowed", 2, 8, id="reader-error-after-a-blank-first-line"),
         pytest.param("k: \x00", "unacceptable character #x0000: control characters are not allowed", 1, 4, id="reader-error-first-line"),
+        pytest.param("kind: 日本\x00\n", "unacceptable character #x0000: control characters are not allowed", 1, 9, id="reader-error-after-wide-characters"),
+        pytest.param("a: é\nkind: é\x00", "unacceptable character #x0000: control characters are not allowed", 2, 8, id="reader-error-after-two-byte-characters"),
     ],
 )  # fmt: skip
 def test_syntax_errors_say_where(text: str, reason: str, line: int, column: int) -> None:
