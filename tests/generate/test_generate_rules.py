@@ -106,12 +106,12 @@ VIDEO_MODE, VIDEO_GID = 0o660, 44
     [
         pytest.param(Mode.NVML, frozenset(), [44], [], id="nvml-common-group-not-repeated"),
         pytest.param(Mode.NVML, NO_GIDS, [], [], id="nvml-no-additional-gids"),
-        pytest.param(Mode.MANAGEMENT, frozenset(), None, [44], id="management"),
-        pytest.param(Mode.MANAGEMENT, NO_GIDS, None, [], id="management-no-additional-gids"),
+        pytest.param(Mode.MANAGEMENT, frozenset(), [], [44], id="management-group-on-its-device"),
+        pytest.param(Mode.MANAGEMENT, NO_GIDS, [], [], id="management-no-additional-gids"),
     ],
 )
 def test_additional_gids(
-    mode: Mode, features: frozenset[FeatureFlag], common: list[int] | None, device: list[int]
+    mode: Mode, features: frozenset[FeatureFlag], common: list[int], device: list[int]
 ) -> None:
     driver = _driver(
         control_nodes=(_char("/dev/nvidiactl", 255, mode=VIDEO_MODE, gid=VIDEO_GID),),
@@ -119,8 +119,7 @@ def test_additional_gids(
     )
     data = _data(_nvml(_gpu()), driver, mode=mode, features=features)
     name = "0" if mode is Mode.NVML else "all"
-    if common is not None:
-        assert data["containerEdits"].get("additionalGids", []) == common
+    assert data["containerEdits"].get("additionalGids", []) == common
     assert _edits(data, name).get("additionalGids", []) == device
     assert "/dev/nvidia0" in _paths(data, name)
 
