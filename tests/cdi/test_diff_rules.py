@@ -110,6 +110,16 @@ def _annotated(name: str, annotations: dict[str, str]) -> Spec:
             id="new-program-and-the-hook-argument-after-the-name",
         ),
         pytest.param(
+            _spec({"hooks": [_hook("enable-cuda-compat", "--host-driver-version=550.54.15")]}),
+            _spec({"hooks": [_hook("enable-cuda-compat", "--host-driver-version==550.54.15")]}),
+            [
+                "driver version: 550.54.15 -> =550.54.15",
+                "common edits:",
+                "  hooks changed: enable-cuda-compat",
+            ],
+            id="driver-version-is-all-after-the-first-equals",
+        ),
+        pytest.param(
             _spec({"hooks": [_hook("update-ldcache", env=["NVIDIA_CTK_DEBUG=false"])]}),
             _spec(
                 {"hooks": [_hook("update-ldcache", path=LOCAL_HOOK, env=["NVIDIA_CTK_DEBUG=1"])]}
