@@ -73,14 +73,17 @@ def _with_all(devices: list[Device], options: GenerateOptions) -> list[Device]:
 
 
 def _imex(facts: ClassFacts, options: GenerateOptions) -> list[Device]:
-    channels = {
+    numbered = {
         posixpath.basename(n.container_path).removeprefix("channel"): n for n in facts.nodes
     }
+    # a node there whose name is not channel<N> (channel-old) is no channel
+    channels = {k: n for k, n in numbered.items() if k.isascii() and k.isdigit()}
+    under = posixpath.join(facts.dev_root, IMEX_CHANNELS.lstrip("/"))
     if "all" in options.device_ids:
         wanted = sorted(channels, key=int)
         if not wanted:
             raise CtkError(
-                f"no IMEX channels found under {facts.dev_root}{IMEX_CHANNELS}",
+                f"no IMEX channels found under {under}",
                 hint="create them (module parameter NVreg_CreateImexChannel0=1, or "
                 "`nvidia-modprobe -i <channel>`), or pass the right --dev-root",
             )
@@ -90,7 +93,7 @@ def _imex(facts: ClassFacts, options: GenerateOptions) -> list[Device]:
     for channel in dict.fromkeys(wanted):
         if channel not in channels:
             raise CtkError(
-                f"IMEX channel {channel} not found under {facts.dev_root}{IMEX_CHANNELS}",
+                f"IMEX channel {channel} not found under {under}",
                 hint="found: " + (", ".join(sorted(channels, key=int)) or "none"),
             )
         node = channels[channel]

@@ -167,3 +167,21 @@ def test_single_device_modes_warn_of_every_ignored_id() -> None:
     assert class_warnings(_options(Mode.WSL, "0", "1")) == (
         "--device-id 0, 1: ignored; wsl mode has one device, all",
     )
+
+
+def test_imex_errors_name_the_folder_under_the_default_dev_root() -> None:
+    facts = ClassFacts(driver_root="/", dev_root="/", nodes=())
+    with pytest.raises(CtkError) as raised:
+        build_class_spec(facts, _options(Mode.IMEX))
+    assert raised.value.message == "no IMEX channels found under /dev/nvidia-caps-imex-channels"
+
+
+def test_a_node_not_named_channel_n_is_no_channel() -> None:
+    """The folder may hold other nodes (a renamed one, channel-old): they are not channels, and
+    `all` takes the numbered ones only."""
+    stray = _char("/dev/nvidia-caps-imex-channels/channel-old", 9)
+    spec = build_class_spec(_facts(_channel(2), stray, _channel(0)), _options(Mode.IMEX))
+    assert [d.name for d in spec.devices] == ["0", "2", "all"]
+    with pytest.raises(CtkError) as raised:
+        build_class_spec(_facts(_channel(2), stray), _options(Mode.IMEX, "5"))
+    assert raised.value.hint == "found: 2"
