@@ -104,6 +104,21 @@ def _resolve(root: dict[str, object], node: dict[str, object]) -> tuple[dict[str
     return target, name
 
 
+def _check_bounds(node: dict[str, object], where: str) -> None:
+    """A bound of a type ctk would not apply must not pass as applied (1.0, "1", true)."""
+    if node.get("minLength", 0) not in (0, 1):  # its rule and words are "not empty"
+        raise SchemaError(f"{where}: minLength {node['minLength']!r} is not 0 or 1")
+    for keyword, wanted, what in (
+        ("minimum", int, "an integer"),
+        ("maximum", int, "an integer"),
+        ("enum", list, "a list"),
+        ("pattern", str, "a string"),
+    ):
+        value = node.get(keyword)
+        if value is not None and (not isinstance(value, wanted) or isinstance(value, bool)):
+            raise SchemaError(f"{where}: {keyword} {value!r} is not {what}")
+
+
 def _compile(root: dict[str, object], node: dict[str, object], where: str) -> Shape:
     node, ref_name = _resolve(root, node)
     if ref_name:
@@ -129,6 +144,8 @@ def _compile(root: dict[str, object], node: dict[str, object], where: str) -> Sh
         if set(names) - {"minLength"}:
             raise SchemaError(f"{where}: propertyNames supports only minLength")
         key_min_length = int(names.get("minLength", 0))
+        if key_min_length not in (0, 1):  # its rule and words are "not empty"
+            raise SchemaError(f"{where}: propertyNames supports minLength 0 or 1 only")
     required = node.get("required", [])
     assert isinstance(required, list)
     items = None
@@ -137,17 +154,9 @@ def _compile(root: dict[str, object], node: dict[str, object], where: str) -> Sh
         items = _compile(root, node["items"], f"{where}[]")
     elif kind == "array":
         raise SchemaError(f"{where}: an array needs items as a schema")
+    _check_bounds(node, where)
     enum, minimum, maximum = node.get("enum"), node.get("minimum"), node.get("maximum")
     pattern = node.get("pattern")
-    for keyword, value, wanted, what in (
-        ("minimum", minimum, int, "an integer"),
-        ("maximum", maximum, int, "an integer"),
-        ("enum", enum, list, "a list"),
-        ("pattern", pattern, str, "a string"),
-    ):
-        if value is not None and (not isinstance(value, wanted) or isinstance(value, bool)):
-            # a bound ctk would not apply must not pass as applied (1.0, "1", true)
-            raise SchemaError(f"{where}: {keyword} {value!r} is not {what}")
     return Shape(
         type=kind,
         where=where,

@@ -201,6 +201,14 @@ def _refused(schema: Schema) -> str:
             id="pattern-not-a-str",
         ),
         pytest.param({"type": "array"}, "spec: an array needs items as a schema", id="no-items"),
+        pytest.param(
+            {"type": "string", "minLength": 2}, "spec: minLength 2 is not 0 or 1", id="minLength-2"
+        ),
+        pytest.param(
+            _map({"type": "string"}, propertyNames={"minLength": 2}),
+            "spec: propertyNames supports minLength 0 or 1 only",
+            id="propertyNames-minLength-2",
+        ),
     ],
 )
 def test_compiler_refuses_what_it_cannot_honour(schema: Schema, message: str) -> None:
