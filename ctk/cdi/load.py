@@ -582,13 +582,15 @@ def _paths(root: Node) -> dict[int, Path]:
         if id(node) in paths:
             continue
         paths[id(node)] = path
+        children: list[tuple[Node, Path]] = []
         if isinstance(node, MappingNode):
             for key_node, value_node in node.value:
                 key = key_node.value if isinstance(key_node, ScalarNode) else "?"
                 paths.setdefault(id(key_node), (*path, str(key)))
-                stack.append((value_node, (*path, str(key))))
+                children.append((value_node, (*path, str(key))))
         elif isinstance(node, SequenceNode):
-            stack.extend((item, (*path, index)) for index, item in enumerate(node.value))
+            children = [(item, (*path, index)) for index, item in enumerate(node.value)]
+        stack.extend(reversed(children))  # the first child is walked first: document order
     return paths
 
 
@@ -637,7 +639,11 @@ def decode(root: Node, *, merges: bool = True) -> tuple[dict[str, object] | None
     problems = []
     if decoder.found:
         paths = _paths(root)
+        said: set[tuple[int, str, str]] = set()
         for found in decoder.found:
+            if (id(found.node), found.rule, found.message) in said:
+                continue  # a node shared through aliases is decoded once for each: one problem
+            said.add((id(found.node), found.rule, found.message))
             path = paths.get(id(found.node), ())
             line, column = _mark(found.node)
             problems.append(Problem(found.rule, found.message, path, line, column, found.severity))

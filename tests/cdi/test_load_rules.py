@@ -254,3 +254,16 @@ def test_alias_expansion_limit(text: str, refused: str | None) -> None:
     aliases = [p.message for p in loaded.problems if p.rule == "parse.aliases"]
     assert aliases == ([] if refused is None else [refused])
     assert (loaded.value is None) == (refused is not None)
+
+
+def test_a_problem_in_a_node_shared_through_aliases_is_one_problem_at_the_anchor() -> None:
+    """An anchor's node, decoded once for each alias, is reported once, with the path of its
+    first place in the document (where the anchor is, and where line:column points)."""
+    text = (
+        f"{HEAD}devices:\n- name: a\n  containerEdits: &e\n    env: [5]\n"
+        "- name: b\n  containerEdits: *e\n- name: c\n  containerEdits: *e\n"
+    )
+    problems = load_text(text).problems
+    assert [(p.rule, p.path, p.line, p.column) for p in problems] == [
+        ("parse.type", ("devices", 0, "containerEdits", "env", 0), 6, 11)
+    ]
