@@ -7,8 +7,9 @@ Malformed input raises `CtkError` naming the file and position.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ctk.enums import StrEnum
 from ctk.errors import CtkError
@@ -40,6 +41,8 @@ class PluginMerge(StrEnum):
         major = int(head) if head.isdigit() and len(head) <= 6 else 0
         return cls.DEEP if version >= 3 or major >= 2 else cls.REPLACE
 
+
+T = TypeVar("T")
 
 OWN_DROP_IN = "# Written by `ctk runtime configure`"
 """How every drop-in ctk writes begins."""
@@ -368,14 +371,20 @@ def inspect_crio(files: Sequence[tuple[str, str]]) -> EngineView:
     CRI-O applies each drop-in over the previous files key by key.
     """
     merged: dict[str, JSONValue] = {}
-    sources: dict[str, str] = {}
+    sources: dict[str, str] = {}  # a runtime's table, a crio.runtime key: the file that set it last
+    settings: dict[str, str] = {}
     for name, text in files:
         data = load_toml(name, text)
         merged = deep_merge(merged, data)
         for runtime in _table(name, data, "crio", "runtime", "runtimes"):
             sources[runtime] = name
+        settings.update(dict.fromkeys(_table(name, data, "crio", "runtime"), name))
     first = files[0][0] if files else "/etc/crio/crio.conf"
     crio_runtime = _table(first, merged, "crio", "runtime")
+
+    def setting(getter: Callable[[str, Mapping[str, JSONValue], str, str], T], key: str) -> T:
+        return getter(settings.get(key, first), crio_runtime, key, "crio.runtime")
+
     runtimes = []
     for runtime, value in _table(first, merged, "crio", "runtime", "runtimes").items():
         where = f"crio.runtime.runtimes.{runtime}"
@@ -398,9 +407,9 @@ def inspect_crio(files: Sequence[tuple[str, str]]) -> EngineView:
         files=tuple(name for name, _ in files),
         version=None,
         runtimes=tuple(sorted(runtimes, key=lambda r: r.name)),
-        default_runtime=_opt_str(first, crio_runtime, "default_runtime", "crio.runtime"),
+        default_runtime=setting(_opt_str, "default_runtime"),
         cdi_enabled=None,
-        cdi_spec_dirs=_opt_str_list(first, crio_runtime, "cdi_spec_dirs", "crio.runtime"),
+        cdi_spec_dirs=setting(_opt_str_list, "cdi_spec_dirs"),
         imports=(),
-        cgroup_driver=_opt_str(first, crio_runtime, "cgroup_manager", "crio.runtime"),
+        cgroup_driver=setting(_opt_str, "cgroup_manager"),
     )
