@@ -32,6 +32,11 @@ CDI_DEFAULT = RuntimeRequest(set_as_default=True, enable_cdi=True)
             RuntimeRequest(),
             id="own-runtime-other-path",
         ),
+        pytest.param(
+            '{"runtimes": {"nvidia": {"path": "\\/old/nvidia-container-runtime"}}}\n',
+            RuntimeRequest(),
+            id="own-runtime-path-escaped",
+        ),
         pytest.param('{\n  "runtimes": { }\n}\n', RuntimeRequest(), id="blank-runtimes"),
     ],
 )
@@ -78,6 +83,21 @@ def test_restoring_a_value_text(before: str, raw: str, after: int | str, expecte
     from ctk.runtime_config.changes import Change
 
     change = Change(("a",), True, raw, after, ChangeKind.VALUE_TEXT)
+    assert docker.unconfigure(NAME, before, "nvidia", (change,)) == expected
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        pytest.param('{"x": {"y": {"a": "runc"}}}', id="nested"),
+        pytest.param('{"z": 1}', id="its-object-gone"),
+    ],
+)
+def test_restoring_a_nested_value_text(before: str) -> None:
+    from ctk.runtime_config.changes import Change
+
+    change = Change(("x", "y", "a"), True, '"r\\u0075nc"', "runc", ChangeKind.VALUE_TEXT)
+    expected = before.replace('"runc"', '"r\\u0075nc"')
     assert docker.unconfigure(NAME, before, "nvidia", (change,)) == expected
 
 
