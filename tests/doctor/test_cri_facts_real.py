@@ -67,7 +67,7 @@ def work() -> Iterator[Path]:
 
 def _doctor_view(runtime: Runtime, facts: EngineFacts) -> tuple[bool, tuple[str, ...]]:
     assert facts.error is None, facts.error
-    return cdi_on(runtime, facts), spec_dirs(runtime, facts)
+    return cdi_on(runtime, facts), spec_dirs(facts)
 
 
 def _injected(client: cri.Cri, pods: Path, device: str) -> bool:

@@ -79,7 +79,7 @@ def _doctor_view(root: Path, engine: Engine) -> tuple[Result, bool, tuple[str, .
     )
     assert facts.error is None, facts.error
     parsed = daemon_json_invalid(NodeFacts(engines={Runtime.DOCKER: facts}))
-    return parsed, cdi_on(Runtime.DOCKER, facts), spec_dirs(Runtime.DOCKER, facts)
+    return parsed, cdi_on(Runtime.DOCKER, facts), spec_dirs(facts)
 
 
 @pytest.fixture(scope="module")

@@ -76,7 +76,7 @@ def _engine_reader(runtime: Runtime, engine: EngineFacts, name: str = "") -> Cdi
     return CdiReader(
         name=name or engine.engine,
         evidence=Evidence(engine.config_path, cdi_setting(runtime, engine)),
-        dirs=spec_dirs(runtime, engine),
+        dirs=spec_dirs(engine),
         switched_on=setting is not None and engine.cdi_enabled is True,
     )
 

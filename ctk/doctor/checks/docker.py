@@ -203,7 +203,7 @@ def docker_cdi(facts: NodeFacts) -> Result:
             commands=("sudo systemctl restart docker",),
             fixes=(configure_fix("docker", enable_cdi=True),),
         )
-    if not spec_dirs(Runtime.DOCKER, docker):
+    if not spec_dirs(docker):
         listed = ", ".join(f'"{d}"' for d in docker.cdi_spec_dirs or ())
         return fail(
             "Docker's CDI support is on but cdi-spec-dirs names no directory: "

@@ -701,7 +701,7 @@ def engine_cdi_unresolvable(facts: NodeFacts) -> Result:
                 commands=remedy.commands,
                 notes=remedy.notes,
             )
-        dirs = [posixpath.normpath(d) for d in spec_dirs(runtime, engine)]
+        dirs = [posixpath.normpath(d) for d in spec_dirs(engine)]
         if root not in dirs:
             return fail(
                 f"the DRA plugin writes its CDI specs to {root}, which {runtime.value} does not "

@@ -212,7 +212,7 @@ def cdi_setting(runtime: Runtime, engine: EngineFacts) -> str:
     return cdi_default_on(runtime, engine) or f"{setting} not set"
 
 
-def spec_dirs(runtime: Runtime, engine: EngineFacts) -> tuple[str, ...]:
+def spec_dirs(engine: EngineFacts) -> tuple[str, ...]:
     """The directories the engine reads CDI spec files from (whether it reads any: `cdi_on`):
     the config's list where set, else the defaults; an entry "" names no directory.
 
