@@ -33,11 +33,17 @@ BARE = {"runtime_path": NVIDIA, "runtime_type": "oci"}
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        pytest.param(f'[crio.runtime]\ndefault_runtime = "crun"\n{RUNC}{CRUN}', FROM_CRUN, id="default"),
+        pytest.param(
+            f'[crio.runtime]\ndefault_runtime = "crun"\n{RUNC}{CRUN}', FROM_CRUN, id="default"
+        ),
         pytest.param(f"{CRUN}{RUNC}", FROM_RUNC, id="no-default-runc"),
         pytest.param(CRUN, FROM_CRUN, id="no-runc-crun"),
-        pytest.param(f'[crio.runtime]\ndefault_runtime = "kata"\n{CRUN}', FROM_CRUN, id="default-no-table"),
-        pytest.param('[crio.runtime.runtimes.kata]\nruntime_path = "/k"\n', BARE, id="none-of-them"),
+        pytest.param(
+            f'[crio.runtime]\ndefault_runtime = "kata"\n{CRUN}', FROM_CRUN, id="default-no-table"
+        ),
+        pytest.param(
+            '[crio.runtime.runtimes.kata]\nruntime_path = "/k"\n', BARE, id="none-of-them"
+        ),
         pytest.param("", BARE, id="empty"),
     ],
 )
@@ -74,7 +80,9 @@ def test_in_place_cdi_is_only_a_note(enable_cdi: bool, notes: tuple[str, ...]) -
     [
         pytest.param("[crio\n", f"{MAIN}: not valid TOML", id="not-toml"),
         pytest.param(
-            "[crio]\nruntime = 1\n", f"{MAIN}: `crio.runtime` must be a table, found a number", id="runtime"
+            "[crio]\nruntime = 1\n",
+            f"{MAIN}: `crio.runtime` must be a table, found a number",
+            id="runtime",
         ),
         pytest.param(
             '[crio.runtime.runtimes]\nnvidia = "x"\n',
@@ -98,7 +106,9 @@ def test_in_place_malformed_tables_are_refused(text: str, message: str) -> None:
     ("text", "message"),
     [
         pytest.param(
-            "[crio]\nruntime = 1\n", f"{MAIN}: `crio.runtime` must be a table, found a number", id="runtime"
+            "[crio]\nruntime = 1\n",
+            f"{MAIN}: `crio.runtime` must be a table, found a number",
+            id="runtime",
         ),
         pytest.param(
             "[crio.runtime]\nruntimes = 1\n",
@@ -114,7 +124,8 @@ def test_unconfigure_refuses_malformed_tables(text: str, message: str) -> None:
 
 
 def test_without_a_record_the_runtime_and_a_default_naming_it_go() -> None:
-    text = f'[crio.runtime]\ndefault_runtime = "nvidia"\n{RUNC}[crio.runtime.runtimes.nvidia]\nruntime_path = "/x"\n'
+    nvidia = '[crio.runtime.runtimes.nvidia]\nruntime_path = "/x"\n'
+    text = f'[crio.runtime]\ndefault_runtime = "nvidia"\n{RUNC}{nvidia}'
     assert crio.unconfigure_in_place(MAIN, text, "nvidia", ()) == f"[crio.runtime]\n{RUNC}"
 
 
@@ -161,11 +172,29 @@ LATER = "/etc/crio/crio.conf.d/50-later.conf"
     ("later", "request_", "warned"),
     [
         pytest.param(
-            f'[crio.runtime.runtimes.nvidia]\nruntime_path = "{NVIDIA}"\n', RuntimeRequest(), True, id="runtime"
+            f'[crio.runtime.runtimes.nvidia]\nruntime_path = "{NVIDIA}"\n',
+            RuntimeRequest(),
+            True,
+            id="runtime",
         ),
-        pytest.param('[crio.runtime]\ndefault_runtime = "crun"\n', RuntimeRequest(set_as_default=True), True, id="default"),
-        pytest.param('[crio.runtime]\ndefault_runtime = "crun"\n', RuntimeRequest(), False, id="default-not-asked"),
-        pytest.param('[crio.runtime]\ndefault_runtime = "nvidia"\n', RuntimeRequest(set_as_default=True), False, id="same-default"),
+        pytest.param(
+            '[crio.runtime]\ndefault_runtime = "crun"\n',
+            RuntimeRequest(set_as_default=True),
+            True,
+            id="default",
+        ),
+        pytest.param(
+            '[crio.runtime]\ndefault_runtime = "crun"\n',
+            RuntimeRequest(),
+            False,
+            id="default-not-asked",
+        ),
+        pytest.param(
+            '[crio.runtime]\ndefault_runtime = "nvidia"\n',
+            RuntimeRequest(set_as_default=True),
+            False,
+            id="same-default",
+        ),
     ],
 )
 def test_in_place_warns_about_later_files_that_override(
@@ -179,7 +208,9 @@ def test_in_place_warns_about_later_files_that_override(
 
 
 def test_a_crio_conf_ctk_created_goes_again() -> None:
-    configured = plan.configure(Runtime.CRIO, Inputs(config=MAIN, config_text=None), RuntimeRequest())
+    configured = plan.configure(
+        Runtime.CRIO, Inputs(config=MAIN, config_text=None), RuntimeRequest()
+    )
     (created,) = configured.files
     assert created.before is None and created.after is not None and created.record is not None
     undone = plan.unconfigure(

@@ -8,6 +8,7 @@ and the Docker editor plans in place even when given a drop-in.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
@@ -41,7 +42,9 @@ def test_a_file_already_set_up_is_left_as_it_is(text: str) -> None:
 
 
 def test_cdi_turned_off_is_turned_on() -> None:
-    edit = docker.configure(NAME, f'{{"runtimes": {{{RUNTIME}}}, "features": {{"cdi": false}}}}', CDI)
+    edit = docker.configure(
+        NAME, f'{{"runtimes": {{{RUNTIME}}}, "features": {{"cdi": false}}}}', CDI
+    )
     assert json.loads(edit.text)["features"] == {"cdi": True}
 
 
@@ -49,10 +52,14 @@ def test_cdi_turned_off_is_turned_on() -> None:
     ("text", "message"),
     [
         pytest.param(
-            '{"features": 1}', f"{NAME}: `features` must be an object, found a number", id="features"
+            '{"features": 1}',
+            f"{NAME}: `features` must be an object, found a number",
+            id="features",
         ),
         pytest.param(
-            '{"runtimes": []}', f"{NAME}: `runtimes` must be an object, found an array", id="runtimes"
+            '{"runtimes": []}',
+            f"{NAME}: `runtimes` must be an object, found an array",
+            id="runtimes",
         ),
     ],
 )
@@ -80,7 +87,10 @@ def test_without_a_record_the_runtime_and_a_default_naming_it_go() -> None:
 
 def test_a_default_naming_another_runtime_stays() -> None:
     text = '{"default-runtime": "runc", "runtimes": {' + RUNTIME + "}}\n"
-    assert docker.unconfigure(NAME, text, "nvidia", ()) == '{"default-runtime": "runc", "runtimes": {}}\n'
+    assert (
+        docker.unconfigure(NAME, text, "nvidia", ())
+        == '{"default-runtime": "runc", "runtimes": {}}\n'
+    )
 
 
 @pytest.mark.parametrize(
@@ -94,38 +104,31 @@ def test_a_default_naming_another_runtime_stays() -> None:
         ),
         pytest.param(
             '{"features": { }}\n',
-            lambda t: json.dumps({"runtimes": {}}) + "\n",
+            lambda t: '{"runtimes": {}}\n',
             "{}\n",
-            id="blank-object-removed",
+            id="a-blank-object-removed",
         ),
         pytest.param(
             "{}\n",
             lambda t: t.replace('"cdi": true', '"other": 1'),
-            None,
+            '{\n    "features": {\n        "other": 1\n    }\n}\n',
             id="a-key-added-to-an-object-ctk-created",
         ),
         pytest.param(
             '{"features": {"x": 1}}\n',
             lambda t: t.replace('"cdi": true', '"y": 2'),
-            None,
+            '{"features": {"x": 1, "y": 2}}\n',
             id="the-key-ctk-set-removed",
         ),
     ],
 )
 def test_what_the_user_changed_since_stays(
-    text: str, since: object, expected: str | None
+    text: str, since: Callable[[str], str], expected: str
 ) -> None:
     edit = docker.configure(NAME, text, CDI)
-    assert callable(since)
     changed = since(edit.text)
     assert changed != edit.text
-    after = docker.unconfigure(NAME, changed, "nvidia", edit.changes)
-    if expected is not None:
-        assert after == expected
-    else:
-        data = json.loads(after)
-        assert "nvidia" not in data.get("runtimes", {})
-        assert data["features"] == {**json.loads(text).get("features", {}), **json.loads(changed)["features"]}
+    assert docker.unconfigure(NAME, changed, "nvidia", edit.changes) == expected
 
 
 def test_a_restored_multi_line_value_keeps_its_layout() -> None:
@@ -175,8 +178,6 @@ def test_unconfiguring_one_of_two_runtimes_keeps_the_others_record() -> None:
     ).files[0]
     assert undone.after is not None and undone.record is not None
     assert json.loads(undone.after) == {
-        "runtimes": {
-            "nvidia-cdi": {"path": "/usr/bin/nvidia-container-runtime.cdi", "args": []}
-        }
+        "runtimes": {"nvidia-cdi": {"path": "/usr/bin/nvidia-container-runtime.cdi", "args": []}}
     }
     assert [c.keys for c in undone.record if c.keys] == [("runtimes",), ("runtimes", "nvidia-cdi")]

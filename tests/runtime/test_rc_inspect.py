@@ -17,7 +17,10 @@ CRI = 'plugins."io.containerd.grpc.v1.cri"'
 OWN = "# Written by `ctk runtime configure`; `ctk runtime unconfigure` removes it.\n"
 CONFIG = "/etc/containerd/config.toml"
 DROP_IN = "/etc/containerd/conf.d/99-nvidia.toml"
-NVIDIA = f'[{CRI}.containerd.runtimes.nvidia.options]\n  BinaryName = "/usr/bin/nvidia-container-runtime"\n'
+NVIDIA = (
+    f"[{CRI}.containerd.runtimes.nvidia.options]\n"
+    '  BinaryName = "/usr/bin/nvidia-container-runtime"\n'
+)
 MAIN = f"version = 2\n[{CRI}]\n  enable_selinux = true\n"
 COPY = OWN + MAIN + f"  enable_cdi = true\n{NVIDIA}"
 
@@ -81,7 +84,7 @@ def test_stale_copy_settings(main_text: str, copy: str, expected: tuple[str, ...
     assert stale_copy([(CONFIG, main_text), (DROP_IN, copy)]) == (DROP_IN, expected)
 
 
-BAD_PLUGIN = f'version = 2\n[plugins]\n  "io.containerd.grpc.v1.cri" = 1\n'
+BAD_PLUGIN = 'version = 2\n[plugins]\n  "io.containerd.grpc.v1.cri" = 1\n'
 
 
 @pytest.mark.parametrize(
@@ -146,7 +149,7 @@ def test_crio_with_no_files_is_crios_defaults() -> None:
 
 def test_crio_errors_name_the_file() -> None:
     with pytest.raises(CtkError) as info:
-        inspect_crio([("/srv/crio.conf", '[crio.runtime]\ndefault_runtime = 1\n')])
+        inspect_crio([("/srv/crio.conf", "[crio.runtime]\ndefault_runtime = 1\n")])
     assert info.value.message == (
         "/srv/crio.conf: `crio.runtime.default_runtime` must be a string, found a number"
     )
