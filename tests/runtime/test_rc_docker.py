@@ -15,6 +15,7 @@ import pytest
 from ctk.errors import CtkError
 from ctk.runtime_config import configure as plan
 from ctk.runtime_config import docker
+from ctk.runtime_config.changes import Change, ChangeKind
 from ctk.runtime_config.editor import Inputs
 from ctk.runtime_config.engines import Runtime, RuntimeRequest
 
@@ -181,3 +182,22 @@ def test_unconfiguring_one_of_two_runtimes_keeps_the_others_record() -> None:
         "runtimes": {"nvidia-cdi": {"path": "/usr/bin/nvidia-container-runtime.cdi", "args": []}}
     }
     assert [c.keys for c in undone.record if c.keys] == [("runtimes",), ("runtimes", "nvidia-cdi")]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(Change((), True, None, 1, ChangeKind.SET), id="set-with-no-keys"),
+        pytest.param(
+            Change(("x",), False, None, 1, ChangeKind.WHOLE_FILE), id="whole-file-with-keys"
+        ),
+        pytest.param(
+            Change(("x",), False, None, 1, ChangeKind.FINAL_NEWLINE), id="newline-with-keys"
+        ),
+    ],
+)
+def test_record_entries_about_the_whole_file_name_no_key(change: Change) -> None:
+    """A record (a file the user may have edited) whose entry names no key, or is about the
+    file itself, takes no key back."""
+    text = '{"x": 1, "runtimes": {}}\n'
+    assert docker.unconfigure(NAME, text, "nvidia", (change,), recorded=True) == text
