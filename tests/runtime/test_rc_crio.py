@@ -45,6 +45,11 @@ BARE = {"runtime_path": NVIDIA, "runtime_type": "oci"}
             '[crio.runtime.runtimes.kata]\nruntime_path = "/k"\n', BARE, id="none-of-them"
         ),
         pytest.param("", BARE, id="empty"),
+        pytest.param(
+            f'[crio.runtime.runtimes.""]\nruntime_path = "/e"\n{RUNC}',
+            FROM_RUNC,
+            id="a-runtime-named-empty-is-no-default",
+        ),
     ],
 )
 def test_in_place_the_runtime_starts_from_the_default_one(text: str, expected: object) -> None:
