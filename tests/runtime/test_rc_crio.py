@@ -247,3 +247,19 @@ def test_unconfiguring_one_of_two_runtimes_keeps_the_others_record() -> None:
     assert "default_runtime" not in runtime
     assert sorted(runtime["runtimes"]) == ["nvidia-cdi", "runc"]
     assert [c.keys for c in undone.record] == [("crio", "runtime"), (*RUNTIMES, "nvidia-cdi")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("", id="empty"),
+        pytest.param("x = 1\n", id="no-crio-table"),
+        pytest.param('[crio.runtime]\ndefault_runtime = "runc"\n', id="runc-the-default"),
+    ],
+)
+def test_in_place_as_the_default_and_back(text: str) -> None:
+    """The tables ctk created for the runtime and its default go again, emptied or not."""
+    edit = crio.configure_in_place(MAIN, text, RuntimeRequest(set_as_default=True))
+    assert load_toml(MAIN, edit.text)["crio"]["runtime"]["default_runtime"] == "nvidia"
+    undone = crio.unconfigure_in_place(MAIN, edit.text, "nvidia", edit.changes, recorded=True)
+    assert undone == text
