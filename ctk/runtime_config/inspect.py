@@ -284,6 +284,11 @@ def _differing(copied: Mapping[str, JSONValue], copy: Mapping[str, JSONValue]) -
         ours = keys[:2] == ("containerd", "runtimes") and len(keys) > 2
         if ours and (keys[2] in added or _is_nvidia(runtimes.get(keys[2]))):
             continue
+        if keys == ("containerd", "runtimes"):  # an empty table there: ctk's runtimes left out
+            theirs = {k: v for k, v in runtimes.items() if k not in added and not _is_nvidia(v)}
+            if value_at(copied, keys) != theirs:
+                yield dotted(keys)
+            continue
         if value_at(copied, keys) != value_at(copy, keys):
             yield dotted(keys)
 

@@ -84,6 +84,12 @@ DROP_IN = "/etc/containerd/conf.d/99-nvidia.toml"
         pytest.param(
             "version = 1\n", COPY.replace("version = 2", "version = 1"), None, id="version-1"
         ),
+        pytest.param(
+            f"version = 2\n[{CRI}]\n  enable_selinux = true\n[{CRI}.containerd.runtimes]\n",
+            COPY.replace(f"[{CRI}.containerd.runtimes.runc.options]\n  SystemdCgroup = true\n", ""),
+            (),
+            id="an-empty-runtimes-table-and-ctks-own",
+        ),
     ],
 )
 def test_stale_copy_names_what_differs(
