@@ -47,7 +47,11 @@ def test_check_refuses_what_the_engine_refuses(
 
 
 def test_check_passes_a_good_file() -> None:
-    configure.check(Runtime.DOCKER, Inputs(config=DAEMON, config_text='{"runtimes": {}}'))
+    """The same check passes a file the engine takes, which configure then edits."""
+    good = Inputs(config=DAEMON, config_text='{"runtimes": {}}')
+    configure.check(Runtime.DOCKER, good)  # the control of the table above: a CtkError fails
+    plan = configure.configure(Runtime.DOCKER, good, RuntimeRequest())
+    assert [(f.path, '"nvidia"' in (f.after or "")) for f in plan.changes] == [(DAEMON, True)]
 
 
 def test_a_malformed_file_after_containerds_drop_in_is_named() -> None:
