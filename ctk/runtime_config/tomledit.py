@@ -285,11 +285,6 @@ def _has_plain_keys(table: Table) -> bool:
     return any(k is not None and not isinstance(v, Table | AoT) for k, v in table.value.body)
 
 
-def dumps(doc: TOMLDocument) -> str:
-    """Return the document's text."""
-    return tomlkit.dumps(doc)
-
-
 def finish(
     name: str, doc: TOMLDocument, original: str, *, replaced: Sequence[str] = (), undo: bool = False
 ) -> str:
