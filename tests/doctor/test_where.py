@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ctk.doctor.model import Where
-from ctk.host.facts.container import Mount, detect_where, parse_mountinfo, read_mounts
+from ctk.host.facts.container import MountEntry, detect_where, parse_mountinfo, read_mounts
 from ctk.host.facts.gatherer import Gatherer
 from ctk.host.root import HostRoot
 
@@ -116,17 +116,17 @@ def test_where(files: dict[str, str], env: dict[str, str], expected: Where, tmp_
     [
         pytest.param(
             "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue",
-            Mount("/mnt2", "/mnt1", "ext3", "/dev/root"),
+            MountEntry("/mnt2", "/mnt1", "ext3", "/dev/root"),
             id="proc5-example-with-an-optional-field",
         ),
         pytest.param(
             "40 27 0:50 / /mnt/my\\040disk\\011x rw shared:2 master:3 - fuse.sshfs a\\134b rw",
-            Mount("/mnt/my disk\tx", "/", "fuse.sshfs", "a\\b"),
+            MountEntry("/mnt/my disk\tx", "/", "fuse.sshfs", "a\\b"),
             id="octal-escapes-and-two-optional-fields",
         ),
         pytest.param(
             "41 27 0:51 / /run/u rw - tmpfs tmpfs rw",
-            Mount("/run/u", "/", "tmpfs", "tmpfs"),
+            MountEntry("/run/u", "/", "tmpfs", "tmpfs"),
             id="no-optional-field",
         ),
         pytest.param("41 27 0:51 / /run/u rw tmpfs tmpfs rw", None, id="no-separator"),
@@ -134,7 +134,7 @@ def test_where(files: dict[str, str], env: dict[str, str], expected: Where, tmp_
         pytest.param("41 27 0:51 / /run/u rw - tmpfs", None, id="no-source"),
     ],
 )
-def test_parse_mountinfo(line: str, expected: Mount | None) -> None:
+def test_parse_mountinfo(line: str, expected: MountEntry | None) -> None:
     assert parse_mountinfo(line + "\n") == ((expected,) if expected is not None else ())
 
 

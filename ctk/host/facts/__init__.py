@@ -35,7 +35,7 @@ from ctk.doctor.facts import (
 from ctk.doctor.model import Where
 from ctk.host.facts.cdi import gather_cdi
 from ctk.host.facts.container import (
-    Mount,
+    MountEntry,
     detect_where,
     gather_container,
     read_environ,
@@ -99,7 +99,7 @@ def gather(
     # use that fact become `unknown`.
     no_env: dict[str, str] = {}
     env = g.bounded("environment", lambda: read_environ(g), no_env, STEP_TIMEOUT_S)
-    no_mounts: tuple[Mount, ...] = ()
+    no_mounts: tuple[MountEntry, ...] = ()
     mounts = g.bounded("mounts", lambda: read_mounts(g), no_mounts, STEP_TIMEOUT_S)
     where = g.bounded("context", lambda: detect_where(g, env, mounts), Where.HOST, STEP_TIMEOUT_S)
     # the API server is asked while the files are read: network waits overlap the rest; first

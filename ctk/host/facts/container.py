@@ -47,7 +47,7 @@ def read_environ(g: Gatherer) -> dict[str, str]:
 
 
 @dataclass(frozen=True, slots=True)
-class Mount:
+class MountEntry:
     """One line of /proc/self/mountinfo (proc(5)): where, what part of which file system."""
 
     point: str
@@ -65,7 +65,7 @@ def _unescape(field: str) -> str:
     return _OCTAL_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), field)
 
 
-def parse_mountinfo(text: str) -> tuple[Mount, ...]:
+def parse_mountinfo(text: str) -> tuple[MountEntry, ...]:
     """Each well-formed line of a mountinfo file, in order (a later mount over the same point
     hides the earlier one); optional fields end at the ` - ` separator."""
     mounts = []
@@ -74,12 +74,12 @@ def parse_mountinfo(text: str) -> tuple[Mount, ...]:
         head, rest = fields.split(), tail.split()
         if sep and len(head) > 4 and len(rest) > 1:
             mounts.append(
-                Mount(_unescape(head[4]), _unescape(head[3]), rest[0], _unescape(rest[1]))
+                MountEntry(_unescape(head[4]), _unescape(head[3]), rest[0], _unescape(rest[1]))
             )
     return tuple(mounts)
 
 
-def read_mounts(g: Gatherer) -> tuple[Mount, ...]:
+def read_mounts(g: Gatherer) -> tuple[MountEntry, ...]:
     """The mounts the diagnosed process sees (its /proc/self/mountinfo under the root)."""
     return parse_mountinfo(g.text("/proc/self/mountinfo") or "")
 
@@ -96,7 +96,7 @@ def _shm_size(g: Gatherer) -> int | Unavailable | None:
 
 
 def gather_container(
-    g: Gatherer, env: Mapping[str, str], mounted: tuple[Mount, ...]
+    g: Gatherer, env: Mapping[str, str], mounted: tuple[MountEntry, ...]
 ) -> ContainerFacts:
     """/dev/shm, driver files of the image, HAMi preload, allocation markers."""
     mounts = {mount.point for mount in mounted}
@@ -170,7 +170,7 @@ def _compat(g: Gatherer, env: Mapping[str, str], mounts: set[str]) -> CompatLibr
     )
 
 
-def detect_where(g: Gatherer, env: Mapping[str, str], mounts: tuple[Mount, ...]) -> Where:
+def detect_where(g: Gatherer, env: Mapping[str, str], mounts: tuple[MountEntry, ...]) -> Where:
     """Host, container or pod (a container plus KUBERNETES_SERVICE_HOST).
 
     Container markers: /.dockerenv, /run/.containerenv, a container cgroup of PID 1 (cgroup v1),
@@ -192,7 +192,7 @@ def detect_where(g: Gatherer, env: Mapping[str, str], mounts: tuple[Mount, ...])
     return Where.POD if "KUBERNETES_SERVICE_HOST" in env else Where.CONTAINER
 
 
-def _booted_root(seen: Mapping[str, Mount]) -> bool:
+def _booted_root(seen: Mapping[str, MountEntry]) -> bool:
     """Whether / is a whole file system on a block device and /dev a devtmpfs."""
     root, dev = seen.get("/"), seen.get("/dev")
     return (
