@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -62,14 +64,25 @@ def _main_as_nobody(argv: list[str]) -> tuple[int, str, str]:
     return main_as_nobody(argv)
 
 
+@pytest.fixture
+def open_to_nobody() -> Iterator[Path]:
+    """A temporary directory that user nobody can reach: not under pytest's own base directory,
+    which every pytest session that starts (mutmut starts many beside this one) sets back to
+    mode 0700."""
+    base = Path(tempfile.mkdtemp(prefix="ctk-nobody-"))
+    try:
+        base.chmod(0o755)
+        yield base
+    finally:
+        shutil.rmtree(base)
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become user nobody")
 @pytest.mark.parametrize("command", ["list", "validate"])
 def test_unreadable_spec_dirs_exit_1_and_the_others_are_read(
-    capfd: pytest.CaptureFixture[str], tmp_path_factory: pytest.TempPathFactory, command: str
+    capfd: pytest.CaptureFixture[str], open_to_nobody: Path, command: str
 ) -> None:
-    base = tmp_path_factory.mktemp("dirs", numbered=True)
-    for folder in (base, *base.parents):
-        folder.chmod(folder.stat().st_mode | 0o005)
+    base = open_to_nobody
     good = base / "good"
     good.mkdir()
     good.chmod(0o755)  # whatever the umask an earlier test left
