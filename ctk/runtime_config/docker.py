@@ -157,9 +157,10 @@ def _undo(text: str, change: Change, runtime_name: str | None) -> str:
         return _restore_value_text(text, change)
     if change.kind is ChangeKind.BLANK_INSIDE:
         span = jsonedit.find_object(text, change.keys)
-        if span is None or span.members or not isinstance(change.before, str):
-            return text
-        return text[: span.open + 1] + change.before + text[span.close :]
+        blank = change.before
+        if span is None or span.members or not isinstance(blank, str) or blank.strip(" \t\r\n"):
+            return text  # a record's "blank" that is not JSON whitespace is not put back
+        return text[: span.open + 1] + blank + text[span.close :]
     if (
         change.kind in (ChangeKind.WHOLE_FILE, ChangeKind.FINAL_NEWLINE)
         or not change.keys
