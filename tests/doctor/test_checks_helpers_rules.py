@@ -5,15 +5,19 @@ mutation run)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from ctk.doctor import cuda as compat
+from ctk.doctor.checks.cdi import _incomplete, _stale_evidence
 from ctk.doctor.checks.cdi_readers import dra_plugin_spec
 from ctk.doctor.checks.cuda import _evidence
-from ctk.doctor.checks.dev import _legacy_injection, _mig_enabled
-from ctk.doctor.checks.dra import _api, _domain_node
+from ctk.doctor.checks.dev import _legacy_injection, _mig_enabled, _systemd_cgroups
+from ctk.doctor.checks.dra import _api, _domain_node, _dra_node, _signs
+from ctk.doctor.checks.engine_config import containerd_unused, nvidia_runtime_entry
 from ctk.doctor.checks.gpu import ORPHAN_MIN_BYTES, _nvml_health, _unaccounted
-from ctk.doctor.checks.toolkit import dotted, package_version
+from ctk.doctor.checks.toolkit import config_table, dotted, package_version, runtime_mode
 from ctk.doctor.facts import (
     COMPUTE_DOMAIN_DRIVER,
     GPU_DRIVER,
@@ -25,6 +29,8 @@ from ctk.doctor.facts import (
     EngineFacts,
     NodeFacts,
     NvmlAnswer,
+    RuntimeEntry,
+    SpecFileFacts,
     ToolkitFacts,
     Unavailable,
 )
@@ -282,3 +288,199 @@ def test_package_version(text: str, expected: tuple[int, ...] | None) -> None:
 def test_dotted() -> None:
     assert dotted((1, 17, 8)) == "1.17.8"
     assert dotted((2,)) == "2"
+
+
+# --- cdi._incomplete, cdi._stale_evidence -----------------------------------------------------
+
+
+def test_incomplete_names_missing_gpus_and_stale_uuids_together() -> None:
+    """NVML has GPUs 0 and 1; the spec names GPU 0 by UUID, a replaced GPU's UUID and all."""
+    spec = SpecFileFacts(
+        path="/etc/cdi/nvidia.yaml", kind="nvidia.com/gpu", devices=("GPU-0", "GPU-gone", "all")
+    )
+    facts = NodeFacts(nvml=answer(gpu(0), gpu(1)))
+    assert _incomplete(facts, (spec,)) == [
+        Evidence("GPU", "GPU 1 (GPU-1) has no CDI device"),
+        Evidence(
+            "/etc/cdi/nvidia.yaml",
+            "device GPU-gone names no device of this node (replaced or removed)",
+        ),
+    ]
+
+
+def test_stale_evidence_lists_missing_hooks() -> None:
+    spec = SpecFileFacts(
+        path="/etc/cdi/nvidia.yaml",
+        driver_versions=frozenset({"570.86.15"}),
+        missing_hook_paths=("/usr/bin/nvidia-cdi-hook", "/usr/bin/nvidia-ctk"),
+    )
+    assert _stale_evidence(spec, "570.86.15") == [
+        Evidence("/etc/cdi/nvidia.yaml", "hook /usr/bin/nvidia-cdi-hook (missing)"),
+        Evidence("/etc/cdi/nvidia.yaml", "hook /usr/bin/nvidia-ctk (missing)"),
+    ]
+
+
+# --- dev._systemd_cgroups ---------------------------------------------------------------------
+
+
+def test_systemd_cgroups_names_docker_and_each_containerd_runtime() -> None:
+    docker = EngineFacts(engine="docker", installed=True, cgroup_driver="systemd")
+    containerd = EngineFacts(
+        engine="containerd",
+        installed=True,
+        config_path="/etc/containerd/config.toml",
+        runtimes={
+            "runc": RuntimeEntry(name="runc", systemd_cgroup=True),
+            "nvidia": RuntimeEntry(name="nvidia", systemd_cgroup=True),
+            "kata": RuntimeEntry(name="kata", systemd_cgroup=False),
+        },
+    )
+    facts = NodeFacts(
+        engines={Runtime.DOCKER: docker, Runtime.CONTAINERD: containerd}, kubelet=True
+    )
+    assert _systemd_cgroups(facts) == [
+        Evidence("docker", "cgroup driver systemd"),
+        Evidence("/etc/containerd/config.toml", "nvidia: SystemdCgroup = true"),
+        Evidence("/etc/containerd/config.toml", "runc: SystemdCgroup = true"),
+    ]
+
+
+# --- dra._dra_node, dra._signs ----------------------------------------------------------------
+
+GPU_POD = DraPod(namespace="nvidia-dra", name="gpu-plugin", drivers=(GPU_DRIVER,))
+
+
+def test_dra_node_without_kubernetes_facts_or_a_plugin_skips() -> None:
+    assert _dra_node(NodeFacts()) == Result(
+        status=Status.SKIP, summary="no gpu.nvidia.com kubelet plugin here"
+    )
+
+
+def test_dra_node_without_a_plugin_on_the_node_skips() -> None:
+    facts = NodeFacts(kubernetes={"dra": DraApi(slices=()), "dra_pods": ()})
+    assert _dra_node(facts) == Result(
+        status=Status.SKIP,
+        summary="no gpu.nvidia.com kubelet plugin on this node (no registration, pod or slice)",
+    )
+
+
+def test_dra_node_found_by_its_plugin_pod_alone() -> None:
+    api = DraApi(slices=())
+    node = {"dra": api, "dra_pods": (GPU_POD,)}
+    assert _dra_node(NodeFacts(kubernetes=node)) == (node, api)
+
+
+def test_signs_leave_out_a_plugin_directory_where_the_pods_are_known() -> None:
+    """An uninstalled driver leaves its directory: with the pod list known, none is no sign."""
+    files = DraFiles(plugin_dirs={GPU_DRIVER: "/var/lib/kubelet/plugins/gpu.nvidia.com"})
+    facts = NodeFacts(dra=files)
+    assert _signs(facts, {"dra_pods": ()}, GPU_DRIVER) == []
+    assert _signs(facts, {}, GPU_DRIVER) == [
+        Evidence("/var/lib/kubelet/plugins/gpu.nvidia.com", "plugin directory")
+    ]
+
+
+# --- engine_config.containerd_unused, nvidia_runtime_entry ------------------------------------
+
+CONTAINERD = EngineFacts(
+    engine="containerd", installed=True, config_path="/etc/containerd/config.toml"
+)
+
+
+@pytest.mark.parametrize(
+    ("engines", "kubelet", "summary"),
+    [
+        pytest.param({}, True, "containerd is not installed", id="not-installed"),
+        pytest.param(
+            {
+                Runtime.CONTAINERD: EngineFacts(
+                    engine="containerd", installed=True, cri_disabled=True
+                )
+            },
+            True,
+            "containerd's CRI plugin is disabled: it only serves Docker",
+            id="cri-disabled",
+        ),
+        pytest.param(
+            {Runtime.CONTAINERD: CONTAINERD, Runtime.DOCKER: DOCKER},
+            False,
+            "containerd serves Docker here (no kubelet): see the docker checks",
+            id="under-docker",
+        ),
+        pytest.param(
+            {Runtime.CONTAINERD: CONTAINERD, Runtime.DOCKER: DOCKER}, True, None, id="kubelet"
+        ),
+    ],
+)
+def test_containerd_unused(
+    engines: dict[Runtime, EngineFacts], kubelet: bool, summary: str | None
+) -> None:
+    result = containerd_unused(NodeFacts(engines=engines, kubelet=kubelet))
+    expected = None if summary is None else Result(status=Status.SKIP, summary=summary)
+    assert result == expected
+
+
+DROP_IN = "/etc/containerd/conf.d/99-nvidia.toml"
+
+
+@pytest.mark.parametrize(
+    ("runtimes", "found", "evidence"),
+    [
+        pytest.param(
+            {"runc": RuntimeEntry(name="runc"), "crun": RuntimeEntry(name="crun")},
+            False,
+            Evidence("/etc/containerd/config.toml", "runtimes: crun, runc (no nvidia)"),
+            id="no-nvidia",
+        ),
+        pytest.param(
+            {"nvidia": RuntimeEntry(name="nvidia", binary="/usr/bin/ncr", binary_exists=False)},
+            False,
+            Evidence(
+                "/etc/containerd/config.toml", "nvidia runtime binary /usr/bin/ncr is missing"
+            ),
+            id="binary-missing",
+        ),
+        pytest.param(
+            {"nvidia": RuntimeEntry(name="nvidia", binary="/usr/bin/ncr", source=DROP_IN)},
+            True,
+            Evidence(DROP_IN, "nvidia -> /usr/bin/ncr"),
+            id="from-a-drop-in",
+        ),
+        pytest.param(
+            {"nvidia": RuntimeEntry(name="nvidia")},
+            True,
+            Evidence("/etc/containerd/config.toml", "nvidia -> default binary"),
+            id="default-binary",
+        ),
+    ],
+)
+def test_nvidia_runtime_entry(
+    runtimes: dict[str, RuntimeEntry], found: bool, evidence: Evidence
+) -> None:
+    engine = replace(CONTAINERD, runtimes=runtimes)
+    entry, shown = nvidia_runtime_entry(engine)
+    assert entry is (runtimes["nvidia"] if found else None)
+    assert shown == [evidence]
+
+
+# --- gpu._unaccounted with a process of no memory, toolkit.config_table, runtime_mode ---------
+
+
+def test_unaccounted_counts_a_process_of_no_memory_as_none() -> None:
+    health = GpuHealth(
+        0,
+        processes=(ComputeProcess(pid=7, used_memory=0),),
+        memory_used=5 * GIB,
+        memory_total=80 * GIB,
+    )
+    assert _unaccounted(health) == 5 * GIB
+
+
+def test_config_table_and_runtime_mode_ignore_values_of_the_wrong_type() -> None:
+    data = {"nvidia-container-runtime": {"mode": 3}, "nvidia-container-cli": "oops"}
+    config = ConfigFile(path="/etc/nvidia-container-runtime/config.toml", exists=True, data=data)
+    facts = NodeFacts(toolkit=ToolkitFacts(binaries=HOOK, config=config))
+    assert config_table(facts, "nvidia-container-cli") == {}
+    assert config_table(facts, "nvidia-container-runtime") == {"mode": 3}
+    assert config_table(facts, "absent") == {}
+    assert runtime_mode(facts) is None
