@@ -24,11 +24,13 @@ from ctk.doctor.facts import (
     ConfigFile,
     CudaNeed,
     DraApi,
+    DraDevice,
     DraFiles,
     DraPod,
     EngineFacts,
     NodeFacts,
     NvmlAnswer,
+    ResourceSlice,
     RuntimeEntry,
     SpecFileFacts,
     ToolkitFacts,
@@ -484,3 +486,29 @@ def test_config_table_and_runtime_mode_ignore_values_of_the_wrong_type() -> None
     assert config_table(facts, "nvidia-container-runtime") == {"mode": 3}
     assert config_table(facts, "absent") == {}
     assert runtime_mode(facts) is None
+
+
+def test_signs_name_the_drivers_resource_slices() -> None:
+    """Only ``driver``'s slices count, each with its pool, generation and device count."""
+    devices = (DraDevice(name="gpu-0", type="gpu"), DraDevice(name="gpu-1", type="gpu"))
+    slices = (
+        ResourceSlice(
+            name="node-a-gpu",
+            driver=GPU_DRIVER,
+            pool="node-a",
+            generation=3,
+            slice_count=1,
+            devices=devices,
+        ),
+        ResourceSlice(
+            name="node-a-cd",
+            driver=COMPUTE_DOMAIN_DRIVER,
+            pool="node-a",
+            generation=1,
+            slice_count=1,
+        ),
+    )
+    node = {"dra": DraApi(slices=slices), "dra_pods": ()}
+    assert _signs(NodeFacts(), node, GPU_DRIVER) == [
+        Evidence("ResourceSlices", "node-a-gpu (pool node-a, generation 3, 2 devices)")
+    ]
