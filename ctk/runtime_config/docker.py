@@ -158,7 +158,12 @@ def _undo(text: str, change: Change, runtime_name: str | None) -> str:
     if change.kind is ChangeKind.BLANK_INSIDE:
         span = jsonedit.find_object(text, change.keys)
         blank = change.before
-        if span is None or span.members or not isinstance(blank, str) or blank.strip(" \t\r\n"):
+        if (
+            span is None
+            or span.members
+            or not isinstance(blank, str)
+            or blank.strip(jsonedit.WHITESPACE)
+        ):
             return text  # a record's "blank" that is not JSON whitespace is not put back
         return text[: span.open + 1] + blank + text[span.close :]
     if (

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from ctk.runtime_config.parse import JSONValue
 
 _DECODER = json.JSONDecoder()
-_WS = " \t\n\r"
+WHITESPACE = " \t\n\r"
+"""What JSON counts as whitespace between tokens (RFC 8259)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +38,7 @@ class ObjectSpan:
 
 
 def _skip(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos] in _WS:
+    while pos < len(text) and text[pos] in WHITESPACE:
         pos += 1
     return pos
 

@@ -40,9 +40,9 @@ from ctk.doctor.facts import (
 )
 from ctk.doctor.fixes import ConfigureRuntime, CreateDeviceNodes, SetToolkitConfig
 from ctk.doctor.model import Evidence, Result, Severity, Status
-from ctk.node import CharDevice
 from ctk.node.nvml import GpuHealth
 from ctk.runtime_config.engines import Runtime
+from tests.doctor.test_checks import node
 
 # --- engine_cdi.cdi_only ----------------------------------------------------------------------
 
@@ -150,14 +150,8 @@ def test_cdi_only_without_a_toolkit_says_cdi_is_the_only_route() -> None:
 # --- dev._describe ----------------------------------------------------------------------------
 
 
-def char(path: str, major: int, minor: int) -> CharDevice:
-    return CharDevice(
-        container_path=path, host_path=path, major=major, minor=minor, file_mode=0o666
-    )
-
-
 DEV = DevFacts(
-    nodes={"/dev/nvidia0": char("/dev/nvidia0", 195, 3)},
+    nodes={"/dev/nvidia0": node("/dev/nvidia0", 3)},
     not_char=frozenset({"/dev/nvidiactl"}),
 )
 
