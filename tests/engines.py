@@ -285,7 +285,7 @@ class Daemon:
         keeps its blob cache (/var/lib/containers/cache), which would land on the host."""
         conf = work / "containers.conf"
         conf.write_text(CONTAINERS_CONF)
-        script = 'mount -t tmpfs tmpfs /var/lib && exec "$@"'
+        script = 'mount -n -t tmpfs tmpfs /var/lib && exec "$@"'
         podman = ["podman", "--root", str(work / "storage"), "--storage-driver", "vfs"]
         podman += ["--runroot", "/run/containers/storage", "load", "-i", str(archive)]
         subprocess.run(

@@ -34,7 +34,7 @@ def _fill(directory: Path) -> None:
 def main(request: dict[str, object]) -> None:
     case = Path(str(request["case"]))
     case.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(case)], check=True)
+    subprocess.run(["mount", "-n", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(case)], check=True)
     env = {"CTK_STATE_DIR": str(case / "state")}
     for name, text in dict(request["files"]).items():  # type: ignore[call-overload]
         (case / name).parent.mkdir(parents=True, exist_ok=True)
@@ -44,7 +44,7 @@ def main(request: dict[str, object]) -> None:
     if request["fault"] == "enospc":
         _fill(case)
     else:
-        subprocess.run(["mount", "-o", "remount,ro", str(case)], check=True)
+        subprocess.run(["mount", "-n", "-o", "remount,ro", str(case)], check=True)
     first = snapshot(case)
     outcome = run_ctk(list(request["argv"]), cwd=case, env=env)  # type: ignore[call-overload]
     result = {**asdict(outcome), "changed": changes(first, snapshot(case))}

@@ -37,7 +37,7 @@ def run_with_host_params(
     (tmp_path / "state.json").write_text(bundle.state)
     script = (
         # the host's /proc/driver is replaced, in this namespace only, by one that says 1
-        "mount -t tmpfs tmpfs /proc/driver && mkdir /proc/driver/nvidia && "
+        "mount -n -t tmpfs tmpfs /proc/driver && mkdir /proc/driver/nvidia && "
         'cp "$1/host-params" /proc/driver/nvidia/params && '
         '"$2" disable-device-node-modification --container-spec "$1/state.json" && '
         'cat "$4" "$3" && if echo x >> "$3"; then echo writable; else echo read-only; fi'

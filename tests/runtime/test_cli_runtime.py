@@ -1126,7 +1126,7 @@ def test_a_scratch_configs_undo_record_in_this_machines_state_dir_is_named(
     config = tmp_path / "daemon.json"
     config.write_text("{}\n")
     env = {k: v for k, v in os.environ.items() if k != "CTK_STATE_DIR"}
-    script = 'mount -t tmpfs tmpfs /var/lib && exec "$@"'
+    script = 'mount -n -t tmpfs tmpfs /var/lib && exec "$@"'
     done = subprocess.run(
         [
             *("unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"),

@@ -254,7 +254,7 @@ def test_enospc_in_crio_drop_in_mode_leaves_no_directory(tmp_path: Path) -> None
     etc = tmp_path / "etc"
     etc.mkdir()
     script = (
-        f"mount -t tmpfs -o size=8k tmpfs {etc} && printf '[crio.runtime]\\n' > {etc}/crio.conf"
+        f"mount -n -t tmpfs -o size=8k tmpfs {etc} && printf '[crio.runtime]\\n' > {etc}/crio.conf"
         f" && (head -c 65536 /dev/zero > {etc}/fill 2>/dev/null; true)"
         f" && {sys.executable} -m ctk.cli.app runtime configure --runtime=crio"
         f" --config {etc}/crio.conf --drop-in-config {etc}/crio.conf.d/99-nvidia.toml;"
