@@ -175,7 +175,8 @@ def materialise(name: str, dest: Path, library: Path | None) -> FakeNode:
         shm = root / "dev" / "shm"
         shm.mkdir(parents=True, exist_ok=True)
         subprocess.run(
-            ["mount", "-n", "-t", "tmpfs", "-o", f"size={spec['shm']}", "tmpfs", str(shm)], check=True
+            ["mount", "-n", "-t", "tmpfs", "-o", f"size={spec['shm']}", "tmpfs", str(shm)],
+            check=True,
         )
     return FakeNode(name, root, driver_root, dev_root, topology, spec, shm)
 

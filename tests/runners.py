@@ -8,6 +8,7 @@ and the child finds everything imported.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -15,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from ctk.cli.app import main
@@ -54,6 +55,19 @@ _PODMAN = (
     'exec podman --root "$store/root" --runroot /run/ctk-podman --tmpdir "$store/tmp" '
     'run --rm "$@"'
 )
+
+
+@contextlib.contextmanager
+def open_to_nobody() -> Iterator[Path]:
+    """A temporary directory that user nobody can reach, removed after: not under pytest's own
+    base directory, which every pytest session that starts (CI's other Python, mutmut's runs)
+    sets back to mode 0700, whatever a test had opened."""
+    base = Path(tempfile.mkdtemp(prefix="ctk-nobody-"))
+    try:
+        base.chmod(0o755)
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def main_as_nobody(argv: list[str], timeout: float = 120) -> tuple[int, str, str]:

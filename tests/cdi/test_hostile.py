@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,6 +16,7 @@ from ctk.cli.app import main
 from tests.fake_nvml import FakeNode
 from tests.fake_nvml.fixtures import fake_node, fake_nvml_library
 from tests.runners import main_as_nobody
+from tests.runners import open_to_nobody as open_to_nobody_dir
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -66,15 +65,8 @@ def _main_as_nobody(argv: list[str]) -> tuple[int, str, str]:
 
 @pytest.fixture
 def open_to_nobody() -> Iterator[Path]:
-    """A temporary directory that user nobody can reach: not under pytest's own base directory,
-    which every pytest session that starts (mutmut starts many beside this one) sets back to
-    mode 0700."""
-    base = Path(tempfile.mkdtemp(prefix="ctk-nobody-"))
-    try:
-        base.chmod(0o755)
+    with open_to_nobody_dir() as base:
         yield base
-    finally:
-        shutil.rmtree(base)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become user nobody")

@@ -6,9 +6,9 @@ build and unmount the node), as an admin who forgot sudo would run it.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +18,7 @@ from ctk.cli.app import main
 from tests.fake_nvml import TOPOLOGY_ENV, SkipNode
 from tests.fake_nvml.fixtures import fake_nvml_library  # noqa: F401  (pytest fixture)
 from tests.nodes import materialised
-from tests.runners import main_as_nobody
+from tests.runners import main_as_nobody, open_to_nobody
 
 # A deadline no load reaches: under load the doctor's 5 s deadline passes before every step is
 # done, the timed-out steps' facts are unknown, and the modules they would have imported are
@@ -26,40 +26,28 @@ from tests.runners import main_as_nobody
 GATHER_FOR_AS_LONG_AS_IT_TAKES = ("--nvml-timeout", "600")
 
 
-@contextlib.contextmanager
-def _traversable(path: Path) -> Iterator[None]:
-    """Let other users pass through ``path`` and its parents (pytest makes them 0700)."""
-    changed = []
-    for folder in (path, *path.parents):
-        mode = folder.stat().st_mode & 0o7777
-        if mode & 0o011 != 0o011:
-            changed.append((folder, mode))
-            folder.chmod(mode | 0o011)
-    try:
-        yield
-    finally:
-        for folder, mode in reversed(changed):
-            folder.chmod(mode)
-
-
 @pytest.fixture
 def healthy_as_nobody(
     fake_nvml_library: Path,  # noqa: F811
-    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     request: pytest.FixtureRequest,
 ) -> Iterator[Path]:
     if os.geteuid() != 0:
         pytest.skip("needs root to build the node and switch to user nobody")
-    try:
-        with materialised(
-            getattr(request, "param", "healthy"), tmp_path, fake_nvml_library
-        ) as built:
-            monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
-            with _traversable(tmp_path), _traversable(fake_nvml_library.parent):
+    # the node and a copy of the library in a directory of their own that nobody can reach:
+    # pytest's base directory (where tmp_path and the session's library are) is made 0700 again
+    # by every pytest session that starts beside this one
+    with open_to_nobody() as base:
+        library = base / fake_nvml_library.name
+        shutil.copy2(fake_nvml_library, library)
+        try:
+            with materialised(
+                getattr(request, "param", "healthy"), base / "node", library
+            ) as built:
+                monkeypatch.setenv(TOPOLOGY_ENV, str(built.topology))
                 yield built.root
-    except SkipNode as exc:
-        pytest.skip(str(exc))
+        except SkipNode as exc:
+            pytest.skip(str(exc))
 
 
 ROOT_ONLY = "is not readable without root"

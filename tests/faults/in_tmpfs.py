@@ -34,7 +34,9 @@ def _fill(directory: Path) -> None:
 def main(request: dict[str, object]) -> None:
     case = Path(str(request["case"]))
     case.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["mount", "-n", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(case)], check=True)
+    subprocess.run(
+        ["mount", "-n", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(case)], check=True
+    )
     env = {"CTK_STATE_DIR": str(case / "state")}
     for name, text in dict(request["files"]).items():  # type: ignore[call-overload]
         (case / name).parent.mkdir(parents=True, exist_ok=True)
