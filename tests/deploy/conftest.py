@@ -21,8 +21,8 @@ HELM_ONLY = ("test_chart.py", "test_manifests.py")
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark what runs no code on the suite's own Python: the image (its own Debian python3, run
-    under runc) and the chart (helm, kubernetes-validate). `.ci/run` runs these once, on the main
-    Python, and leaves them out of the runs on the oldest and newest Python."""
+    under runc) and the chart (helm, kubernetes-validate). `.ci/run` runs these once, in the
+    README's test command on the newest Python, and leaves them out of the run on the oldest."""
     for item in items:
         if HERE not in item.path.parents:
             continue
