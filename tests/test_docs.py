@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import re
 import shlex
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +39,22 @@ def test_first_lines_are_install_and_test_commands() -> None:
     assert install == "scripts/install"  # root or not: it runs itself with sudo when needed
     assert (REPO / "scripts/install").stat().st_mode & 0o111
     assert test == "python3 -m pip install -e '.[test]' && scripts/check"
-    ci = (REPO / ".ci" / "run").read_text()
-    # verbatim, and CI stops when any part of it fails: under set -e a failure before the last
-    # command of an && list does not stop a script
-    assert f"{test} || exit" in ci.splitlines()
+    ci = [line.strip() for line in (REPO / ".ci" / "run").read_text().splitlines()]
+    # CI takes the command from the README (what sed prints there is this line, verbatim) and
+    # stops when any part of it fails: under set -e a failure before the last command of an &&
+    # list does not stop a script
+    sed_line = re.compile(r"test_command=\"\$\(sed -n '(.+)' README\.md\)\"")
+    taken = [m for line in ci if (m := sed_line.fullmatch(line))]
+    assert len(taken) == 1
+    done = subprocess.run(
+        ["sed", "-n", taken[0].group(1), str(REPO / "README.md")],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=True,
+    )
+    assert done.stdout == f"{test}\n"
+    assert 'PATH="$venv/bin:$PATH" bash -c "$test_command" || exit' in ci
 
 
 def test_linked_docs_exist() -> None:
@@ -217,8 +230,6 @@ MADE_UP = re.compile(r"github\.com/ctk(?:-project|-dev|-org)?/ctk\b|github\.com/
 
 
 def test_no_link_names_a_repository_that_does_not_exist() -> None:
-    import subprocess
-
     tracked = subprocess.run(
         ["git", "-C", str(REPO), "ls-files", "-z"],
         capture_output=True,
