@@ -284,9 +284,10 @@ def _differing(copied: Mapping[str, JSONValue], copy: Mapping[str, JSONValue]) -
         ours = keys[:2] == ("containerd", "runtimes") and len(keys) > 2
         if ours and (keys[2] in added or _is_nvidia(runtimes.get(keys[2]))):
             continue
-        if keys == ("containerd", "runtimes"):  # an empty table there: ctk's runtimes left out
-            theirs = {k: v for k, v in runtimes.items() if k not in added and not _is_nvidia(v)}
-            if value_at(copied, keys) != theirs:
+        if keys == ("containerd", "runtimes"):
+            # a table empty on one side: where the files' is empty, every runtime of the copy is
+            # ctk's (added); where the copy's is, it lacks every runtime of the files
+            if value_at(copied, keys) != {}:
                 yield dotted(keys)
             continue
         if value_at(copied, keys) != value_at(copy, keys):

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import pytest
 
 from ctk.errors import CtkError
-from ctk.runtime_config.imports import glob, match, resolve
+from ctk.runtime_config.imports import clean, entry_path, glob, match, resolve, with_path
 
 TREE = {
     "/etc/containerd": ["config.toml", "conf.d", "a.toml"],
@@ -77,3 +77,41 @@ def test_a_bad_glob_says_why(entry: str, reason: str) -> None:
     assert caught.value.message == (
         f"/etc/containerd/config.toml: the import {entry!r} is not a valid glob pattern ({reason})"
     )
+    assert caught.value.hint == (
+        "containerd refuses it too: fix the pattern (Go's filepath.Match syntax)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "cleaned"),
+    [
+        pytest.param("", ".", id="empty-is-dot"),
+        pytest.param("//etc/containerd", "/etc/containerd", id="two-leading-slashes"),
+        pytest.param("///etc//containerd/", "/etc/containerd", id="three-leading-slashes"),
+        pytest.param("//", "/", id="two-slashes-alone"),
+        pytest.param("a//b/../c/.", "a/c", id="relative"),
+        pytest.param("/../x", "/x", id="above-the-root"),
+    ],
+)
+def test_clean_is_gos_filepath_clean(path: str, cleaned: str) -> None:
+    """What Go's filepath.Clean gives (posixpath.normpath keeps two leading slashes; Go never)."""
+    assert clean(path) == cleaned
+
+
+def test_a_relative_import_with_two_leading_slashes_is_one_absolute_path() -> None:
+    assert entry_path("/etc/containerd/config.toml", "//etc/x.toml") == "/etc/x.toml"
+    assert entry_path("/etc/containerd/config.toml", "conf.d//y.toml") == (
+        "/etc/containerd/conf.d/y.toml"
+    )
+
+
+def test_with_path_adds_the_folders_leading_to_the_path() -> None:
+    """As if /etc/containerd/conf.d/99-nvidia.toml existed: the root lists etc, each folder the
+    next one, the last the file; a folder already listing the name gets it once; others not."""
+    listing = with_path({"/": ["usr"], "/etc": ["containerd"]}.get, "/etc/containerd/conf.d/x.toml")
+    assert listing("/") == ["usr", "etc"]
+    assert listing("/etc") == ["containerd"]
+    assert listing("/etc/containerd") == ["conf.d"]
+    assert listing("/etc/containerd/conf.d") == ["x.toml"]
+    assert listing("/usr") is None
+    assert glob("/etc/containerd/conf.d/*.toml", listing) == ["/etc/containerd/conf.d/x.toml"]
