@@ -16,7 +16,6 @@ from ctk.runtime_config.changes import (
     kept_existing,
     new_table,
     newline_of,
-    without_inside,
 )
 from ctk.runtime_config.editor import DropIn, EngineEditor, InPlace, Inputs, RecordKeys
 from ctk.runtime_config.engines import CDI_SPEC_DIRS, RuntimeRequest
@@ -73,7 +72,6 @@ def configure(name: str, text: str | None, request: RuntimeRequest) -> Edit:
         changes[-1] = new_table(("runtimes",))
         runtimes = {}
     entry = runtimes.get(request.name)
-    created = not isinstance(entry, dict)
     if not isinstance(entry, dict):
         existed = request.name in runtimes
         put(("runtimes", request.name), {"path": request.path, "args": []}, existed, entry)
@@ -87,10 +85,11 @@ def configure(name: str, text: str | None, request: RuntimeRequest) -> Edit:
     if changes and not current.endswith("\n"):
         current += newline_of(source)
         changes.append(FINAL_NEWLINE_ADDED)
-    rt_keys = ("runtimes", request.name)
-    # A runtime ctk created goes as a whole on unconfigure; in the user's own, undo the edits.
-    recorded = without_inside(changes, rt_keys) if created else tuple(changes)
-    return Edit(keep_line_ends(source, current) if changes else source, recorded, tuple(notes))
+    # A runtime ctk creates is one change (unconfigure removes it whole); no change below it
+    # is made, so none is recorded.
+    return Edit(
+        keep_line_ends(source, current) if changes else source, tuple(changes), tuple(notes)
+    )
 
 
 Put = Callable[[tuple[str, ...], JSONValue, bool, JSONValue], None]

@@ -68,10 +68,12 @@ def test_malformed_objects_are_named(text: str, message: str) -> None:
     with pytest.raises(CtkError) as configuring:
         docker.configure(NAME, text, CDI)
     assert configuring.value.message == message
+    assert configuring.value.hint == "dockerd refuses this file as well; fix that key and run again"
     if "runtimes" in text:
         with pytest.raises(CtkError) as unconfiguring:
             docker.unconfigure(NAME, text, "nvidia", ())
         assert unconfiguring.value.message == message
+        assert unconfiguring.value.hint == configuring.value.hint
 
 
 def test_without_a_record_the_runtime_and_a_default_naming_it_go() -> None:

@@ -78,10 +78,21 @@ def test_docker_has_no_drop_in() -> None:
     assert str(info.value) == "dockerd has no drop-in configs"
 
 
-def test_a_record_blank_that_is_not_blank_leaves_valid_json() -> None:
-    change = Change(("features",), True, "oops", None, ChangeKind.BLANK_INSIDE)
+@pytest.mark.parametrize(
+    "blank",
+    [
+        pytest.param("oops", id="text"),
+        # whitespace to Python's str.strip() but not to JSON (RFC 8259: space, tab, CR, LF)
+        pytest.param("\x0b", id="vertical-tab"),
+        pytest.param("\x0c", id="form-feed"),
+        pytest.param(" \u00a0 ", id="no-break-space"),
+    ],
+)
+def test_a_record_blank_that_is_not_blank_leaves_valid_json(blank: str) -> None:
+    change = Change(("features",), True, blank, None, ChangeKind.BLANK_INSIDE)
     out = docker.unconfigure(NAME, '{"features": {}}\n', "nvidia", (change,), recorded=True)
     assert out == '{"features": {}}\n'
+    json.loads(out)
 
 
 def test_a_record_blank_of_json_whitespace_is_put_back() -> None:
