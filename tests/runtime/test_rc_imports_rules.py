@@ -89,6 +89,7 @@ def test_a_bad_glob_says_why(entry: str, reason: str) -> None:
         pytest.param("//etc/containerd", "/etc/containerd", id="two-leading-slashes"),
         pytest.param("///etc//containerd/", "/etc/containerd", id="three-leading-slashes"),
         pytest.param("//", "/", id="two-slashes-alone"),
+        pytest.param("//X/y", "/X/y", id="only-slashes-go"),
         pytest.param("a//b/../c/.", "a/c", id="relative"),
         pytest.param("/../x", "/x", id="above-the-root"),
     ],
