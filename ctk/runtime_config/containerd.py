@@ -387,9 +387,9 @@ class ContainerdEditor:
     records_hold_null = False
 
     def check(self, inputs: Inputs) -> None:
-        view = inspect_containerd([inputs.main, *inputs.before, *inputs.after])
-        if view.version != 1:  # v1 configs have no `imports`; containerd ignores them there
-            imports.imports_in(*inputs.main)
+        # what inspect refuses (the main file's `imports` too: containerd decodes it into a list
+        # of strings whatever the config's version)
+        inspect_containerd([inputs.main, *inputs.before, *inputs.after])
 
     def uses_drop_in(self, inputs: Inputs) -> bool:
         return version_of(*inputs.main) != 1

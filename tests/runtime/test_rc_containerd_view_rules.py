@@ -1,0 +1,93 @@
+"""containerd's view of a config and its imports, in-process: which files take part in the CRI
+plugin table as containerd 1.x (a later file's table replaces the whole table) and 2.x (tables
+merge key by key) read them; and the editor's view, check and note.
+
+(issue 26: survivors of the mutation run in `inspect.inspect_containerd` and
+`containerd.ContainerdEditor`.)"""
+
+from __future__ import annotations
+
+import pytest
+
+from ctk.errors import CtkError
+from ctk.runtime_config.containerd import EDITOR
+from ctk.runtime_config.editor import Inputs
+from ctk.runtime_config.inspect import PluginMerge, inspect_containerd
+
+CRI = 'plugins."io.containerd.grpc.v1.cri"'
+MAIN = (
+    "/etc/containerd/config.toml",
+    f'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n\n'
+    f'[{CRI}.containerd.runtimes.runc]\nruntime_type = "io.containerd.runc.v2"\n',
+)
+NO_CRI = ("/etc/containerd/conf.d/10-other.toml", '[plugins."io.containerd.other"]\nx = 1\n')
+EMPTY_CRI = ("/etc/containerd/conf.d/20-empty.toml", f"[{CRI}]\n")
+NVIDIA = (
+    "/etc/containerd/conf.d/99-nvidia.toml",
+    f'[{CRI}.containerd.runtimes.nvidia]\nruntime_type = "io.containerd.runc.v2"\n',
+)
+
+
+def _runtimes(files: list[tuple[str, str]], merge: PluginMerge) -> list[tuple[str, str]]:
+    view = inspect_containerd(files, merge=merge)
+    return [(r.name, r.source) for r in view.runtimes]
+
+
+@pytest.mark.parametrize("merge", list(PluginMerge))
+def test_a_file_without_the_cri_table_takes_no_part(merge: PluginMerge) -> None:
+    """Neither 1.x nor 2.x lets a file that does not name the CRI plugin change its table."""
+    assert _runtimes([MAIN, NO_CRI], merge) == [("runc", MAIN[0])]
+
+
+@pytest.mark.parametrize("merge", list(PluginMerge))
+def test_the_files_after_one_without_the_cri_table_still_count(merge: PluginMerge) -> None:
+    runtimes = _runtimes([MAIN, NO_CRI, NVIDIA], merge)
+    if merge is PluginMerge.REPLACE:
+        assert runtimes == [("nvidia", NVIDIA[0])]
+    else:
+        assert runtimes == [("nvidia", NVIDIA[0]), ("runc", MAIN[0])]
+
+
+def test_an_empty_cri_table_replaces_the_whole_table_on_1x_only() -> None:
+    """containerd 1.x replaces a plugin's table with a later file's, even an empty one."""
+    assert _runtimes([MAIN, EMPTY_CRI], PluginMerge.REPLACE) == []
+    assert _runtimes([MAIN, EMPTY_CRI], PluginMerge.DEEP) == [("runc", MAIN[0])]
+
+
+def test_no_files_is_a_programming_error() -> None:
+    with pytest.raises(ValueError) as info:
+        inspect_containerd([])
+    assert str(info.value) == "inspect_containerd needs at least the main file"
+
+
+def test_the_editors_view_merges_as_containerd_2x() -> None:
+    view = EDITOR.view([MAIN, EMPTY_CRI, NVIDIA])
+    assert [(r.name, r.source) for r in view.runtimes] == [
+        ("nvidia", NVIDIA[0]),
+        ("runc", MAIN[0]),
+    ]
+
+
+def test_a_version_1_config_is_edited_in_place_and_says_so() -> None:
+    inputs = Inputs(
+        config="/etc/containerd/config.toml",
+        config_text='[plugins.cri.containerd]\nsnapshotter = "overlayfs"\n',
+        drop_in="/etc/containerd/conf.d/99-nvidia.toml",
+    )
+    assert EDITOR.notes(inputs) == (
+        "/etc/containerd/config.toml is a version 1 config, which cannot import drop-ins: "
+        "editing it in place",
+    )
+    assert EDITOR.notes(Inputs(config=MAIN[0], config_text=MAIN[1], drop_in=NVIDIA[0])) == ()
+    in_place = Inputs(config=MAIN[0], config_text=MAIN[1].replace("2", "1"))
+    assert EDITOR.notes(in_place) == ()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_the_check_refuses_imports_that_are_no_list_of_strings(version: int) -> None:
+    inputs = Inputs(config=MAIN[0], config_text=f"version = {version}\nimports = 1\n")
+    with pytest.raises(CtkError) as info:
+        EDITOR.check(inputs)
+    assert info.value.message == (
+        "/etc/containerd/config.toml: `imports` must be an array of strings"
+    )
