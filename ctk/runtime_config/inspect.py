@@ -201,19 +201,23 @@ def inspect_containerd(
     plugin = CONTAINERD_CRI_PLUGIN[version]
     cri: dict[str, JSONValue] = {}
     sources: dict[str, str] = {}  # runtime name -> file defining it
+    settings: dict[str, str] = {}  # setting -> the last file that set it (for its errors)
     for name, text in files:
         data = main if name == main_name else load_toml(name, text)
         table = _table(name, data, "plugins", plugin)
-        _table(name, table, "containerd", "runtimes", within=("plugins", plugin))
+        containerd = _table(name, table, "containerd", within=("plugins", plugin))
+        _table(name, containerd, "runtimes", within=("plugins", plugin, "containerd"))
         if not table and plugin not in _table(name, data, "plugins"):
             continue
         if merge is PluginMerge.REPLACE:
             cri = dict(table)
             sources = {}
+            settings = {}
         else:
             cri = deep_merge(cri, table)
         for runtime in _table(name, table, "containerd", "runtimes"):
             sources[runtime] = name
+        settings.update(dict.fromkeys([*table, *(f"containerd.{key}" for key in containerd)], name))
     within = ("plugins", plugin)
     where = dotted(within)
     containerd = _table(main_name, cri, "containerd", within=within)
@@ -242,9 +246,16 @@ def inspect_containerd(
         files=tuple(name for name, _ in files),
         version=version,
         runtimes=tuple(sorted(runtimes, key=lambda r: r.name)),
-        default_runtime=_opt_str(main_name, containerd, "default_runtime_name", where),
-        cdi_enabled=_opt_bool(main_name, cri, "enable_cdi", where),
-        cdi_spec_dirs=_opt_str_list(main_name, cri, "cdi_spec_dirs", where),
+        default_runtime=_opt_str(
+            settings.get("containerd.default_runtime_name", main_name),
+            containerd,
+            "default_runtime_name",
+            f"{where}.containerd",
+        ),
+        cdi_enabled=_opt_bool(settings.get("enable_cdi", main_name), cri, "enable_cdi", where),
+        cdi_spec_dirs=_opt_str_list(
+            settings.get("cdi_spec_dirs", main_name), cri, "cdi_spec_dirs", where
+        ),
         imports=_str_list(main_name, main, "imports", ""),
         cgroup_driver=None,
     )

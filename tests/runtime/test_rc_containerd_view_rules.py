@@ -91,3 +91,113 @@ def test_the_check_refuses_imports_that_are_no_list_of_strings(version: int) -> 
     assert info.value.message == (
         "/etc/containerd/config.toml: `imports` must be an array of strings"
     )
+
+
+IMPORT = "/etc/containerd/conf.d/10-x.toml"
+AT = 'plugins."io.containerd.grpc.v1.cri"'
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        pytest.param(
+            [(MAIN[0], f"version = 2\n[{CRI}.containerd.runtimes]\nnvidia = 1\n")],
+            f"{MAIN[0]}: `{AT}.containerd.runtimes.nvidia` must be a table, found a number",
+            id="runtime",
+        ),
+        pytest.param(
+            [MAIN, (IMPORT, f'[{CRI}.containerd.runtimes]\nnvidia = "x"\n')],
+            f"{IMPORT}: `{AT}.containerd.runtimes.nvidia` must be a table, found a string",
+            id="runtime-in-an-import",
+        ),
+        pytest.param(
+            [MAIN, (IMPORT, f"[{CRI}.containerd.runtimes.nvidia]\noptions = 1\n")],
+            f"{IMPORT}: `{AT}.containerd.runtimes.nvidia.options` must be a table, found a number",
+            id="options",
+        ),
+        pytest.param(
+            [MAIN, (IMPORT, f"[{CRI}.containerd.runtimes.nvidia.options]\nBinaryName = 1\n")],
+            f"{IMPORT}: `{AT}.containerd.runtimes.nvidia.options.BinaryName` must be a string, "
+            "found a number",
+            id="binary-name",
+        ),
+        pytest.param(
+            [MAIN, (IMPORT, f"[{CRI}.containerd.runtimes.nvidia]\nruntime_type = 1\n")],
+            f"{IMPORT}: `{AT}.containerd.runtimes.nvidia.runtime_type` must be a string, "
+            "found a number",
+            id="runtime-type",
+        ),
+        pytest.param(
+            [MAIN, (IMPORT, f'[{CRI}.containerd.runtimes.nvidia.options]\nSystemdCgroup = "y"\n')],
+            f"{IMPORT}: `{AT}.containerd.runtimes.nvidia.options.SystemdCgroup` must be a boolean, "
+            "found a string",
+            id="systemd-cgroup",
+        ),
+        pytest.param(
+            [MAIN, (IMPORT, f"[{CRI}]\ncontainerd = 1\n")],
+            f"{IMPORT}: `{AT}.containerd` must be a table, found a number",
+            id="containerd-in-an-import",
+        ),
+        pytest.param(
+            [MAIN, (IMPORT, f"[{CRI}.containerd]\nruntimes = 1\n")],
+            f"{IMPORT}: `{AT}.containerd.runtimes` must be a table, found a number",
+            id="runtimes-in-an-import",
+        ),
+        pytest.param(
+            [MAIN, (IMPORT, '[plugins]\n"io.containerd.grpc.v1.cri" = 1\n')],
+            f"{IMPORT}: `{AT}` must be a table, found a number",
+            id="cri-in-an-import",
+        ),
+        pytest.param(
+            [MAIN, (IMPORT, "plugins = 1\n")],
+            f"{IMPORT}: `plugins` must be a table, found a number",
+            id="plugins-in-an-import",
+        ),
+        # the setting's whole path (`.containerd` was left out) and the file that set it (an
+        # import's value was blamed on config.toml)
+        pytest.param(
+            [(MAIN[0], f"version = 2\n[{CRI}.containerd]\ndefault_runtime_name = 1\n")],
+            f"{MAIN[0]}: `{AT}.containerd.default_runtime_name` must be a string, found a number",
+            id="default-runtime-name",
+        ),
+        pytest.param(
+            [MAIN, (IMPORT, f"[{CRI}.containerd]\ndefault_runtime_name = 1\n")],
+            f"{IMPORT}: `{AT}.containerd.default_runtime_name` must be a string, found a number",
+            id="default-runtime-name-in-an-import",
+        ),
+        pytest.param(
+            [MAIN, (IMPORT, f"[{CRI}]\nenable_cdi = 1\n")],
+            f"{IMPORT}: `{AT}.enable_cdi` must be a boolean, found a number",
+            id="enable-cdi-in-an-import",
+        ),
+        pytest.param(
+            [MAIN, (IMPORT, f"[{CRI}]\ncdi_spec_dirs = [1]\n")],
+            f"{IMPORT}: `{AT}.cdi_spec_dirs` must be an array of strings",
+            id="cdi-spec-dirs-in-an-import",
+        ),
+    ],
+)
+@pytest.mark.parametrize("merge", list(PluginMerge))
+def test_a_malformed_value_names_its_file_and_whole_path(
+    files: list[tuple[str, str]], message: str, merge: PluginMerge
+) -> None:
+    with pytest.raises(CtkError) as info:
+        inspect_containerd(files, merge=merge)
+    assert info.value.message == message
+    assert info.value.hint == "the engine cannot use this value either; fix that key and run again"
+
+
+def test_a_setting_of_an_import_that_1x_replaced_is_blamed_on_the_replacing_file() -> None:
+    """containerd 1.x: the last file's table is the one read, and so the one named."""
+    files = [
+        (MAIN[0], f"version = 2\n[{CRI}]\nenable_cdi = 1\n"),
+        (IMPORT, f"[{CRI}]\nenable_cdi = 2\n"),
+    ]
+    with pytest.raises(CtkError) as info:
+        inspect_containerd(files, merge=PluginMerge.REPLACE)
+    assert info.value.message.startswith(f"{IMPORT}: ")
+    files[1] = (IMPORT, f'[{CRI}]\nsandbox_image = "x"\n')
+    assert inspect_containerd(files, merge=PluginMerge.REPLACE).cdi_enabled is None
+    with pytest.raises(CtkError) as info:
+        inspect_containerd(files, merge=PluginMerge.DEEP)
+    assert info.value.message.startswith(f"{MAIN[0]}: ")
