@@ -7,6 +7,8 @@ Malformed input raises `CtkError` naming the file and position.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -107,10 +109,19 @@ def containerd_version(name: str, data: Mapping[str, JSONValue], *, empty: bool)
     return version
 
 
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+"""A key TOML writes without quotes: ASCII letters, digits, `_` and `-` (not `é`, not empty)."""
+
+
 def dotted(keys: Sequence[str]) -> str:
-    """Write a key path the way TOML does: `plugins."io.containerd.grpc.v1.cri".containerd`."""
+    """Write a key path the way TOML does: `plugins."io.containerd.grpc.v1.cri".containerd`;
+    a key that is not bare goes in a basic string, escaped (`"a\\"b"`: JSON's escapes are
+    TOML's, and TOML escapes DEL too)."""
     return ".".join(
-        k if k and k.replace("-", "").replace("_", "").isalnum() else f'"{k}"' for k in keys
+        k
+        if _BARE_KEY.fullmatch(k)
+        else json.dumps(k, ensure_ascii=False).replace("\x7f", "\\u007f")
+        for k in keys
     )
 
 

@@ -8,11 +8,14 @@ merge key by key) read them; and the editor's view, check and note.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from ctk import toml_compat
 from ctk.errors import CtkError
 from ctk.runtime_config.containerd import EDITOR
 from ctk.runtime_config.editor import Inputs
-from ctk.runtime_config.inspect import PluginMerge, inspect_containerd
+from ctk.runtime_config.inspect import PluginMerge, dotted, inspect_containerd
 
 CRI = 'plugins."io.containerd.grpc.v1.cri"'
 MAIN = (
@@ -201,3 +204,27 @@ def test_a_setting_of_an_import_that_1x_replaced_is_blamed_on_the_replacing_file
     with pytest.raises(CtkError) as info:
         inspect_containerd(files, merge=PluginMerge.DEEP)
     assert info.value.message.startswith(f"{MAIN[0]}: ")
+
+
+@pytest.mark.parametrize(
+    ("keys", "written"),
+    [
+        pytest.param(
+            ["plugins", "io.containerd.grpc.v1.cri"], 'plugins."io.containerd.grpc.v1.cri"'
+        ),
+        pytest.param(["a-b", "c_d", "-", "_", "0"], "a-b.c_d.-._.0", id="bare"),
+        pytest.param(["", "é", 'a"b', "x y"], '""."é"."a\\"b"."x y"', id="quoted"),
+    ],
+)
+def test_dotted_writes_a_key_path_as_toml_does(keys: list[str], written: str) -> None:
+    assert dotted(keys) == written
+
+
+@given(st.lists(st.text(st.characters(exclude_categories=["Cs"])), min_size=1, max_size=4))
+def test_dotted_is_a_key_path_toml_reads_back(keys: list[str]) -> None:
+    value: object = toml_compat.loads(f"{dotted(keys)} = 1")
+    for key in keys:
+        assert isinstance(value, dict)
+        assert list(value) == [key]
+        value = value[key]
+    assert value == 1
