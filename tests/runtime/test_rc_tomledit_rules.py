@@ -9,7 +9,7 @@ import pytest
 import tomlkit
 
 from ctk.runtime_config.changes import Change, ChangeKind, header, new_table
-from ctk.runtime_config.tomledit import undo_changes
+from ctk.runtime_config.tomledit import append_table, copy_item, plain, undo_changes
 
 TEXT = 'a = 1\n\n[t]\nb = "x"\n'
 
@@ -100,3 +100,41 @@ def test_undo_changes_takes_back_only_what_is_still_ctks(
     doc = tomlkit.parse(text)
     undo_changes(doc, changes)
     assert doc.as_string() == undone
+
+
+SPLIT = "[a.b]\nx = 1\n\n[c]\ny = 2\n\n[a.d]\nz = 3\n"
+"""`a` is split by `[c]`: tomlkit hands it out as an out-of-order proxy."""
+
+
+def test_plain_gives_python_data_for_tomlkit_items() -> None:
+    doc = tomlkit.parse(SPLIT + 'w = "s"\n')
+    assert type(plain(doc["c"])) is dict
+    assert type(plain(doc["a"])) is dict
+    assert type(plain(doc["a"]["d"]["w"])) is str
+    assert plain(doc["a"]) == {"b": {"x": 1}, "d": {"z": 3, "w": "s"}}
+    assert plain({"already": ["plain"]}) == {"already": ["plain"]}
+
+
+def test_a_table_appended_to_a_split_table_joins_it() -> None:
+    doc = tomlkit.parse(SPLIT)
+    table = tomlkit.table()
+    table["k"] = 1
+    append_table(doc["a"], "new", table)
+    assert tomlkit.parse(doc.as_string())["a"]["new"] == {"k": 1}
+    assert doc.as_string() == "[a.b]\nx = 1\n\n[a.new]\nk = 1\n[c]\ny = 2\n\n[a.d]\nz = 3\n"
+
+
+def test_an_appended_table_keeps_its_indent_but_no_blank_line_before_it() -> None:
+    doc = tomlkit.parse("[t]\nx = 1\n")
+    table = tomlkit.table()
+    table["k"] = 1
+    table.trivia.indent = "\n\n  "
+    append_table(doc["t"], "u", table)
+    assert table.trivia.indent == "  "
+    assert doc.as_string() == "[t]\nx = 1\n  [t.u]\nk = 1\n"
+
+
+def test_a_copy_of_a_split_table_holds_all_its_parts() -> None:
+    doc = tomlkit.parse(SPLIT)
+    copied = copy_item(doc["a"])
+    assert copied.unwrap() == {"b": {"x": 1}, "d": {"z": 3}}
