@@ -103,13 +103,9 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
     # The old v1 shim names the binary `Runtime`; the runc v2 shim calls it `BinaryName`.
     binary_key = "Runtime" if runtime_type == RUNTIME_V1_LINUX else "BinaryName"
     copied = runtime.get("options")
-    if isinstance(copied, InlineTable):  # `options = { ... }` as the copied runtime wrote it
-        if copied.get(binary_key) != request.path:
-            existed = binary_key in copied
-            before = tomledit.plain(copied.get(binary_key))
-            fresh = tomledit.new_inline_table({**copied.unwrap(), binary_key: request.path})
-            runtime["options"] = fresh
-            changes.append(Change((*rt_keys, "options", binary_key), existed, before, request.path))
+    inline: tuple[str, ...] = ()  # the line of inline options ctk edits
+    if isinstance(copied, InlineTable):  # `options = { ... }` as the runtime wrote it
+        inline = _set_inline(runtime, copied, (*rt_keys, "options", binary_key), request, changes)
     else:
         options = tomledit.ensure_table(name, doc, (*rt_keys, "options"), changes)
         tomledit.set_key(options, (*rt_keys, "options", binary_key), request.path, changes)
@@ -120,9 +116,32 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
         cri_table = tomledit.find_table(name, doc, cri)
         assert cri_table is not None
         tomledit.set_key(cri_table, (*cri, "enable_cdi"), True, changes)
-    out = tomledit.finish(name, doc, text, replaced=replaced_keys(changes))
+    out = tomledit.finish(name, doc, text, replaced=(*replaced_keys(changes), *inline))
     # A runtime ctk created goes as a whole on unconfigure; in the user's own, undo the edits.
     return Edit(out, without_inside(changes, rt_keys) if created else tuple(changes))
+
+
+def _set_inline(
+    runtime: tomledit.Tab,
+    options: InlineTable,
+    keys: tuple[str, ...],
+    request: RuntimeRequest,
+    changes: list[Change],
+) -> tuple[str, ...]:
+    """Set the binary in inline `options = { ... }`; the key of the line rewritten, if any."""
+    binary_key = keys[-1]
+    if options.get(binary_key) == request.path:
+        return ()
+    existed = binary_key in options
+    before = tomledit.plain(options.get(binary_key))
+    if existed:  # in place: the rest of the line stays as it was, and comes back on undo
+        options[binary_key] = request.path
+    else:  # tomlkit adds a key to an inline table with stray blanks: written anew
+        runtime["options"] = tomledit.new_inline_table(
+            {**options.unwrap(), binary_key: request.path}
+        )
+    changes.append(Change(keys, existed, before, request.path))
+    return ("options",)
 
 
 def _source_runtime(
@@ -145,6 +164,7 @@ def unconfigure_in_place(
     ``recorded``: a record exists, so a runtime it does not show ctk creating stays.
     """
     doc = tomledit.parse_document(name, tomledit.with_final_newline(text))
+    inline = tomledit.inline_lines(doc, record)
     tomledit.undo_changes(doc, record)
     version = version_of(name, text)
     cri = cri_keys(version)
@@ -162,7 +182,7 @@ def unconfigure_in_place(
     ):
         tomledit.delete_key(containerd, "default_runtime_name")
     tomledit.undo_changes(doc, [c for c in record if c.kind in TABLE_KINDS])
-    return tomledit.finish(name, doc, text, replaced=replaced_keys(record), undo=True)
+    return tomledit.finish(name, doc, text, replaced=(*replaced_keys(record), *inline), undo=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -253,13 +253,24 @@ def get_value(doc: TOMLDocument, keys: Sequence[str]) -> tuple[bool, Any]:
     return True, current
 
 
+def inline_lines(doc: TOMLDocument, changes: Sequence[Change]) -> tuple[str, ...]:
+    """The keys of the inline tables (`options = { ... }`) that ``changes`` edit inside: undoing
+    them rewrites those lines."""
+    return tuple(
+        change.keys[-2]
+        for change in changes
+        if len(change.keys) >= 2 and isinstance(get_value(doc, change.keys[:-1])[1], InlineTable)
+    )
+
+
 def undo_changes(doc: TOMLDocument, changes: Sequence[Change]) -> None:
-    """Take back ``changes`` (newest first) where the value is still what ctk wrote."""
+    """Take back ``changes`` (newest first) where the value is still what ctk wrote; inside an
+    inline table too, in place (the rest of its line stays)."""
     for change in reversed(changes):
         if not change.keys or change.kind in (ChangeKind.WHOLE_FILE, ChangeKind.FINAL_NEWLINE):
             continue
         parent_present, parent = get_value(doc, change.keys[:-1])
-        if not parent_present or not isinstance(parent, Tab | TOMLDocument):
+        if not parent_present or not isinstance(parent, Tab | TOMLDocument | InlineTable):
             continue
         key = change.keys[-1]
         if key not in parent:
