@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -262,7 +263,7 @@ def docker_run_cdi_device(
     )  # fmt: skip
 
 
-PRIVATE_RUN = 'mount -t tmpfs tmpfs /run && mkdir -p /run/cdi /run/containerd && exec "$@"'
+PRIVATE_RUN = 'mount -n -t tmpfs tmpfs /run && mkdir -p /run/cdi /run/containerd && exec "$@"'
 """A mount namespace's start: /run its own tmpfs (containerd's shim sockets under
 /run/containerd, runc's state under /run/runc, /var/run/cdi), so nothing lands on the host's."""
 
@@ -327,14 +328,30 @@ def containerd_pod_config(engine: Engine, work: Path, sandbox_image: str, cri: s
 
 @contextlib.contextmanager
 def _private(
-    engine: Engine, args: list[str], sock: Path, log_path: Path, *, timeout: float
+    engine: Engine,
+    args: list[str],
+    sock: Path,
+    log_path: Path,
+    *,
+    timeout: float,
+    etc: Path | None = None,
 ) -> Iterator[Daemon]:
     """Run ``engine``'s daemon with ``args`` in a private mount namespace (`PRIVATE_RUN`); yield
-    it once ``sock`` exists; stop it (SIGKILL to its group when SIGTERM is not enough)."""
+    it once ``sock`` exists; stop it (SIGKILL to its group when SIGTERM is not enough).
+
+    ``etc``: a folder for what the daemon writes under /etc, which it sees as an overlay of the
+    host's (CRI-O makes /etc/crio/auth and /etc/crio/policies, and its CNI /etc/cni/net.d's
+    cni.lock, whatever its config says)."""
+    script = PRIVATE_RUN
+    if etc is not None:
+        (etc / "upper").mkdir(parents=True, exist_ok=True)
+        (etc / "work").mkdir(parents=True, exist_ok=True)
+        layers = f"lowerdir=/etc,upperdir={etc}/upper,workdir={etc}/work"
+        script = f"mount -n -t overlay overlay -o {shlex.quote(layers)} /etc && {script}"
     with log_path.open("w") as log:
         process = subprocess.Popen(
             [
-                *("unshare", "--mount", "--propagation", "private", "sh", "-c", PRIVATE_RUN),
+                *("unshare", "--mount", "--propagation", "private", "sh", "-c", script),
                 *("sh", str(engine.daemon), *args),
             ],
             stdout=log,
@@ -430,7 +447,8 @@ def crio(config: Path, drop_ins: Path, work: Path, engine: Engine) -> Iterator[D
     a private mount namespace; yield it once its socket answers."""
     try:
         args = ["--config", str(config), "--config-dir", str(drop_ins)]
-        with _private(engine, args, work / "crio.sock", work / "crio.log", timeout=60) as d:
+        sock, log = work / "crio.sock", work / "crio.log"
+        with _private(engine, args, sock, log, timeout=60, etc=work / "etc") as d:
             yield d
     finally:
         _unmount_under(work / "storage")

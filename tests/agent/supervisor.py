@@ -25,7 +25,9 @@ import sys
 import time
 from pathlib import Path
 
-BOUND = ("etc/containerd", "run/containerd")
+BOUND = ("etc/containerd", "run")
+"""The fake host's dirs that a host command sees as the real ones: its whole /run, as the engine
+does (a bind onto /run/containerd first made that folder in the machine's own /run)."""
 HOST_TIMEOUT = 100.0
 """Seconds a host command may take: less than the agent's own limit on its --host-exec (120 s)."""
 

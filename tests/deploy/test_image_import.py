@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.deploy.chart import BUILD_SH, one, pod_spec, render
-from tests.engines import default_signals
+from tests.engines import PRIVATE_RUN, default_signals
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +41,12 @@ def ctr() -> Iterator[tuple[str, ...]]:
     (work / "config.toml").write_text(CONFIG.format(d=work))
     with (work / "log").open("wb") as log:
         daemon = subprocess.Popen(
-            ["containerd", "--config", str(work / "config.toml")],
+            # /run its own (PRIVATE_RUN): the CRI plugin keeps runc's state, fifos and shim
+            # sockets under /run/containerd whatever the config says
+            [
+                *("unshare", "--mount", "--propagation", "private", "sh", "-c", PRIVATE_RUN),
+                *("sh", "containerd", "--config", str(work / "config.toml")),
+            ],
             stdout=log,
             stderr=log,
             stdin=subprocess.DEVNULL,
@@ -53,7 +58,9 @@ def ctr() -> Iterator[tuple[str, ...]]:
         while not (work / "c.sock").exists():
             assert time.monotonic() < deadline, (work / "log").read_text()
             time.sleep(0.05)
-        yield ("ctr", "--address", str(work / "c.sock"), "--namespace", "k8s.io")
+        # in the daemon's mount namespace: ctr makes a task's fifos under its own /run too
+        inside = ("nsenter", f"--mount=/proc/{daemon.pid}/ns/mnt", "--")
+        yield (*inside, "ctr", "--address", str(work / "c.sock"), "--namespace", "k8s.io")
     finally:
         os.killpg(daemon.pid, signal.SIGTERM)
         daemon.wait(timeout=30)

@@ -71,6 +71,10 @@ def podman_image(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
         f'[storage]\ndriver = "vfs"\ngraphroot = "{tmp_path}/graph"\nrunroot = "{tmp_path}/run"\n'
     )
     monkeypatch.setenv("CONTAINERS_STORAGE_CONF", str(store))
+    # podman's own state (alive lock, events log, exit files) too: /run/libpod by default
+    conf = tmp_path / "containers.conf"
+    conf.write_text(f'[engine]\ntmp_dir = "{tmp_path}/libpod"\n')
+    monkeypatch.setenv("CONTAINERS_CONF", str(conf))
     changes = [f'--change=ENV {key}="{value}"' for key, value in ENV.items()]
     run(podman, "import", *changes, str(tmp_path / "rootfs.tar"), IMAGE)
     return podman
