@@ -154,7 +154,8 @@ def crio_config(config: Path, drop_ins: Path, engine: Engine) -> dict[str, Any]:
 
 DOCKERD_PRIVATE = (
     *("unshare", "--mount", "--propagation", "private", "sh", "-c"),
-    "mount -t tmpfs tmpfs /run && { [ ! -d /etc/docker ] || mount -t tmpfs tmpfs /etc/docker; } "
+    "mount -n -t tmpfs tmpfs /run && "
+    "{ [ ! -d /etc/docker ] || mount -n -t tmpfs tmpfs /etc/docker; } "
     '&& exec "$@"',
     "sh",
 )

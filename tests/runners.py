@@ -51,7 +51,7 @@ BUSYBOX_APPLETS = (
 # characters: both live on a tmpfs over /run in a private mount namespace.
 _PODMAN = (
     "specs=$1 store=$2 && shift 2 && "
-    'mount -t tmpfs tmpfs /run && mkdir /run/cdi && cp "$specs"/* /run/cdi/ && '
+    'mount -n -t tmpfs tmpfs /run && mkdir /run/cdi && cp "$specs"/* /run/cdi/ && '
     'exec podman --root "$store/root" --runroot /run/ctk-podman --tmpdir "$store/tmp" '
     'run --rm "$@"'
 )
@@ -111,18 +111,19 @@ def main_as_nobody(argv: list[str], timeout: float = 120) -> tuple[int, str, str
 
 
 _NEW_DIRS_PRIVATE = (
-    "mount --bind /var/lib /mnt && mount -t tmpfs tmpfs /var/lib && "
+    "mount -n --bind /var/lib /mnt && mount -n -t tmpfs tmpfs /var/lib && "
     'for d in /mnt/*; do [ -d "$d" ] || continue; n="${d#/mnt/}"; '
-    'mkdir "/var/lib/$n" && mount --bind "$d" "/var/lib/$n" || exit 1; done && exec "$@"'
+    'mkdir "/var/lib/$n" && mount -n --bind "$d" "/var/lib/$n" || exit 1; done && exec "$@"'
 )
 PRIVATE_VAR_LIB = ("unshare", "--mount", "--propagation", "private", "sh", "-c",
                    _NEW_DIRS_PRIVATE, "sh")  # fmt: skip
 PRIVATE_VAR_LIB_AND_RUN = ("unshare", "--mount", "--propagation", "private", "sh", "-c",
-                           f"mount -t tmpfs tmpfs /run && {_NEW_DIRS_PRIVATE}", "sh")  # fmt: skip
+                           f"mount -n -t tmpfs tmpfs /run && {_NEW_DIRS_PRIVATE}",
+                           "sh")  # fmt: skip
 """`PRIVATE_VAR_LIB` with /run a tmpfs too: podman keeps its events log in /run/libpod."""
 OWN_RUN: tuple[str, ...] = (
     ("unshare", "--mount", "--propagation", "private", "sh", "-c",
-     'mount -t tmpfs tmpfs /run && exec "$@"', "sh")
+     'mount -n -t tmpfs tmpfs /run && exec "$@"', "sh")
     if os.geteuid() == 0
     else ()
 )  # fmt: skip

@@ -36,7 +36,7 @@ def namespaced(host: Path, argv: list[str], bound: tuple[str, ...] = BOUND) -> l
     """``argv`` run in a mount namespace where the fake host's ``bound`` dirs (by default its
     containerd dirs) are the real ones."""
     binds = " && ".join(
-        f"mkdir -p /{d} && mount --bind {host / d} /{d}" for d in bound if (host / d).is_dir()
+        f"mkdir -p /{d} && mount -n --bind {host / d} /{d}" for d in bound if (host / d).is_dir()
     )
     script = f'{binds} && exec "$@"'
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *argv]

@@ -88,10 +88,11 @@ def _run(world: Path, devices: list[str]) -> dict[str, object]:
         old.unlink()
     flags = " ".join(f"--device {d}" for d in devices)
     script = (
-        "mount -t overlay overlay"
+        "mount -n -t overlay overlay"
         f" -o lowerdir=/etc,upperdir={world}/upper,workdir={world}/work /etc"
-        f" && mkdir -p /etc/cdi && mount --bind {world}/etc /etc/cdi"
-        f" && mount -t tmpfs tmpfs /run && mkdir /run/cdi && mount --bind {world}/run /run/cdi"
+        f" && mkdir -p /etc/cdi && mount -n --bind {world}/etc /etc/cdi"
+        " && mount -n -t tmpfs tmpfs /run && mkdir /run/cdi"
+        f" && mount -n --bind {world}/run /run/cdi"
         " && mkdir /run/ctk-runroot"
         f" && exec podman --root {world}/root --runroot /run/ctk-runroot --tmpdir {world}/tmp"
         f" --runtime {world}/wrapper run --rm {flags} --rootfs {world}/rootfs /bin/sh -c true"

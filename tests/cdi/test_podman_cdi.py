@@ -73,10 +73,11 @@ def world(tmp_path: Path) -> Path:
 
 def _podman(world: Path, device: str) -> subprocess.CompletedProcess[str]:
     script = (
-        "mount -t overlay overlay"
+        "mount -n -t overlay overlay"
         f" -o lowerdir=/etc,upperdir={world}/upper,workdir={world}/work /etc"
-        f" && mkdir -p /etc/cdi && mount --bind {world}/etc /etc/cdi"
-        f" && mount -t tmpfs tmpfs /run && mkdir /run/cdi && mount --bind {world}/run /run/cdi"
+        f" && mkdir -p /etc/cdi && mount -n --bind {world}/etc /etc/cdi"
+        " && mount -n -t tmpfs tmpfs /run && mkdir /run/cdi"
+        f" && mount -n --bind {world}/run /run/cdi"
         # podman wants a runroot under 50 characters: the private /run tmpfs has room
         " && mkdir /run/ctk-runroot"
         f" && exec podman --root {world}/root --runroot /run/ctk-runroot --tmpdir {world}/tmp"

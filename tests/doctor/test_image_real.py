@@ -71,9 +71,13 @@ def podman_image(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
         f'[storage]\ndriver = "vfs"\ngraphroot = "{tmp_path}/graph"\nrunroot = "{tmp_path}/run"\n'
     )
     monkeypatch.setenv("CONTAINERS_STORAGE_CONF", str(store))
-    # podman's own state (alive lock, events log, exit files) too: /run/libpod by default
+    # podman's own state (alive lock, events log, exit files: /run/libpod by default) and its
+    # CNI folder's lock (/etc/cni/net.d/cni.lock) too
     conf = tmp_path / "containers.conf"
-    conf.write_text(f'[engine]\ntmp_dir = "{tmp_path}/libpod"\n')
+    conf.write_text(
+        f'[engine]\ntmp_dir = "{tmp_path}/libpod"\n'
+        f'[network]\nnetwork_config_dir = "{tmp_path}/cni"\n'
+    )
     monkeypatch.setenv("CONTAINERS_CONF", str(conf))
     changes = [f'--change=ENV {key}="{value}"' for key, value in ENV.items()]
     run(podman, "import", *changes, str(tmp_path / "rootfs.tar"), IMAGE)

@@ -180,7 +180,7 @@ def _run_in_root(
         if not _copied(place):
             (root / place.relative_to("/")).mkdir(parents=True, exist_ok=True)
             dest = shlex.quote(str(root / place.relative_to("/")))
-            binds.append(f"mount --bind -o ro {shlex.quote(str(place))} {dest}")
+            binds.append(f"mount -n --bind -o ro {shlex.quote(str(place))} {dest}")
     userspec = [] if case.user == "root" else ["--userspec=1000:1000", "--groups=1000"]
     command = f"cd {shlex.quote(inside)} && {first_command()}"
     script = " && ".join([*binds, 'exec chroot "$@"'])
