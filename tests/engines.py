@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ctk import toml_compat as tomllib
-from tests.runners import CONTAINERS_CONF
+from tests.runners import containers_conf
 
 FETCHED = os.environ.get("CTK_ENGINES")
 WANTED = {"containerd": ((2, 1), (1, 7)), "docker.io": ((28,), (26,)), "cri-o": ((1, 36),)}
@@ -219,7 +219,7 @@ def dockerd(config: Path, work: Path, engine: Engine) -> Iterator[str]:
         log.close()
         for mount in (work / "data", work / "exec"):
             if os.path.ismount(mount):  # dockerd bind-mounts its roots; a killed one leaves them
-                subprocess.run(["umount", "-l", str(mount)], check=False, timeout=10)
+                subprocess.run(["umount", "-n", "-l", str(mount)], check=False, timeout=10)
 
 
 def docker_info(sock: str, engine: Engine, fields: str) -> Mapping[str, Any]:
@@ -286,7 +286,7 @@ class Daemon:
         in a copy of the daemon's namespace (its /run) whose /var/lib is a tmpfs, where podman
         keeps its blob cache (/var/lib/containers/cache), which would land on the host."""
         conf = work / "containers.conf"
-        conf.write_text(CONTAINERS_CONF)
+        conf.write_text(containers_conf(work))
         script = 'mount -n -t tmpfs tmpfs /var/lib && exec "$@"'
         podman = ["podman", "--root", str(work / "storage"), "--storage-driver", "vfs"]
         podman += ["--runroot", "/run/containers/storage", "load", "-i", str(archive)]
@@ -383,7 +383,7 @@ def _unmount_under(*directories: Path) -> None:
         found = [directory, *directory.rglob("*")] if directory.is_dir() else []
         for mount in sorted(found, reverse=True):
             if mount.is_dir() and os.path.ismount(mount):
-                subprocess.run(["umount", "-l", str(mount)], check=False, timeout=10)
+                subprocess.run(["umount", "-n", "-l", str(mount)], check=False, timeout=10)
 
 
 @contextlib.contextmanager

@@ -184,7 +184,7 @@ def materialise(name: str, dest: Path, library: Path | None) -> FakeNode:
 def release(node: FakeNode) -> None:
     """Unmount what `materialise` mounted for ``node``."""
     if node.shm is not None:
-        subprocess.run(["umount", str(node.shm)], check=False)
+        subprocess.run(["umount", "-n", str(node.shm)], check=False, timeout=30)
 
 
 @contextlib.contextmanager

@@ -33,6 +33,16 @@ network_backend = "cni"
 [engine]
 runtime = "runc"
 """
+
+
+def containers_conf(work: Path) -> str:
+    """`CONTAINERS_CONF` with Podman's CNI folder under ``work``: Podman locks that folder
+    (/etc/cni/net.d/cni.lock by default) even for a container without a network."""
+    return CONTAINERS_CONF.replace(
+        'network_backend = "cni"\n', f'network_backend = "cni"\nnetwork_config_dir = "{work}/cni"\n'
+    )
+
+
 BUSYBOX_APPLETS = (
     "sh",
     "ls",
@@ -158,7 +168,7 @@ def podman_run(
     """`podman run --rm RUN...` (Podman with runc) with the CDI specs of ``specs``, in a private
     mount namespace; Podman's storage and its containers.conf live under ``work``."""
     conf = work / "containers.conf"
-    conf.write_text(CONTAINERS_CONF)
+    conf.write_text(containers_conf(work))
     return subprocess.run(
         [
             *("unshare", "--mount", "--propagation", "private", "sh", "-c", _PODMAN, "sh"),

@@ -271,7 +271,7 @@ def test_containerd_cri_loads_after_configure_without_explicit_runc() -> None:
     finally:
         for mount in ("root", "state"):
             if os.path.ismount(work / mount):
-                subprocess.run(["umount", "-l", str(work / mount)], check=False, timeout=10)
+                subprocess.run(["umount", "-n", "-l", str(work / mount)], check=False, timeout=10)
         shutil.rmtree(work, ignore_errors=True)
 
 
