@@ -23,6 +23,20 @@ def _ctk_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True, scope="session")
+def _mount_table_here(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """util-linux's mount and umount keep their table of mount options in /run/mount/utab,
+    whoever runs them (the tests' namespaces, mmdebstrap): in a temporary dir instead, so they
+    leave no /run/mount on the machine (libmount reads the path from LIBMOUNT_UTAB)."""
+    old = os.environ.get("LIBMOUNT_UTAB")
+    os.environ["LIBMOUNT_UTAB"] = str(tmp_path_factory.mktemp("libmount") / "utab")
+    yield
+    if old is None:
+        del os.environ["LIBMOUNT_UTAB"]
+    else:
+        os.environ["LIBMOUNT_UTAB"] = old
+
+
+@pytest.fixture(autouse=True, scope="session")
 def _native_hook_built() -> None:
     """The package's native hook (ctk/_bin/ctk-hook) exists and is as new as native/ before any
     test runs: `pip install -e .` builds it, a fresh worktree or an edited native/ does not, and
