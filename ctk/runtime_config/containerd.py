@@ -103,9 +103,8 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
     # The old v1 shim names the binary `Runtime`; the runc v2 shim calls it `BinaryName`.
     binary_key = "Runtime" if runtime_type == RUNTIME_V1_LINUX else "BinaryName"
     copied = runtime.get("options")
-    inline: tuple[str, ...] = ()  # the line of inline options ctk edits
     if isinstance(copied, InlineTable):  # `options = { ... }` as the runtime wrote it
-        inline = _set_inline(runtime, copied, (*rt_keys, "options", binary_key), request, changes)
+        _set_inline(runtime, copied, (*rt_keys, "options", binary_key), request, changes)
     else:
         options = tomledit.ensure_table(name, doc, (*rt_keys, "options"), changes)
         tomledit.set_key(options, (*rt_keys, "options", binary_key), request.path, changes)
@@ -116,6 +115,7 @@ def configure_in_place(name: str, text: str, request: RuntimeRequest) -> Edit:
         cri_table = tomledit.find_table(name, doc, cri)
         assert cri_table is not None
         tomledit.set_key(cri_table, (*cri, "enable_cdi"), True, changes)
+    inline = tomledit.inline_lines(doc, changes)  # an edited `options = { ... }` line
     out = tomledit.finish(name, doc, text, replaced=(*replaced_keys(changes), *inline))
     # A runtime ctk created goes as a whole on unconfigure; in the user's own, undo the edits.
     return Edit(out, without_inside(changes, rt_keys) if created else tuple(changes))
@@ -127,11 +127,11 @@ def _set_inline(
     keys: tuple[str, ...],
     request: RuntimeRequest,
     changes: list[Change],
-) -> tuple[str, ...]:
-    """Set the binary in inline `options = { ... }`; the key of the line rewritten, if any."""
+) -> None:
+    """Set the binary in inline `options = { ... }`."""
     binary_key = keys[-1]
     if options.get(binary_key) == request.path:
-        return ()
+        return
     existed = binary_key in options
     before = tomledit.plain(options.get(binary_key))
     if existed:  # in place: the rest of the line stays as it was, and comes back on undo
@@ -141,7 +141,6 @@ def _set_inline(
             {**options.unwrap(), binary_key: request.path}
         )
     changes.append(Change(keys, existed, before, request.path))
-    return ("options",)
 
 
 def _source_runtime(

@@ -226,7 +226,7 @@ def inspect_containerd(
             settings = {}
         else:
             cri = deep_merge(cri, table)
-        for runtime in _table(name, table, "containerd", "runtimes"):
+        for runtime in _table(name, containerd, "runtimes"):
             sources[runtime] = name
         settings.update(dict.fromkeys([*table, *(f"containerd.{key}" for key in containerd)], name))
     within = ("plugins", plugin)
