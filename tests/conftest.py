@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import sys
@@ -10,16 +11,25 @@ from collections.abc import Iterator
 import pytest
 
 
+@contextlib.contextmanager
+def _environment(name: str, value: str) -> Iterator[None]:
+    """``name`` set to ``value`` for the block, then as it was."""
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = old
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _ctk_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Keep `ctk runtime` records out of /var/lib/ctk (tests write only under temporary dirs)."""
-    old = os.environ.get("CTK_STATE_DIR")
-    os.environ["CTK_STATE_DIR"] = str(tmp_path_factory.mktemp("ctk-state"))
-    yield
-    if old is None:
-        del os.environ["CTK_STATE_DIR"]
-    else:
-        os.environ["CTK_STATE_DIR"] = old
+    with _environment("CTK_STATE_DIR", str(tmp_path_factory.mktemp("ctk-state"))):
+        yield
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -27,13 +37,8 @@ def _mount_table_here(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
     """util-linux's mount and umount keep their table of mount options in /run/mount/utab,
     whoever runs them (the tests' namespaces, mmdebstrap): in a temporary dir instead, so they
     leave no /run/mount on the machine (libmount reads the path from LIBMOUNT_UTAB)."""
-    old = os.environ.get("LIBMOUNT_UTAB")
-    os.environ["LIBMOUNT_UTAB"] = str(tmp_path_factory.mktemp("libmount") / "utab")
-    yield
-    if old is None:
-        del os.environ["LIBMOUNT_UTAB"]
-    else:
-        os.environ["LIBMOUNT_UTAB"] = old
+    with _environment("LIBMOUNT_UTAB", str(tmp_path_factory.mktemp("libmount") / "utab")):
+        yield
 
 
 @pytest.fixture(autouse=True, scope="session")
